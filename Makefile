@@ -1,0 +1,78 @@
+# karpy developer commands. `make run` and `make test` set up everything they need.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+UV_DIR := .local/tools/uv
+UV := $(UV_DIR)/bin/uv
+VENV := .venv
+VENV_STAMP := $(VENV)/.synced
+BIN := $(VENV)/bin
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(UV):
+	$(PYTHON) -m venv $(UV_DIR)
+	$(UV_DIR)/bin/pip install --quiet uv==$(UV_VERSION)
+
+$(VENV_STAMP): uv.lock pyproject.toml | $(UV)
+	$(UV) sync --frozen --python $(PYTHON)
+	@touch $@
+
+.PHONY: install
+install: $(VENV_STAMP) ## Install karpy and its development tools into .venv from uv.lock
+
+.PHONY: binaries
+binaries: ## Build (or reuse) the local control plane binaries
+	@hack/k8s/build.sh >/dev/null
+
+.PHONY: lint
+lint: $(VENV_STAMP) ## ruff, mypy --strict and the import-layer contracts
+	$(BIN)/ruff format --check karpy tests hack
+	$(BIN)/ruff check karpy tests hack
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+.PHONY: format
+format: $(VENV_STAMP) ## Format and autofix the code
+	$(BIN)/ruff format karpy tests hack
+	$(BIN)/ruff check --fix karpy tests hack
+
+.PHONY: generate
+generate: $(VENV_STAMP) ## Regenerate manifests/crds from the API models
+	$(BIN)/karpy crds --output manifests/crds
+
+.PHONY: check-generated
+check-generated: $(VENV_STAMP) ## Fail when manifests/crds differs from what the models generate
+	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && \
+	  if ! diff -ru manifests/crds $$tmp; then echo "manifests/crds is stale: run make generate" >&2; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+
+.PHONY: test
+test: $(VENV_STAMP) binaries lint check-generated ## Lint, then every test suite (unit, integration, e2e)
+	$(BIN)/pytest tests/unit tests/integration tests/e2e
+
+.PHONY: bench
+bench: $(VENV_STAMP) binaries ## Benchmarks; one JSON line per case
+	$(BIN)/python -m tests.bench
+
+.PHONY: cluster-up
+cluster-up: $(VENV_STAMP) binaries ## Start the local control plane in the background (.local/kubeconfig)
+	$(BIN)/python hack/cluster.py up
+
+.PHONY: cluster-down
+cluster-down: $(VENV_STAMP) ## Stop every process cluster-up started
+	$(BIN)/python hack/cluster.py down
+
+.PHONY: run
+run: $(VENV_STAMP) binaries ## Run karpy with the kwok provider on the local control plane (or $KUBECONFIG)
+	$(BIN)/python hack/run.py
+
+.PHONY: clean
+clean: ## Remove .venv and .local (the control plane binaries stay in the user cache)
+	-$(BIN)/python hack/cluster.py down 2>/dev/null
+	rm -rf $(VENV) .local

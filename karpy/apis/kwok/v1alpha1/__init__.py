@@ -1,0 +1,1 @@
+"""apis/kwok/v1alpha1"""

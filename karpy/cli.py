@@ -1,0 +1,59 @@
+"""The `karpy` command: `run`, `simulate`, `crds` and `version`.
+
+Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`;
+modules are imported only when their subcommand is chosen, so `karpy version` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Protocol, cast
+
+from karpy import __version__
+
+# subcommand -> (module implementing it, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("karpy.operator", "run the controller (settings from flags or environment)"),
+    "simulate": ("karpy.simulation.command", "show the nodes karpy would launch for a scenario"),
+    "crds": ("karpy.apis.crds", "print or write the CustomResourceDefinitions"),
+    "version": ("karpy.cli", "print the version"),
+}
+
+
+class Subcommand(Protocol):
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`karpy version` takes no arguments."""
+
+
+def run(args: argparse.Namespace) -> int:
+    print(__version__)
+    return 0
+
+
+def _load(name: str) -> Subcommand:
+    return cast(Subcommand, importlib.import_module(SUBCOMMANDS[name][0]))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="karpy", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (_module, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            _load(name).add_arguments(sub_parser)
+    args = parser.parse_args(argv)
+    return _load(args.command).run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
