@@ -1,0 +1,898 @@
+"""A real Kubernetes control plane on loopback, for tests and local runs.
+
+Starts the upstream etcd, kube-apiserver, kube-scheduler and kube-controller-manager built by
+``hack/k8s/build.sh`` as separate processes (one component per process avoids the global-state
+clashes of running them in one), with a generated PKI and an admin kubeconfig. This is test and
+developer tooling: nothing under ``karpy/`` may import it.
+
+Typical use::
+
+    cp = ControlPlane(tmp_dir)
+    cp.start()
+    ...  # talk to cp.server with cp.kubeconfig
+    cp.stop()
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime
+import http.client
+import ipaddress
+import json
+import logging
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+log = logging.getLogger("controlplane")
+
+HACK_DIR = Path(__file__).resolve().parent
+K8S_MODULE_DIR = HACK_DIR / "k8s"
+BUILD_SCRIPT = K8S_MODULE_DIR / "build.sh"
+RELEASE = (K8S_MODULE_DIR / "RELEASE").read_text().strip()
+
+ETCD = "etcd"
+APISERVER = "kube-apiserver"
+SCHEDULER = "kube-scheduler"
+CONTROLLER_MANAGER = "kube-controller-manager"
+COMPONENTS = (ETCD, APISERVER, SCHEDULER, CONTROLLER_MANAGER)
+BINARIES = (*COMPONENTS, "kubectl")
+
+# Node lifecycle is left out on purpose: without kubelet heartbeats it would taint every fake
+# node unreachable and evict its pods.
+DEFAULT_CONTROLLERS = (
+    "deployment-controller",
+    "replicaset-controller",
+    "daemonset-controller",
+    "statefulset-controller",
+    "job-controller",
+    "garbage-collector-controller",
+    "namespace-controller",
+    "pod-garbage-collector-controller",
+    "disruption-controller",
+)
+
+SERVICE_CIDR = "10.0.0.0/24"
+SERVICE_IP = "10.0.0.1"
+CLUSTER_NAME = "karpy-local"
+STATE_FILE = "state.json"
+_ADDRESS_IN_USE = "address already in use"
+
+
+class ControlPlaneError(RuntimeError):
+    """The control plane could not be built, started or stopped."""
+
+
+class BinariesError(ControlPlaneError):
+    """The control plane binaries are missing and could not be built."""
+
+
+class ComponentError(ControlPlaneError):
+    """One component died or never became healthy; the message carries its log tail."""
+
+    def __init__(self, component: str, reason: str, log_tail: str) -> None:
+        super().__init__(f"{component} {reason}; last lines of its log:\n{log_tail}")
+        self.component = component
+        self.log_tail = log_tail
+
+
+class PortInUseError(ComponentError):
+    """A component lost the race for a port it was given; start-up retries with new ports."""
+
+
+def cache_dir(release: str = RELEASE) -> Path:
+    """Where build.sh puts the binaries of one release (per user, shared by every clone)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "karpy" / "k8s" / f"v{release}"
+
+
+def missing_binaries(bin_dir: Path | None = None) -> list[str]:
+    directory = bin_dir or cache_dir()
+    return [b for b in BINARIES if not os.access(directory / b, os.X_OK)]
+
+
+def ensure_binaries(*, quiet: bool = False) -> Path:
+    """Return the binary directory, running hack/k8s/build.sh first if anything is missing."""
+    directory = cache_dir()
+    if not missing_binaries(directory):
+        return directory
+    log.info("building the control plane binaries with %s", BUILD_SCRIPT)
+    proc = subprocess.run(
+        [str(BUILD_SCRIPT)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if quiet else None,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        detail = (proc.stderr or "")[-4000:] if quiet else "see the build output above"
+        raise BinariesError(f"{BUILD_SCRIPT} failed with status {proc.returncode}: {detail}")
+    built = Path(proc.stdout.strip().splitlines()[-1])
+    still_missing = missing_binaries(built)
+    if still_missing:
+        raise BinariesError(f"{BUILD_SCRIPT} finished but {still_missing} are missing in {built}")
+    return built
+
+
+# --------------------------------------------------------------------------------------------
+# PKI
+
+
+@dataclass(frozen=True)
+class Pki:
+    """Paths of the certificates and keys the components and clients use."""
+
+    ca_cert: Path
+    ca_key: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_cert: Path
+    admin_key: Path
+    sa_key: Path
+    sa_pub: Path
+
+    @classmethod
+    def in_dir(cls, directory: Path) -> Pki:
+        return cls(
+            ca_cert=directory / "ca.crt",
+            ca_key=directory / "ca.key",
+            serving_cert=directory / "apiserver.crt",
+            serving_key=directory / "apiserver.key",
+            admin_cert=directory / "admin.crt",
+            admin_key=directory / "admin.key",
+            sa_key=directory / "sa.key",
+            sa_pub=directory / "sa.pub",
+        )
+
+    def exists(self) -> bool:
+        return all(Path(p).exists() for p in vars(self).values())
+
+    def generate(self) -> None:
+        """Write a fresh CA, apiserver serving cert, admin client cert and service-account keys.
+
+        EC P-256 keys: every component accepts them and they take microseconds to generate.
+        """
+        self.ca_cert.parent.mkdir(parents=True, exist_ok=True)
+        ca_key = ec.generate_private_key(ec.SECP256R1())
+        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "karpy-local-ca")])
+        ca_cert = (
+            _cert_builder(ca_name, ca_name, ca_key.public_key())
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+            )
+            .sign(ca_key, hashes.SHA256())
+        )
+        _write_key(self.ca_key, ca_key)
+        _write_cert(self.ca_cert, ca_cert)
+
+        names: list[x509.GeneralName] = [
+            x509.DNSName(n)
+            for n in (
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            )
+        ]
+        names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ("127.0.0.1", SERVICE_IP)]
+        self._leaf(
+            ca_cert,
+            ca_key,
+            subject=x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kube-apiserver")]),
+            usage=ExtendedKeyUsageOID.SERVER_AUTH,
+            sans=names,
+            cert_path=self.serving_cert,
+            key_path=self.serving_key,
+        )
+        self._leaf(
+            ca_cert,
+            ca_key,
+            subject=x509.Name(
+                [
+                    x509.NameAttribute(NameOID.ORGANIZATION_NAME, "system:masters"),
+                    x509.NameAttribute(NameOID.COMMON_NAME, "admin"),
+                ]
+            ),
+            usage=ExtendedKeyUsageOID.CLIENT_AUTH,
+            sans=None,
+            cert_path=self.admin_cert,
+            key_path=self.admin_key,
+        )
+        sa_key = ec.generate_private_key(ec.SECP256R1())
+        _write_key(self.sa_key, sa_key)
+        self.sa_pub.write_bytes(
+            sa_key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+
+    @staticmethod
+    def _leaf(
+        ca_cert: x509.Certificate,
+        ca_key: ec.EllipticCurvePrivateKey,
+        *,
+        subject: x509.Name,
+        usage: x509.ObjectIdentifier,
+        sans: list[x509.GeneralName] | None,
+        cert_path: Path,
+        key_path: Path,
+    ) -> None:
+        key = ec.generate_private_key(ec.SECP256R1())
+        builder = (
+            _cert_builder(subject, ca_cert.subject, key.public_key())
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=False,
+                    crl_sign=False,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                critical=False,
+            )
+        )
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        _write_key(key_path, key)
+        _write_cert(cert_path, builder.sign(ca_key, hashes.SHA256()))
+
+    def client_ssl_context(self) -> ssl.SSLContext:
+        """TLS context that trusts the CA and presents the admin client certificate."""
+        ctx = ssl.create_default_context(cafile=str(self.ca_cert))
+        ctx.load_cert_chain(str(self.admin_cert), str(self.admin_key))
+        return ctx
+
+
+def _cert_builder(
+    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey
+) -> x509.CertificateBuilder:
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=365))
+    )
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    data = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> None:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def write_kubeconfig(path: Path, *, server: str, pki: Pki) -> None:
+    """Admin kubeconfig with the credentials embedded, so it can be copied anywhere."""
+
+    def b64(p: Path) -> str:
+        return base64.b64encode(p.read_bytes()).decode()
+
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": CLUSTER_NAME,
+                "cluster": {"server": server, "certificate-authority-data": b64(pki.ca_cert)},
+            }
+        ],
+        "users": [
+            {
+                "name": "admin",
+                "user": {
+                    "client-certificate-data": b64(pki.admin_cert),
+                    "client-key-data": b64(pki.admin_key),
+                },
+            }
+        ],
+        "contexts": [{"name": CLUSTER_NAME, "context": {"cluster": CLUSTER_NAME, "user": "admin"}}],
+        "current-context": CLUSTER_NAME,
+        "preferences": {},
+    }
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(config, f, sort_keys=False)
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Processes
+
+
+class _Process:
+    """A component process, held either as our own child or, after attach(), by pid alone."""
+
+    def __init__(self, *, pid: int, popen: subprocess.Popen[bytes] | None = None) -> None:
+        self.pid = pid
+        self.popen = popen
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return False
+        return stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+    def returncode(self) -> int | None:
+        return self.popen.poll() if self.popen is not None else None
+
+    def signal(self, sig: signal.Signals) -> None:
+        if self.popen is not None:
+            if self.popen.poll() is None:
+                self.popen.send_signal(sig)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, sig)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until the process is gone; True if it is."""
+        if self.popen is not None:
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        deadline = time.monotonic() + timeout
+        while self.alive():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def stop(self, *, grace: float) -> None:
+        if not self.alive():
+            self.wait(0)
+            return
+        if grace > 0:
+            self.signal(signal.SIGTERM)
+            if self.wait(grace):
+                return
+        self.signal(signal.SIGKILL)
+        if not self.wait(10):
+            raise ControlPlaneError(f"process {self.pid} survived SIGKILL")
+
+
+def _pid_runs(pid: int, binary: str) -> bool:
+    """True if pid is alive and still runs `binary` (guards against pid reuse)."""
+    try:
+        exe = os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return False
+    return Path(exe.removesuffix(" (deleted)")).name == binary
+
+
+class _Ports:
+    """Free loopback ports. Probing races with other processes; start() retries on a clash."""
+
+    def __init__(self) -> None:
+        self._given: set[int] = set()
+
+    def take(self) -> int:
+        for _ in range(100):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = int(s.getsockname()[1])
+            if port not in self._given:
+                self._given.add(port)
+                return port
+        raise ControlPlaneError("no free loopback port found")
+
+
+def _tail(path: Path, lines: int) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 256 * 1024))
+            text = f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+# --------------------------------------------------------------------------------------------
+# The control plane
+
+
+class ControlPlane:
+    """etcd + kube-apiserver + kube-scheduler + kube-controller-manager on 127.0.0.1.
+
+    Everything lives in ``work_dir``: PKI, etcd data, one log file per component, the admin
+    kubeconfig and ``state.json`` (ports and pids, so another process can ``attach()`` and stop
+    a control plane it did not start).
+    """
+
+    STOP_GRACE: ClassVar[float] = 10.0
+
+    def __init__(
+        self,
+        work_dir: Path | str,
+        *,
+        bin_dir: Path | None = None,
+        watch_cache: bool = True,
+        apiserver_args: Sequence[str] = (),
+        etcd_args: Sequence[str] = (),
+        scheduler_args: Sequence[str] = (),
+        controller_manager_args: Sequence[str] = (),
+        controllers: Sequence[str] = DEFAULT_CONTROLLERS,
+        start_timeout: float = 180.0,
+        detach: bool = False,
+    ) -> None:
+        """
+        Args:
+            watch_cache: False makes the apiserver read and watch etcd directly, so a watch at
+                a compacted resourceVersion gets 410 Gone (see compact_etcd()).
+            detach: start the processes in their own session so they outlive this process
+                (cluster-up); otherwise they share our process group and die with Ctrl-C.
+        """
+        self.work_dir = Path(work_dir).resolve()
+        self.bin_dir = bin_dir or cache_dir()
+        self.watch_cache = watch_cache
+        self.extra_args: dict[str, list[str]] = {
+            ETCD: list(etcd_args),
+            APISERVER: list(apiserver_args),
+            SCHEDULER: list(scheduler_args),
+            CONTROLLER_MANAGER: list(controller_manager_args),
+        }
+        self.controllers = tuple(controllers)
+        self.start_timeout = start_timeout
+        self.detach = detach
+        self.pki = Pki.in_dir(self.work_dir / "pki")
+        self.ports: dict[str, int] = {}
+        self.timings: dict[str, float] = {}
+        self._procs: dict[str, _Process] = {}
+        self._port_pool = _Ports()
+
+    # ---- properties
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.work_dir / "admin.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self._port('apiserver')}"
+
+    @property
+    def etcd_url(self) -> str:
+        return f"http://127.0.0.1:{self._port('etcd-client')}"
+
+    @property
+    def kubectl_path(self) -> Path:
+        return self.bin_dir / "kubectl"
+
+    def log_path(self, component: str) -> Path:
+        if component not in COMPONENTS:
+            raise ValueError(f"component must be one of {COMPONENTS}, not {component!r}")
+        return self.work_dir / f"{component}.log"
+
+    def log_tail(self, component: str, lines: int = 40) -> str:
+        return _tail(self.log_path(component), lines)
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self._procs.items() if p.alive()}
+
+    def running(self) -> bool:
+        return bool(self._procs) and all(p.alive() for p in self._procs.values())
+
+    def _port(self, name: str) -> int:
+        try:
+            return self.ports[name]
+        except KeyError:
+            raise ControlPlaneError("the control plane has not been started") from None
+
+    # ---- lifecycle
+
+    def __enter__(self) -> ControlPlane:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self, *, attempts: int = 3) -> None:
+        """Start every component and wait until each is healthy.
+
+        Raises ComponentError (with the log tail) when a component dies or times out. A lost
+        port race is retried with fresh ports up to ``attempts`` times.
+        """
+        missing = missing_binaries(self.bin_dir)
+        if missing:
+            raise BinariesError(f"{missing} missing in {self.bin_dir}: run {BUILD_SCRIPT}")
+        if self._procs:
+            raise ControlPlaneError(f"control plane in {self.work_dir} is already started")
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.pki.generate()
+        for attempt in range(1, attempts + 1):
+            try:
+                self._start_once()
+                return
+            except PortInUseError as err:
+                self.stop()
+                if attempt == attempts:
+                    raise
+                log.warning("port clash starting %s, retrying with new ports", err.component)
+            except BaseException:
+                self.stop()
+                raise
+
+    def _start_once(self) -> None:
+        t0 = time.monotonic()
+        self.timings = {}
+        for f in self.work_dir.glob("*.log"):
+            f.unlink()
+        self.ports = {
+            name: self._port_pool.take()
+            for name in ("etcd-client", "etcd-peer", "apiserver", "scheduler", "controller-manager")
+        }
+        etcd_data = self.work_dir / "etcd"
+        if etcd_data.exists():
+            subprocess.run(["rm", "-rf", str(etcd_data)], check=True)
+
+        self._launch(ETCD, self._etcd_args())
+        self._wait_healthy(ETCD, self._etcd_healthy)
+        self.timings[ETCD] = time.monotonic() - t0
+
+        write_kubeconfig(self.kubeconfig, server=self.server, pki=self.pki)
+        self._start_apiserver(attempts=1)
+
+        t1 = time.monotonic()
+        self._launch(SCHEDULER, self._scheduler_args())
+        self._launch(CONTROLLER_MANAGER, self._controller_manager_args())
+        self._wait_healthy(SCHEDULER, lambda: self._https_ok(self.ports["scheduler"], "/healthz"))
+        self._wait_healthy(
+            CONTROLLER_MANAGER,
+            lambda: self._https_ok(self.ports["controller-manager"], "/healthz"),
+        )
+        self.timings["scheduler+controller-manager"] = time.monotonic() - t1
+        self.timings["total"] = time.monotonic() - t0
+        log.info(
+            "control plane v%s up at %s in %.1fs (kube-apiserver %.1fs)",
+            RELEASE,
+            self.server,
+            self.timings["total"],
+            self.timings[APISERVER],
+        )
+
+    def stop(self) -> None:
+        """Stop every component (scheduler and controller-manager first, etcd last). Idempotent."""
+        errors: list[str] = []
+        for name in (SCHEDULER, CONTROLLER_MANAGER, APISERVER, ETCD):
+            proc = self._procs.pop(name, None)
+            if proc is None:
+                continue
+            try:
+                proc.stop(grace=self.STOP_GRACE)
+            except ControlPlaneError as err:
+                errors.append(f"{name}: {err}")
+        self._write_state()
+        if errors:
+            raise ControlPlaneError("; ".join(errors))
+
+    # ---- apiserver fault injection
+
+    def stop_apiserver(self, *, kill: bool = False) -> None:
+        """Stop kube-apiserver only (SIGKILL at once if ``kill``); etcd keeps the data."""
+        proc = self._procs.pop(APISERVER, None)
+        if proc is not None:
+            proc.stop(grace=0 if kill else self.STOP_GRACE)
+        self._write_state()
+
+    def start_apiserver(self) -> None:
+        """(Re)start kube-apiserver on the same port, so existing clients reconnect."""
+        self._start_apiserver(attempts=20)
+
+    def _start_apiserver(self, *, attempts: int) -> None:
+        if APISERVER in self._procs and self._procs[APISERVER].alive():
+            raise ControlPlaneError("kube-apiserver is already running")
+        t0 = time.monotonic()
+        for attempt in range(1, attempts + 1):
+            self._launch(APISERVER, self._apiserver_args())
+            try:
+                self._wait_healthy(APISERVER, self._apiserver_ready)
+                break
+            except PortInUseError:
+                # After a restart another process may hold the port for a moment; at first
+                # start, start() retries everything with new ports instead.
+                self._procs.pop(APISERVER).stop(grace=0)
+                if attempt == attempts:
+                    raise
+                time.sleep(0.5)
+        self.timings[APISERVER] = time.monotonic() - t0
+        log.info("kube-apiserver ready in %.1fs", self.timings[APISERVER])
+
+    def restart_apiserver(self, *, kill: bool = False) -> None:
+        self.stop_apiserver(kill=kill)
+        self.start_apiserver()
+
+    # ---- etcd
+
+    def etcd_request(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST to etcd's HTTP/JSON gateway (``/v3/...``); keys and values are base64."""
+        conn = http.client.HTTPConnection("127.0.0.1", self._port("etcd-client"), timeout=30)
+        try:
+            conn.request(
+                "POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"}
+            )
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+        if resp.status != 200:
+            raise ControlPlaneError(f"etcd {path} -> {resp.status}: {data[:500]!r}")
+        result: dict[str, Any] = json.loads(data)
+        return result
+
+    def etcd_revision(self) -> int:
+        header = self.etcd_request("/v3/kv/range", {"key": "AA==", "keys_only": True})["header"]
+        return int(header["revision"])
+
+    def compact_etcd(self) -> int:
+        """Compact etcd at its current revision and return it.
+
+        Afterwards a watch or list at an older resourceVersion that reaches etcd gets 410 Gone.
+        With the watch cache on, the apiserver may still serve old versions from its cache, so
+        fault tests use ``ControlPlane(..., watch_cache=False)``.
+        """
+        revision = self.etcd_revision()
+        self.etcd_request("/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
+
+    # ---- attach (cluster-up / cluster-down run in different processes)
+
+    def _write_state(self) -> None:
+        if not self.work_dir.exists():
+            return
+        state = {
+            "release": RELEASE,
+            "bin_dir": str(self.bin_dir),
+            "server": f"https://127.0.0.1:{self.ports['apiserver']}" if self.ports else None,
+            "ports": self.ports,
+            "pids": {name: p.pid for name, p in self._procs.items()},
+            "watch_cache": self.watch_cache,
+            "extra_args": self.extra_args,
+            "controllers": list(self.controllers),
+            "timings": self.timings,
+        }
+        tmp = self.work_dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2) + "\n")
+        tmp.replace(self.work_dir / STATE_FILE)
+
+    @classmethod
+    def attach(cls, work_dir: Path | str) -> ControlPlane:
+        """A handle on a control plane started by another process from its ``state.json``.
+
+        Only processes still running their component's binary are adopted, so a stale state
+        file never leads to signalling an unrelated process that reused a pid.
+        """
+        work = Path(work_dir).resolve()
+        try:
+            state = json.loads((work / STATE_FILE).read_text())
+        except FileNotFoundError:
+            raise ControlPlaneError(f"no control plane state in {work}") from None
+        extra = state.get("extra_args", {})
+        cp = cls(
+            work,
+            bin_dir=Path(state["bin_dir"]),
+            watch_cache=state.get("watch_cache", True),
+            etcd_args=extra.get(ETCD, ()),
+            apiserver_args=extra.get(APISERVER, ()),
+            scheduler_args=extra.get(SCHEDULER, ()),
+            controller_manager_args=extra.get(CONTROLLER_MANAGER, ()),
+            controllers=state.get("controllers", DEFAULT_CONTROLLERS),
+            detach=True,
+        )
+        cp.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
+        cp.timings = state.get("timings", {})
+        for name, pid in state.get("pids", {}).items():
+            if _pid_runs(int(pid), name):
+                cp._procs[name] = _Process(pid=int(pid))
+        return cp
+
+    # ---- internals
+
+    def _launch(self, component: str, args: list[str]) -> None:
+        binary = self.bin_dir / component
+        argv = [str(binary), *args, *self.extra_args[component]]
+        with self.log_path(component).open("ab") as logf:
+            logf.write(f"# {time.strftime('%H:%M:%S')} {' '.join(argv)}\n".encode())
+            logf.flush()
+            popen = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                cwd=self.work_dir,
+                start_new_session=self.detach,
+            )
+        self._procs[component] = _Process(pid=popen.pid, popen=popen)
+        self._write_state()
+
+    def _wait_healthy(self, component: str, probe: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        proc = self._procs[component]
+        delay = 0.05
+        while True:
+            if not proc.alive():
+                tail = self.log_tail(component, 40)
+                reason = f"exited with status {proc.returncode()} during start-up"
+                if _ADDRESS_IN_USE in tail:
+                    raise PortInUseError(component, reason, tail)
+                raise ComponentError(component, reason, tail)
+            if probe():
+                return
+            if time.monotonic() >= deadline:
+                raise ComponentError(
+                    component,
+                    f"was not healthy after {self.start_timeout:.0f}s",
+                    self.log_tail(component, 40),
+                )
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def _etcd_healthy(self) -> bool:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", self.ports["etcd-client"], timeout=2)
+            conn.request("GET", "/health")
+            resp = conn.getresponse()
+            body = resp.read()
+            conn.close()
+        except OSError:
+            return False
+        return resp.status == 200 and b'"health":"true"' in body
+
+    def _apiserver_ready(self) -> bool:
+        return self._https_ok(self.ports["apiserver"], "/readyz", self.pki.client_ssl_context())
+
+    @staticmethod
+    def _https_ok(port: int, path: str, context: ssl.SSLContext | None = None) -> bool:
+        if context is None:
+            # scheduler and controller-manager serve a self-signed certificate, and /healthz
+            # needs no credentials.
+            context = ssl._create_unverified_context()
+        try:
+            conn = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=5)
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            resp.read()
+            conn.close()
+        except OSError:
+            return False
+        return resp.status == 200
+
+    def _etcd_args(self) -> list[str]:
+        client = f"http://127.0.0.1:{self.ports['etcd-client']}"
+        peer = f"http://127.0.0.1:{self.ports['etcd-peer']}"
+        return [
+            "--name=default",
+            f"--data-dir={self.work_dir / 'etcd'}",
+            f"--listen-client-urls={client}",
+            f"--advertise-client-urls={client}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=default={peer}",
+            "--unsafe-no-fsync",
+            "--watch-progress-notify-interval=5s",
+            "--log-level=warn",
+        ]
+
+    def _apiserver_args(self) -> list[str]:
+        pki = self.pki
+        args = [
+            f"--etcd-servers={self.etcd_url}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.ports['apiserver']}",
+            # Newer apiservers refuse a loopback advertise address unless the endpoint
+            # reconciler is off.
+            "--advertise-address=127.0.0.1",
+            "--endpoint-reconciler-type=none",
+            f"--tls-cert-file={pki.serving_cert}",
+            f"--tls-private-key-file={pki.serving_key}",
+            f"--cert-dir={self.work_dir / 'certs'}",
+            f"--client-ca-file={pki.ca_cert}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={pki.sa_pub}",
+            f"--service-account-signing-key-file={pki.sa_key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=RBAC",
+            # No token controller, and no node-lifecycle controller to lift the not-ready
+            # taint from fake nodes.
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            "--allow-privileged=true",
+            "--profiling=false",
+            # Without this a TERM waits up to 60s for the scheduler's and controller-manager's
+            # watches to drain.
+            "--shutdown-watch-termination-grace-period=2s",
+        ]
+        if not self.watch_cache:
+            args.append("--watch-cache=false")
+        return args
+
+    def _component_auth_args(self, port: int) -> list[str]:
+        kc = str(self.kubeconfig)
+        return [
+            f"--kubeconfig={kc}",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--cert-dir={self.work_dir / 'certs'}",
+        ]
+
+    def _scheduler_args(self) -> list[str]:
+        return self._component_auth_args(self.ports["scheduler"])
+
+    def _controller_manager_args(self) -> list[str]:
+        return [
+            *self._component_auth_args(self.ports["controller-manager"]),
+            f"--controllers={','.join(self.controllers)}",
+            "--use-service-account-credentials=false",
+        ]
+
+
+@contextlib.contextmanager
+def running(work_dir: Path | str, **options: Any) -> Iterator[ControlPlane]:
+    """Context manager: a started control plane, stopped on exit."""
+    cp = ControlPlane(work_dir, **options)
+    cp.start()
+    try:
+        yield cp
+    finally:
+        cp.stop()
