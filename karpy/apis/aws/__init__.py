@@ -1,1 +1,1 @@
-"""apis/aws"""
+"""The AWS provider's API group, `karpenter.k8s.aws`."""

@@ -1,1 +1,1 @@
-"""apis/kwok"""
+"""The kwok provider's API group, `karpenter.kwok.sh`."""

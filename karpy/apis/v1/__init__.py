@@ -1,1 +1,75 @@
-"""apis/v1"""
+"""`karpenter.sh/v1`: NodePool, NodeClaim, and the well-known labels and conditions.
+
+from karpy.apis.v1 import NodePool, NodeClaim, validate_nodepool
+"""
+
+from __future__ import annotations
+
+from karpy.apis.v1 import conditions, labels
+from karpy.apis.v1.common import (
+    Condition,
+    NodeClaimCondition,
+    NodeClaimRequirement,
+    NodeClassReference,
+    NodePoolRequirement,
+    NodeSelectorRequirement,
+    ObjectMeta,
+    OwnerReference,
+    Taint,
+    find_condition,
+    group_of_ref,
+)
+from karpy.apis.v1.nodeclaim import (
+    NODECLAIM,
+    NodeClaim,
+    NodeClaimSpec,
+    NodeClaimStatus,
+    ResourceRequirements,
+    validate_nodeclaim,
+)
+from karpy.apis.v1.nodepool import (
+    NODEPOOL,
+    UNBOUNDED,
+    Budget,
+    Disruption,
+    NodeClaimTemplate,
+    NodeClaimTemplateSpec,
+    NodePool,
+    NodePoolSpec,
+    NodePoolStatus,
+    TemplateMetadata,
+    validate_nodepool,
+)
+
+__all__ = [
+    "NODECLAIM",
+    "NODEPOOL",
+    "UNBOUNDED",
+    "Budget",
+    "Condition",
+    "Disruption",
+    "NodeClaim",
+    "NodeClaimCondition",
+    "NodeClaimRequirement",
+    "NodeClaimSpec",
+    "NodeClaimStatus",
+    "NodeClaimTemplate",
+    "NodeClaimTemplateSpec",
+    "NodeClassReference",
+    "NodePool",
+    "NodePoolRequirement",
+    "NodePoolSpec",
+    "NodePoolStatus",
+    "NodeSelectorRequirement",
+    "ObjectMeta",
+    "OwnerReference",
+    "ResourceRequirements",
+    "Taint",
+    "TemplateMetadata",
+    "conditions",
+    "find_condition",
+    "group_of_ref",
+    "labels",
+    "validate_nodeclaim",
+    "validate_nodepool",
+]

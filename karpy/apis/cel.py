@@ -1,0 +1,192 @@
+"""Evaluate the CRDs' CEL rules in Python with the semantics the apiserver gives them.
+
+The apiserver's CEL environment adds Kubernetes libraries to standard CEL; cel-python has the
+standard part, so the string and regex functions our rules use (`find`, `split`, `lowerAscii`,
+...) are registered here. Regexes use RE2, the engine behind Go's `regexp`, so a pattern matches
+here exactly when it matches in the apiserver.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+import celpy
+import re2  # type: ignore[import-untyped]
+from celpy import celtypes
+from celpy.adapter import json_to_cel
+
+__all__ = ["CelError", "CelProgram", "compile_rule", "search"]
+
+
+class CelError(Exception):
+    """A CEL expression could not be compiled or evaluated."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled_regex(pattern: str) -> Any:
+    try:
+        return re2.compile(pattern)
+    except re2.error as exc:
+        raise CelError(f"invalid regular expression {pattern!r}: {exc}") from exc
+
+
+def search(pattern: str, text: str) -> bool:
+    """RE2 partial match, as OpenAPI `pattern` and CEL `matches` use it."""
+    return _compiled_regex(pattern).search(text) is not None
+
+
+def _find(text: celtypes.StringType, pattern: celtypes.StringType) -> celtypes.StringType:
+    match = _compiled_regex(str(pattern)).search(str(text))
+    return celtypes.StringType(match.group(0) if match else "")
+
+
+def _find_all(
+    text: celtypes.StringType, pattern: celtypes.StringType, limit: Any = None
+) -> celtypes.ListType:
+    found = [m.group(0) for m in _compiled_regex(str(pattern)).finditer(str(text))]
+    if limit is not None and int(limit) >= 0:
+        found = found[: int(limit)]
+    return celtypes.ListType([celtypes.StringType(s) for s in found])
+
+
+def _split(
+    text: celtypes.StringType, sep: celtypes.StringType, limit: Any = None
+) -> celtypes.ListType:
+    value, separator = str(text), str(sep)
+    count = -1 if limit is None else int(limit)
+    if count == 0:
+        return celtypes.ListType([])
+    if separator == "":
+        parts = list(value)
+        if count > 0 and len(parts) > count:
+            parts = [*parts[: count - 1], "".join(parts[count - 1 :])]
+    else:
+        parts = value.split(separator, count - 1 if count > 0 else -1)
+    return celtypes.ListType([celtypes.StringType(p) for p in parts])
+
+
+def _lower_ascii(text: celtypes.StringType) -> celtypes.StringType:
+    return celtypes.StringType("".join(c.lower() if c.isascii() else c for c in str(text)))
+
+
+def _upper_ascii(text: celtypes.StringType) -> celtypes.StringType:
+    return celtypes.StringType("".join(c.upper() if c.isascii() else c for c in str(text)))
+
+
+def _replace(
+    text: celtypes.StringType, old: celtypes.StringType, new: celtypes.StringType, n: Any = None
+) -> celtypes.StringType:
+    count = -1 if n is None else int(n)
+    return celtypes.StringType(str(text).replace(str(old), str(new), count))
+
+
+def _trim(text: celtypes.StringType) -> celtypes.StringType:
+    return celtypes.StringType(str(text).strip())
+
+
+def _join(items: celtypes.ListType, sep: Any = None) -> celtypes.StringType:
+    return celtypes.StringType(("" if sep is None else str(sep)).join(str(i) for i in items))
+
+
+def _substring(text: celtypes.StringType, start: Any, end: Any = None) -> celtypes.StringType:
+    value = str(text)
+    first, last = int(start), len(value) if end is None else int(end)
+    if not 0 <= first <= last <= len(value):
+        raise CelError(f"substring({first}, {last}) out of range for a string of {len(value)}")
+    return celtypes.StringType(value[first:last])
+
+
+def _index_of(container: Any, item: Any, offset: Any = None) -> celtypes.IntType:
+    if isinstance(container, celtypes.ListType):
+        for i, element in enumerate(container):
+            if element == item:
+                return celtypes.IntType(i)
+        return celtypes.IntType(-1)
+    return celtypes.IntType(str(container).find(str(item), 0 if offset is None else int(offset)))
+
+
+def _last_index_of(container: Any, item: Any) -> celtypes.IntType:
+    if isinstance(container, celtypes.ListType):
+        for i in range(len(container) - 1, -1, -1):
+            if container[i] == item:
+                return celtypes.IntType(i)
+        return celtypes.IntType(-1)
+    return celtypes.IntType(str(container).rfind(str(item)))
+
+
+def _char_at(text: celtypes.StringType, index: Any) -> celtypes.StringType:
+    value, i = str(text), int(index)
+    if not 0 <= i <= len(value):
+        raise CelError(f"charAt({i}) out of range for a string of {len(value)}")
+    return celtypes.StringType(value[i : i + 1])
+
+
+def _matches(text: celtypes.StringType, pattern: celtypes.StringType) -> celtypes.BoolType:
+    return celtypes.BoolType(search(str(pattern), str(text)))
+
+
+# The Kubernetes CEL extensions our rules may use; each takes and returns CEL values.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "find": _find,
+    "findAll": _find_all,
+    "split": _split,
+    "lowerAscii": _lower_ascii,
+    "upperAscii": _upper_ascii,
+    "replace": _replace,
+    "trim": _trim,
+    "join": _join,
+    "substring": _substring,
+    "indexOf": _index_of,
+    "lastIndexOf": _last_index_of,
+    "charAt": _char_at,
+    "matches": _matches,
+}
+
+_ENV = celpy.Environment()
+_ENV_LOCK = threading.Lock()
+
+
+class CelProgram:
+    """A compiled rule, evaluated against `self` (and `oldSelf` for transition rules)."""
+
+    def __init__(self, expression: str) -> None:
+        self.expression = expression
+        try:
+            with _ENV_LOCK:
+                ast = _ENV.compile(expression)
+                self._runner = _ENV.program(ast, functions=FUNCTIONS)
+        except Exception as exc:
+            raise CelError(f"cannot compile CEL rule {expression!r}: {exc}") from exc
+
+    def evaluate(self, self_value: Any, old_value: Any = None) -> bool:
+        """True when the rule holds; raises CelError when evaluation fails (e.g. a missing key)."""
+        activation: dict[str, Any] = {"self": json_to_cel(self_value)}
+        if old_value is not None:
+            activation["oldSelf"] = json_to_cel(old_value)
+        try:
+            result = self._runner.evaluate(activation)
+        except Exception as exc:
+            raise CelError(_describe(exc)) from exc
+        if isinstance(result, Exception):
+            raise CelError(_describe(result))
+        if not isinstance(result, celtypes.BoolType | bool):
+            raise CelError(f"rule returned {type(result).__name__}, not a bool")
+        return bool(result)
+
+
+def _describe(exc: BaseException) -> str:
+    """A short reason like the apiserver's (`no such key: values`)."""
+    args = cast(tuple[Any, ...], getattr(exc, "args", ()))
+    text = str(args[0]) if args else str(exc)
+    if text.startswith("no such member in mapping: "):
+        return "no such key: " + text.removeprefix("no such member in mapping: ").strip("'")
+    return text
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_rule(expression: str) -> CelProgram:
+    """Compile once per distinct expression."""
+    return CelProgram(expression)
