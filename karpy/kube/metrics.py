@@ -1,0 +1,200 @@
+"""The process-wide Prometheus registry and the runtime's own metrics.
+
+Names and labels follow controller-runtime and client-go so dashboards written for Karpenter
+keep working: `controller_runtime_*` per controller, `workqueue_*` per queue (labels `name` and
+`controller`, both the queue's name), `leader_election_master_status`. karpy-only metrics are
+`karpy_*`. Every other package registers its metrics in `REGISTRY` too, so `/metrics` shows one
+registry.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterator
+from typing import Protocol
+
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "ACTIVE_WORKERS",
+    "EVENT_LOOP_LAG",
+    "LEADER_ELECTION_STATUS",
+    "MAX_CONCURRENT_RECONCILES",
+    "RECONCILE_ERRORS",
+    "RECONCILE_TIME",
+    "RECONCILE_TOTAL",
+    "REGISTRY",
+    "REST_CLIENT_REQUESTS",
+    "TERMINAL_RECONCILE_ERRORS",
+    "WORKQUEUE_ADDS",
+    "WORKQUEUE_DEPTH",
+    "WORKQUEUE_QUEUE_DURATION",
+    "WORKQUEUE_RETRIES",
+    "WORKQUEUE_WORK_DURATION",
+    "InFlightSource",
+    "register_in_flight",
+]
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+for _collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+    REGISTRY.register(_collector)
+
+_RECONCILE_BUCKETS = (
+    *(0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8),
+    *(0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30),
+    *(40, 50, 60),
+)
+# client-go: exponential buckets from 10 ns, factor 10, 12 buckets.
+_QUEUE_BUCKETS = tuple(1e-8 * 10**i for i in range(12))
+
+RECONCILE_TOTAL = Counter(
+    "controller_runtime_reconcile_total",
+    "Total number of reconciliations per controller",
+    ["controller", "result"],
+    registry=REGISTRY,
+)
+RECONCILE_ERRORS = Counter(
+    "controller_runtime_reconcile_errors_total",
+    "Total number of reconciliation errors per controller",
+    ["controller"],
+    registry=REGISTRY,
+)
+TERMINAL_RECONCILE_ERRORS = Counter(
+    "controller_runtime_terminal_reconcile_errors_total",
+    "Total number of terminal reconciliation errors per controller",
+    ["controller"],
+    registry=REGISTRY,
+)
+RECONCILE_TIME = Histogram(
+    "controller_runtime_reconcile_time_seconds",
+    "Length of time per reconciliation per controller",
+    ["controller"],
+    buckets=_RECONCILE_BUCKETS,
+    registry=REGISTRY,
+)
+MAX_CONCURRENT_RECONCILES = Gauge(
+    "controller_runtime_max_concurrent_reconciles",
+    "Maximum number of concurrent reconciles per controller",
+    ["controller"],
+    registry=REGISTRY,
+)
+ACTIVE_WORKERS = Gauge(
+    "controller_runtime_active_workers",
+    "Number of currently used workers per controller",
+    ["controller"],
+    registry=REGISTRY,
+)
+
+WORKQUEUE_DEPTH = Gauge(
+    "workqueue_depth",
+    "Current depth of workqueue",
+    ["name", "controller"],
+    registry=REGISTRY,
+)
+WORKQUEUE_ADDS = Counter(
+    "workqueue_adds_total",
+    "Total number of adds handled by workqueue",
+    ["name", "controller"],
+    registry=REGISTRY,
+)
+WORKQUEUE_QUEUE_DURATION = Histogram(
+    "workqueue_queue_duration_seconds",
+    "How long in seconds an item stays in workqueue before being requested",
+    ["name", "controller"],
+    buckets=_QUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_WORK_DURATION = Histogram(
+    "workqueue_work_duration_seconds",
+    "How long in seconds processing an item from workqueue takes.",
+    ["name", "controller"],
+    buckets=_QUEUE_BUCKETS,
+    registry=REGISTRY,
+)
+WORKQUEUE_RETRIES = Counter(
+    "workqueue_retries_total",
+    "Total number of retries handled by workqueue",
+    ["name", "controller"],
+    registry=REGISTRY,
+)
+
+REST_CLIENT_REQUESTS = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ["code", "method", "host"],
+    registry=REGISTRY,
+)
+
+LEADER_ELECTION_STATUS = Gauge(
+    "leader_election_master_status",
+    "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, "
+    "1 indicates master. 'name' is the string used to identify the lease.",
+    ["name"],
+    registry=REGISTRY,
+)
+EVENT_LOOP_LAG = Gauge(
+    "karpy_event_loop_lag_seconds",
+    "Largest delay of the asyncio event loop observed over the last sampling window",
+    registry=REGISTRY,
+)
+
+
+class InFlightSource(Protocol):
+    """A named queue that can say how long its in-flight items have been processing."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    def unfinished_work_seconds(self) -> float: ...
+
+    def longest_running_processor_seconds(self) -> float: ...
+
+
+class _InFlightCollector(Collector):
+    """Computes the two in-flight gauges at scrape time instead of on a ticker."""
+
+    def __init__(self) -> None:
+        self.sources: weakref.WeakSet[InFlightSource] = weakref.WeakSet()
+
+    def collect(self) -> Iterator[Metric]:
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress and hasn't been "
+            "observed by work_duration. Large values indicate stuck threads.",
+            labels=["name", "controller"],
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds has the longest running processor for workqueue been running.",
+            labels=["name", "controller"],
+        )
+        for source in list(self.sources):
+            if source.name is None:
+                continue
+            labels = [source.name, source.name]
+            unfinished.add_metric(labels, source.unfinished_work_seconds())
+            longest.add_metric(labels, source.longest_running_processor_seconds())
+        yield unfinished
+        yield longest
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+_IN_FLIGHT = _InFlightCollector()
+REGISTRY.register(_IN_FLIGHT)
+
+
+def register_in_flight(source: InFlightSource) -> None:
+    """Report `source` in the in-flight gauges for as long as it lives."""
+    _IN_FLIGHT.sources.add(source)

@@ -1,0 +1,174 @@
+"""List-then-watch with client-go's recovery rules, feeding one informer.
+
+The loop lists (paginated, each page trimmed as it arrives), replaces the store, then watches
+from the list's resourceVersion with bookmarks, a random 5-10 minute server timeout and an
+inactivity timeout (so a half-open connection cannot hang it). When the watch ends normally it
+re-watches from the last resourceVersion seen; on 410 Gone it relists at once (the store's
+replace emits deletes for objects that vanished meanwhile); on other failures it waits a
+jittered backoff and re-watches, or relists if it never got a list. It never gives up and never
+exits on its own: it runs until cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import structlog
+
+from karpy.kube.backoff import Backoff
+from karpy.kube.client import Client, Selector, WatchEvent, selector_string
+from karpy.kube.clock import Clock, RealClock
+from karpy.kube.errors import ApiError, ForbiddenError, GoneError, KubeError, NotFoundError
+from karpy.kube.resources import Resource
+
+__all__ = ["Reflector", "ReflectorSink"]
+
+JSON = dict[str, Any]
+log = structlog.get_logger("karpy.kube.reflector")
+
+
+class ReflectorSink(Protocol):
+    """Where a reflector delivers: a full replacement after each list, then single events."""
+
+    def replace(self, items: list[JSON], resource_version: str) -> None: ...
+
+    def apply(self, event: WatchEvent) -> None: ...
+
+
+class Reflector:
+    """Keeps a sink in step with one (resource, namespace, selectors) collection."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        resource: Resource,
+        sink: ReflectorSink,
+        transform: Callable[[JSON], JSON] | None = None,
+        namespace: str | None = None,
+        label_selector: Selector = None,
+        field_selector: Selector = None,
+        page_size: int = 500,
+        watch_timeout: tuple[int, int] = (300, 600),
+        inactivity_timeout: float = 90.0,
+        backoff: Backoff | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.resource = resource
+        self.sink = sink
+        self.transform = transform
+        self.namespace = namespace
+        self.label_selector = selector_string(label_selector)
+        self.field_selector = selector_string(field_selector)
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.inactivity_timeout = inactivity_timeout
+        self.backoff = backoff or Backoff(initial=0.8, maximum=30.0)
+        self.clock = clock or RealClock()
+        self.resource_version: str | None = None
+        self.lists = 0
+        self.watches = 0
+        self.last_error: BaseException | None = None
+        self._log = log.bind(resource=resource.display, namespace=namespace or "")
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        while True:
+            try:
+                if self.resource_version is None:
+                    await self._list()
+                    self.backoff.reset()
+                started = self.clock.now()
+                delivered = await self._watch()
+                self.last_error = None
+                if delivered == 0 and self.clock.now() - started < 1.0:
+                    await self.clock.sleep(self.backoff.next())  # a server closing at once
+                else:
+                    self.backoff.reset()
+            except asyncio.CancelledError:
+                raise
+            except GoneError as exc:
+                self._log.info("watch expired; relisting", reason=str(exc))
+                self.last_error = exc
+                relisted_quickly = self.resource_version is None
+                self.resource_version = None
+                if relisted_quickly:  # the list itself was gone: do not spin
+                    await self.clock.sleep(self.backoff.next())
+            except (ForbiddenError, NotFoundError) as exc:
+                self.last_error = exc
+                self._log.error(
+                    "cannot list or watch", status=exc.status, error=exc.message or str(exc)
+                )
+                self.resource_version = None
+                await self.clock.sleep(self.backoff.next())
+            except (KubeError, ValueError) as exc:
+                self.last_error = exc
+                delay = self.backoff.next()
+                level = "warning" if isinstance(exc, ApiError) else "info"
+                getattr(self._log, level)(
+                    "watch interrupted; retrying", error=str(exc), retry_in=round(delay, 2)
+                )
+                await self.clock.sleep(delay)
+            except Exception as exc:
+                self.last_error = exc
+                self._log.exception("reflector failed unexpectedly; relisting")
+                self.resource_version = None
+                await self.clock.sleep(self.backoff.next())
+
+    async def _list(self) -> None:
+        items: list[JSON] = []
+        version = ""
+        transform = self.transform
+        async for page, page_version in self.client.list_pages(
+            self.resource,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            limit=self.page_size,
+        ):
+            if transform is not None:
+                items.extend(transform(obj) for obj in page)
+            else:
+                items.extend(page)
+            version = page_version
+            await asyncio.sleep(0)  # let the loop breathe between pages
+        self.sink.replace(items, version)
+        self.resource_version = version
+        self.lists += 1
+
+    async def _watch(self) -> int:
+        """Watch from `resource_version` until the server ends it; returns events seen."""
+        low, high = self.watch_timeout
+        seen = 0
+        self.watches += 1
+        transform = self.transform
+        sink = self.sink
+        async for event in self.client.watch(
+            self.resource,
+            namespace=self.namespace,
+            resource_version=self.resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            timeout_seconds=random.randint(low, high),
+            inactivity_timeout=self.inactivity_timeout,
+            allow_bookmarks=True,
+        ):
+            seen += 1
+            version = (event.object.get("metadata") or {}).get("resourceVersion")
+            if event.type == "BOOKMARK":
+                if version:
+                    self.resource_version = version
+                continue
+            if event.type not in ("ADDED", "MODIFIED", "DELETED"):
+                self._log.warning("ignoring unknown watch event", type=event.type)
+                continue
+            if transform is not None:
+                event = WatchEvent(event.type, transform(event.object))
+            sink.apply(event)
+            if version:
+                self.resource_version = version
+        return seen
