@@ -645,7 +645,7 @@ class ControlPlane:
         for attempt in range(1, attempts + 1):
             self._launch(APISERVER, self._apiserver_args())
             try:
-                self._wait_healthy(APISERVER, self._apiserver_ready)
+                self._wait_healthy(APISERVER, self.apiserver_ready)
                 break
             except PortInUseError:
                 # After a restart another process may hold the port for a moment; at first
@@ -797,7 +797,10 @@ class ControlPlane:
             return False
         return resp.status == 200 and b'"health":"true"' in body
 
-    def _apiserver_ready(self) -> bool:
+    def apiserver_ready(self) -> bool:
+        """True if kube-apiserver answers /readyz with 200 to the admin credentials."""
+        if "apiserver" not in self.ports or not self.pki.admin_cert.exists():
+            return False
         return self._https_ok(self.ports["apiserver"], "/readyz", self.pki.client_ssl_context())
 
     @staticmethod
