@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import controlplane
@@ -65,6 +65,20 @@ def _start(
         pytest.fail(f"control plane did not start: {err}", pytrace=False)
     logging.getLogger("controlplane").info("control plane timings: %s", cp.timings)
     return cp
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Point failed tests that used a control plane at its component logs."""
+    report: pytest.TestReport = yield
+    if report.failed:
+        funcargs = getattr(item, "funcargs", {})
+        for fixture in sorted(_CONTROL_PLANE_FIXTURES & set(funcargs)):
+            cp = funcargs[fixture]
+            report.sections.append((fixture, f"component logs: {cp.work_dir}/*.log"))
+    return report
 
 
 @pytest.fixture(scope="session")

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import http.client
 import json
+import shutil
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -365,3 +366,21 @@ def test_a_component_that_dies_at_start_fails_start_with_its_log(tmp_path: Path)
     assert cp.pids() == {}
     state = json.loads((tmp_path / "state.json").read_text())
     assert state["pids"] == {}
+
+
+def test_binaries_that_cannot_be_built_fail_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A PATH with the shell tools build.sh needs but no Go, and an empty cache.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "cat", "dirname"):
+        found = shutil.which(tool)
+        assert found is not None
+        (bin_dir / tool).symlink_to(found)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    assert controlplane.missing_binaries() == list(controlplane.BINARIES)
+    with pytest.raises(controlplane.BinariesError, match=r"Go >= 1\.26 is needed"):
+        controlplane.ensure_binaries()
