@@ -34,6 +34,15 @@ def _upper_level(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     return event
 
 
+_FIRST = ("level", "time", "logger", "message")
+
+
+def _key_order(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
+    ordered = {k: event.pop(k) for k in _FIRST if k in event}
+    ordered.update(event)
+    return ordered
+
+
 def configure_logging(
     level: str = "info", *, json: bool | None = None, stream: TextIO | None = None
 ) -> None:
@@ -65,6 +74,7 @@ def configure_logging(
             _upper_level,
             structlog.processors.format_exc_info,
             structlog.processors.EventRenamer("message"),
+            _key_order,
             structlog.processors.JSONRenderer(default=str),
         ]
     else:

@@ -1,0 +1,207 @@
+"""`karpy run`: wire settings, the Kubernetes client, shared informers, leader election and
+controllers into one manager, and run it until SIGTERM.
+
+To add an informer, append its resource to `CACHED_RESOURCES` (and grant `list`/`watch` in
+`manifests/deploy/rbac.yaml`). To add a controller, build it in `register_controllers` from the
+`Operator` it receives (settings, client, cache, event recorder) and `operator.manager.add()` it;
+controllers run only on the elected leader, caches on every replica.
+
+Exit status: 0 after a graceful stop, 1 on a fatal error or when the leader lease is lost (the
+process exits at once so a restart comes back as a standby), 2 for invalid settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+import uvloop
+
+from karpy.kube.cache import Cache
+from karpy.kube.client import Client
+from karpy.kube.errors import ConfigError
+from karpy.kube.events import EventRecorder
+from karpy.kube.leaderelection import LeaderElectionConfig
+from karpy.kube.logconfig import configure_logging
+from karpy.kube.manager import LeaderElectionLostError, Manager, ManagerOptions
+from karpy.kube.offload import shutdown_offload
+from karpy.kube.resources import (
+    CSINODES,
+    DAEMONSETS,
+    NAMESPACES,
+    NODES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODDISRUPTIONBUDGETS,
+    PODS,
+    STORAGECLASSES,
+    VOLUMEATTACHMENTS,
+    Resource,
+)
+from karpy.settings import SETTINGS, Settings, SettingsError, load_settings
+
+__all__ = ["CACHED_RESOURCES", "Operator", "add_arguments", "register_controllers", "run"]
+
+log = structlog.get_logger("karpy.operator")
+
+CACHED_RESOURCES: tuple[Resource, ...] = (
+    PODS,
+    NODES,
+    NAMESPACES,
+    DAEMONSETS,
+    PODDISRUPTIONBUDGETS,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    STORAGECLASSES,
+    CSINODES,
+    VOLUMEATTACHMENTS,
+)
+"""Resources every replica keeps in its cache (RBAC: list and watch each)."""
+
+COMPONENT = "karpenter"
+"""Event source component and leader-lease name prefix, as Karpenter's."""
+
+
+@dataclass(slots=True)
+class Operator:
+    """What controllers are built from."""
+
+    settings: Settings
+    client: Client
+    manager: Manager
+    events: EventRecorder
+    identity: str
+
+    @property
+    def cache(self) -> Cache:
+        """The shared informer cache (`operator.cache.informer(PODS)`)."""
+        return self.manager.cache
+
+
+def register_informers(operator: Operator) -> None:
+    """Create the shared informers (they start with the manager, on every replica)."""
+    for resource in CACHED_RESOURCES:
+        operator.cache.informer(resource)
+
+
+def register_controllers(operator: Operator) -> None:
+    """Add the leader-only controllers. None yet: the provisioning work adds them here, e.g.
+    `operator.manager.add(Controller(name="nodeclaim.lifecycle", reconcile=..., workers=...))`.
+    """
+
+
+REGISTRATIONS: list[Callable[[Operator], None]] = [register_informers, register_controllers]
+"""Run in order at start-up; each may add informers, indexers and runnables."""
+
+
+# -- command line ---------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting (`--batch-idle-duration` for `BATCH_IDLE_DURATION`); flags win."""
+    group = parser.add_argument_group(
+        "settings", "each flag overrides the environment variable of the same name"
+    )
+    for spec in SETTINGS:
+        help_text = f"{spec.help} (env {spec.env}; default {spec.default})"
+        if spec.boolean:
+            group.add_argument(
+                spec.flag,
+                dest=spec.env,
+                nargs="?",
+                const="true",
+                default=None,
+                metavar="BOOL",
+                help=help_text,
+            )
+        else:
+            group.add_argument(
+                spec.flag, dest=spec.env, default=None, metavar="VALUE", help=help_text
+            )
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, str]:
+    return {
+        spec.env: str(value)
+        for spec in SETTINGS
+        if (value := getattr(args, spec.env, None)) is not None
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings(_overrides(args))
+    except SettingsError as exc:
+        print(f"karpy run: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings.log_level)
+    try:
+        return uvloop.run(_main(settings))
+    except LeaderElectionLostError:
+        log.error("leader election lost; exiting")
+        logging.shutdown()
+        os._exit(1)  # worker threads may still run a simulation: do not wait for them
+    except ConfigError as exc:
+        log.error("cannot reach Kubernetes", error=str(exc))
+        return 1
+    finally:
+        shutdown_offload()
+
+
+async def _main(settings: Settings) -> int:
+    identity = f"{settings.leader_election.pod_name}_{uuid.uuid4()}"
+    client = await Client.connect(
+        kubeconfig=settings.kube_client.kubeconfig,
+        qps=settings.kube_client.qps,
+        burst=settings.kube_client.burst,
+        user_agent=f"karpy/{identity}",
+    )
+    # Lease renewals get their own request budget so a busy controller cannot starve them.
+    election_client = Client(
+        client.transport,
+        qps=settings.kube_client.qps,
+        burst=settings.kube_client.burst,
+        host=client.host,
+    )
+    election = None
+    if not settings.leader_election.disabled:
+        election = LeaderElectionConfig(
+            identity=identity,
+            namespace=settings.leader_election.system_namespace,
+            name=f"{COMPONENT}-leader-election",
+        )
+    manager = Manager(
+        client=client,
+        options=ManagerOptions(
+            bind_address=settings.server.bind_address,
+            metrics_port=settings.server.metrics_port,
+            health_probe_port=settings.server.health_probe_port,
+            leader_election=election,
+        ),
+        election_client=election_client,
+    )
+    events = EventRecorder(client, component=COMPONENT, instance=identity)
+    manager.add(events)
+    operator = Operator(
+        settings=settings, client=client, manager=manager, events=events, identity=identity
+    )
+    for register in REGISTRATIONS:
+        register(operator)
+    log.info(
+        "starting karpy",
+        identity=identity,
+        provider=settings.provider,
+        leader_election=election is not None,
+        informers=len(manager.cache.informers),
+    )
+    try:
+        await manager.run()
+    finally:
+        await client.close()
+    return 0

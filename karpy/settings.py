@@ -1,0 +1,477 @@
+"""karpy's settings: Karpenter's environment variables, as nested pydantic-settings models.
+
+Each setting has one name used three ways: the environment variable (`BATCH_IDLE_DURATION`), the
+`karpy run` flag (`--batch-idle-duration`, which wins over the environment) and a field in a
+nested model (`settings.batch.idle_duration`). `SETTINGS` is the table that ties them together;
+`karpy.operator` builds its flags from it. Durations use Go's syntax (`300ms`, `1m30s`, `2h`), as
+Karpenter's do. A bad value raises `SettingsError` naming the variable, so start-up stops with a
+message the operator can act on.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+__all__ = [
+    "SETTINGS",
+    "AWSSettings",
+    "BatchSettings",
+    "FeatureGates",
+    "KubeClientSettings",
+    "KwokSettings",
+    "LeaderElectionSettings",
+    "NodeClaimSettings",
+    "ServerSettings",
+    "SettingSpec",
+    "Settings",
+    "SettingsError",
+    "format_duration",
+    "load_settings",
+    "parse_duration",
+]
+
+# -- Go durations ---------------------------------------------------------------------------------
+
+_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> timedelta:
+    """Parse a Go duration (`1h2m3.5s`, `300ms`, `0`); no days, no bare numbers except 0."""
+    value = text.strip()
+    sign = 1.0
+    if value[:1] in "+-" and value:
+        sign = -1.0 if value[0] == "-" else 1.0
+        value = value[1:]
+    if value == "0":
+        return timedelta(0)
+    if not value:
+        raise ValueError("empty duration")
+    position = 0
+    seconds = 0.0
+    for match in _PART.finditer(value):
+        if match.start() != position:
+            break
+        seconds += float(match.group(1)) * _UNITS[match.group(2)]
+        position = match.end()
+    if position != len(value) or position == 0:
+        raise ValueError(
+            f"invalid duration {text!r}: use Go syntax such as 300ms, 10s, 1m30s or 2h"
+        )
+    return timedelta(seconds=sign * seconds)
+
+
+def format_duration(delta: timedelta) -> str:
+    """The shortest Go-style spelling of `delta` (`1m30s`, `300ms`, `0s`)."""
+    total = delta.total_seconds()
+    if total == 0:
+        return "0s"
+    sign = "-" if total < 0 else ""
+    total = abs(total)
+    if total < 1:
+        return f"{sign}{total * 1000:g}ms"
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    out = ""
+    if hours:
+        out += f"{int(hours)}h"
+    if minutes:
+        out += f"{int(minutes)}m"
+    if secs or not out:
+        out += f"{secs:g}s"
+    return sign + out
+
+
+def _to_duration(value: object) -> object:
+    if isinstance(value, str):
+        return parse_duration(value)
+    return value
+
+
+def _positive(value: timedelta) -> timedelta:
+    if value <= timedelta(0):
+        raise ValueError("must be a positive duration")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_to_duration), AfterValidator(_positive)]
+
+# -- nested models --------------------------------------------------------------------------------
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+_GATES = {
+    "NodeRepair": "node_repair",
+    "ReservedCapacity": "reserved_capacity",
+    "SpotToSpotConsolidation": "spot_to_spot_consolidation",
+    "NodeOverlay": "node_overlay",
+    "StaticCapacity": "static_capacity",
+    "CapacityBuffer": "capacity_buffer",
+}
+_TRUE = {"true", "1", "t", "yes", "on"}
+_FALSE = {"false", "0", "f", "no", "off"}
+
+
+class FeatureGates(BaseModel):
+    """Karpenter's feature gates with its defaults; written `NodeRepair=true,...`."""
+
+    model_config = _FROZEN
+
+    node_repair: bool = False
+    reserved_capacity: bool = True
+    spot_to_spot_consolidation: bool = False
+    node_overlay: bool = False
+    static_capacity: bool = False
+    capacity_buffer: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parse(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        gates: dict[str, bool] = {}
+        for item in (part.strip() for part in value.split(",")):
+            if not item:
+                continue
+            name, sep, raw = item.partition("=")
+            name = name.strip()
+            if name not in _GATES:
+                raise ValueError(f"unknown feature gate {name!r}; known: {', '.join(_GATES)}")
+            flag = raw.strip().lower()
+            if not sep or flag not in _TRUE | _FALSE:
+                raise ValueError(f"feature gate {name} needs =true or =false (got {item!r})")
+            gates[_GATES[name]] = flag in _TRUE
+        return gates
+
+    def __str__(self) -> str:
+        return ",".join(f"{k}={str(getattr(self, v)).lower()}" for k, v in _GATES.items())
+
+
+class BatchSettings(BaseModel):
+    """The provisioning batch window: closes after `idle_duration` without new pods, or at
+    `max_duration`."""
+
+    model_config = _FROZEN
+
+    idle_duration: Duration = timedelta(seconds=1)
+    max_duration: Duration = timedelta(seconds=10)
+
+
+class KubeClientSettings(BaseModel):
+    model_config = _FROZEN
+
+    qps: float = Field(default=200.0, gt=0)
+    burst: int = Field(default=300, ge=1)
+    kubeconfig: str | None = None
+
+
+class ServerSettings(BaseModel):
+    """Where /metrics and the /healthz, /readyz probes listen (port 0: any free port)."""
+
+    model_config = _FROZEN
+
+    metrics_port: int = Field(default=8080, ge=0, le=65535)
+    health_probe_port: int = Field(default=8081, ge=0, le=65535)
+    bind_address: str = "0.0.0.0"
+
+    @field_validator("bind_address")
+    @classmethod
+    def _ip(cls, value: str) -> str:
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not an IP address") from None
+        return value
+
+
+class LeaderElectionSettings(BaseModel):
+    model_config = _FROZEN
+
+    disabled: bool = False
+    system_namespace: str = Field(default="kube-system", min_length=1)
+    pod_name: str = Field(default_factory=socket.gethostname, min_length=1)
+
+
+class NodeClaimSettings(BaseModel):
+    """How long a NodeClaim may take to launch, and then to register its Node."""
+
+    model_config = _FROZEN
+
+    launch_timeout: Duration = timedelta(minutes=5)
+    registration_timeout: Duration = timedelta(minutes=15)
+
+
+class AWSSettings(BaseModel):
+    model_config = _FROZEN
+
+    cluster_endpoint: str = ""
+    interruption_queue: str = ""
+    vm_memory_overhead_percent: float = Field(default=0.075, ge=0, lt=1)
+    reserved_enis: int = Field(default=0, ge=0)
+    isolated_vpc: bool = False
+
+
+class KwokSettings(BaseModel):
+    model_config = _FROZEN
+
+    instance_types_file_path: Path | None = None
+
+    @field_validator("instance_types_file_path")
+    @classmethod
+    def _exists(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"no such file: {value}")
+        return value
+
+
+# -- the table ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SettingSpec:
+    """One setting: its environment name, where it lives in `Settings`, and its help."""
+
+    env: str
+    path: tuple[str, ...]
+    help: str
+    default: str = ""
+    boolean: bool = False
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.env.lower().replace("_", "-")
+
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec("PROVIDER", ("provider",), "cloud provider: aws or kwok", "aws"),
+    SettingSpec("CLUSTER_NAME", ("cluster_name",), "cluster name (required for aws)", '""'),
+    SettingSpec(
+        "CLUSTER_ENDPOINT", ("aws", "cluster_endpoint"), "apiserver URL for new nodes", '""'
+    ),
+    SettingSpec(
+        "INTERRUPTION_QUEUE", ("aws", "interruption_queue"), "SQS interruption queue name", '""'
+    ),
+    SettingSpec(
+        "BATCH_IDLE_DURATION",
+        ("batch", "idle_duration"),
+        "close a provisioning batch after this long without new pods",
+        "1s",
+    ),
+    SettingSpec(
+        "BATCH_MAX_DURATION",
+        ("batch", "max_duration"),
+        "longest a provisioning batch stays open",
+        "10s",
+    ),
+    SettingSpec(
+        "FEATURE_GATES",
+        ("feature_gates",),
+        "feature gates, e.g. NodeRepair=true,SpotToSpotConsolidation=false",
+        str(FeatureGates()),
+    ),
+    SettingSpec(
+        "VM_MEMORY_OVERHEAD_PERCENT",
+        ("aws", "vm_memory_overhead_percent"),
+        "fraction of memory lost to virtualization",
+        "0.075",
+    ),
+    SettingSpec("RESERVED_ENIS", ("aws", "reserved_enis"), "ENIs kept out of max-pods maths", "0"),
+    SettingSpec(
+        "ISOLATED_VPC",
+        ("aws", "isolated_vpc"),
+        "no public AWS endpoints (skip the pricing API)",
+        "false",
+        boolean=True,
+    ),
+    SettingSpec("KUBE_CLIENT_QPS", ("kube_client", "qps"), "apiserver requests per second", "200"),
+    SettingSpec("KUBE_CLIENT_BURST", ("kube_client", "burst"), "apiserver request burst", "300"),
+    SettingSpec(
+        "KUBECONFIG",
+        ("kube_client", "kubeconfig"),
+        "kubeconfig path(s); unset: in-cluster or ~/.kube/config",
+        '""',
+    ),
+    SettingSpec("LOG_LEVEL", ("log_level",), "debug, info, warn or error", "info"),
+    SettingSpec("METRICS_PORT", ("server", "metrics_port"), "port of /metrics", "8080"),
+    SettingSpec(
+        "HEALTH_PROBE_PORT", ("server", "health_probe_port"), "port of /healthz, /readyz", "8081"
+    ),
+    SettingSpec("BIND_ADDRESS", ("server", "bind_address"), "address the servers bind", "0.0.0.0"),
+    SettingSpec(
+        "SYSTEM_NAMESPACE",
+        ("leader_election", "system_namespace"),
+        "namespace of the leader-election Lease",
+        "kube-system",
+    ),
+    SettingSpec(
+        "POD_NAME",
+        ("leader_election", "pod_name"),
+        "leader identity prefix (a unique suffix is added)",
+        "host name",
+    ),
+    SettingSpec(
+        "DISABLE_LEADER_ELECTION",
+        ("leader_election", "disabled"),
+        "run controllers without a lease (single replica only)",
+        "false",
+        boolean=True,
+    ),
+    SettingSpec(
+        "PREFERENCE_POLICY",
+        ("preference_policy",),
+        "Respect or Ignore preferred affinities and ScheduleAnyway spreads",
+        "Respect",
+    ),
+    SettingSpec(
+        "MIN_VALUES_POLICY", ("min_values_policy",), "Strict or BestEffort minValues", "Strict"
+    ),
+    SettingSpec(
+        "LAUNCH_TIMEOUT",
+        ("nodeclaim", "launch_timeout"),
+        "delete a NodeClaim not launched within this",
+        "5m",
+    ),
+    SettingSpec(
+        "REGISTRATION_TIMEOUT",
+        ("nodeclaim", "registration_timeout"),
+        "delete a NodeClaim whose Node has not registered within this",
+        "15m",
+    ),
+    SettingSpec(
+        "INSTANCE_TYPES_FILE_PATH",
+        ("kwok", "instance_types_file_path"),
+        "kwok instance-type catalogue (JSON)",
+        "built-in",
+    ),
+)
+_BY_PATH = {spec.path: spec for spec in SETTINGS}
+
+
+def _nest(flat: Mapping[str, str]) -> dict[str, Any]:
+    """`{"BATCH_IDLE_DURATION": "2s"}` -> `{"batch": {"idle_duration": "2s"}}`."""
+    by_env = {spec.env: spec for spec in SETTINGS}
+    nested: dict[str, Any] = {}
+    for env, value in flat.items():
+        spec = by_env.get(env)
+        if spec is None:
+            raise SettingsError([f"{env}: not a karpy setting"])
+        node = nested
+        for part in spec.path[:-1]:
+            node = node.setdefault(part, {})
+        node[spec.path[-1]] = value
+    return nested
+
+
+class _FlatEnvSource(PydanticBaseSettingsSource):
+    """Reads each setting from its own flat environment variable (empty counts as unset)."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        found = {s.env: os.environ[s.env] for s in SETTINGS if os.environ.get(s.env, "") != ""}
+        return _nest(found)
+
+
+class Settings(BaseSettings):
+    """Every karpy setting; build with `load_settings()` for readable errors."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid")
+
+    provider: Literal["aws", "kwok"] = "aws"
+    cluster_name: str = ""
+    log_level: Literal["debug", "info", "warn", "warning", "error"] = "info"
+    preference_policy: Literal["Respect", "Ignore"] = "Respect"
+    min_values_policy: Literal["Strict", "BestEffort"] = "Strict"
+    feature_gates: FeatureGates = FeatureGates()
+    batch: BatchSettings = BatchSettings()
+    kube_client: KubeClientSettings = KubeClientSettings()
+    server: ServerSettings = ServerSettings()
+    leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
+    nodeclaim: NodeClaimSettings = NodeClaimSettings()
+    aws: AWSSettings = AWSSettings()
+    kwok: KwokSettings = KwokSettings()
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _provider_needs(self) -> Settings:
+        if self.provider == "aws" and not self.cluster_name:
+            raise ValueError("CLUSTER_NAME is required with PROVIDER=aws")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _FlatEnvSource(settings_cls)
+
+
+class SettingsError(ValueError):
+    """One or more settings are invalid; each line names the variable."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("invalid settings:\n  " + "\n  ".join(problems))
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    loc = tuple(str(p) for p in error.get("loc", ()))
+    spec = None
+    for length in range(len(loc), 0, -1):
+        spec = _BY_PATH.get(loc[:length])
+        if spec is not None:
+            break
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    if spec is None:
+        return message
+    given = error.get("input")
+    shown = f" (got {given!r})" if isinstance(given, str | int | float) else ""
+    return f"{spec.env} ({spec.flag}): {message}{shown}"
+
+
+def load_settings(overrides: Mapping[str, str] | None = None) -> Settings:
+    """Settings from the environment, with `overrides` (env name -> value, e.g. from flags)
+    taking precedence; raises `SettingsError` naming each bad variable."""
+    try:
+        return Settings(**_nest(overrides or {}))
+    except ValidationError as exc:
+        raise SettingsError([_describe(e) for e in exc.errors()]) from None
