@@ -12,6 +12,7 @@ import contextlib
 import http.client
 import json
 import shutil
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 import aiohttp
 import controlplane
 import pytest
-from controlplane import APISERVER, ComponentError, ControlPlane
+from controlplane import APISERVER, ComponentError, ControlPlane, PortInUseError
 from kubetest import (
     Kubectl,
     async_wait_until,
@@ -384,3 +385,17 @@ def test_binaries_that_cannot_be_built_fail_with_the_reason(
     assert controlplane.missing_binaries() == list(controlplane.BINARIES)
     with pytest.raises(controlplane.BinariesError, match=r"Go >= 1\.26 is needed"):
         controlplane.ensure_binaries()
+
+
+def test_a_port_taken_by_someone_else_is_reported_as_a_port_clash(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        # Extra args come last, so this overrides the port start() picked, on every attempt.
+        cp = ControlPlane(tmp_path, apiserver_args=[f"--secure-port={port}"], start_timeout=60)
+        with pytest.raises(PortInUseError) as err:
+            cp.start(attempts=2)
+    assert err.value.component == APISERVER
+    assert "address already in use" in err.value.log_tail
+    assert cp.pids() == {}
