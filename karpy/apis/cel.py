@@ -181,6 +181,8 @@ def _describe(exc: BaseException) -> str:
     """A short reason like the apiserver's (`no such key: values`)."""
     args = cast(tuple[Any, ...], getattr(exc, "args", ()))
     text = str(args[0]) if args else str(exc)
+    if len(args) >= 3 and "invalid literal for int()" in str(args[2]):
+        return "type conversion error from 'string' to 'int'"
     if text.startswith("no such member in mapping: "):
         return "no such key: " + text.removeprefix("no such member in mapping: ").strip("'")
     return text

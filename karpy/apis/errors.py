@@ -17,12 +17,25 @@ RULES_NOT_CHECKED = (
 )
 
 
+# Error types, as the apiserver's field.ErrorType; the blocking ones stop CEL evaluation.
+INVALID = "Invalid"
+TYPE_INVALID = "TypeInvalid"
+REQUIRED = "Required"
+NOT_SUPPORTED = "NotSupported"
+TOO_LONG = "TooLong"
+TOO_MANY = "TooMany"
+DUPLICATE = "Duplicate"
+UNKNOWN_FIELD = "UnknownField"
+BLOCKING = frozenset({TYPE_INVALID, REQUIRED, NOT_SUPPORTED, TOO_LONG, TOO_MANY})
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One problem at one field path."""
 
     path: str
     message: str
+    type: str = INVALID
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message

@@ -150,6 +150,7 @@ class CustomResource(Generic[M]):
         errors = self._check_type_meta(obj)
         defaulted, schema_errors = validate(obj, self.schema, old=old)
         errors.extend(schema_errors)
+        errors.extend(self._check_scale(defaulted))
         if errors:
             raise ValidationError(kind=self.kind, name=_name_of(obj), errors=errors)
         return defaulted
@@ -165,6 +166,21 @@ class CustomResource(Generic[M]):
                 for e in exc.errors(include_url=False)
             ]
             raise ValidationError(kind=self.kind, name=_name_of(obj), errors=errors) from exc
+
+    def _check_scale(self, obj: JSON) -> list[FieldError]:
+        """The scale subresource's replicas must not be negative (checked apart from the schema)."""
+        if self.scale is None:
+            return []
+        node: Any = obj
+        for part in self.scale[0].strip(".").split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, int) and not isinstance(node, bool) and node < 0:
+            return [
+                FieldError(
+                    self.scale[0], f"Invalid value: {node}: should be a non-negative integer"
+                )
+            ]
+        return []
 
     def _check_type_meta(self, obj: Mapping[str, Any]) -> list[FieldError]:
         errors: list[FieldError] = []

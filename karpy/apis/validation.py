@@ -15,7 +15,18 @@ from datetime import datetime
 from typing import Any
 
 from karpy.apis.cel import CelError, compile_rule, search
-from karpy.apis.errors import RULES_NOT_CHECKED, FieldError
+from karpy.apis.errors import (
+    BLOCKING,
+    DUPLICATE,
+    NOT_SUPPORTED,
+    REQUIRED,
+    RULES_NOT_CHECKED,
+    TOO_LONG,
+    TOO_MANY,
+    TYPE_INVALID,
+    UNKNOWN_FIELD,
+    FieldError,
+)
 from karpy.apis.schema import JSON
 
 __all__ = ["apply_defaults", "check_rules", "check_schema", "validate"]
@@ -28,15 +39,21 @@ def validate(
     defaulted: JSON = copy.deepcopy(dict(value))
     apply_defaults(defaulted, schema)
     errors = list(check_schema(defaulted, schema, ""))
-    if errors:
+    unknown = [e for e in errors if e.type == UNKNOWN_FIELD]
+    if unknown:
+        # Strict decoding fails before validation: unknown fields are all that is reported.
+        return defaulted, unknown
+    if any(e.type in BLOCKING for e in errors):
+        # Wrong types, missing fields, enum and size violations block the CEL rules.
         if _has_rules(schema):
-            errors.append(FieldError("", RULES_NOT_CHECKED))
+            errors.append(FieldError("<nil>", f"Invalid value: null: {RULES_NOT_CHECKED}"))
         return defaulted, errors
     old_defaulted: Any = None
     if old is not None:
         old_defaulted = copy.deepcopy(dict(old))
         apply_defaults(old_defaulted, schema)
-    return defaulted, list(check_rules(defaulted, schema, "", old_defaulted))
+    errors.extend(check_rules(defaulted, schema, "", old_defaulted))
+    return defaulted, errors
 
 
 def apply_defaults(value: Any, schema: JSON) -> None:
@@ -76,6 +93,15 @@ def _type_name(value: Any) -> str:
     return "object"
 
 
+def _shown(value: Any) -> str:
+    """The apiserver shows scalar values in a rule failure and omits lists and objects."""
+    if isinstance(value, list | dict):
+        return ""
+    if isinstance(value, bool):
+        return f"{str(value).lower()}: "
+    return f"{_quote(value)}: "
+
+
 def _quote(value: Any) -> str:
     return json.dumps(value) if isinstance(value, str) else str(value)
 
@@ -108,7 +134,11 @@ def check_schema(value: Any, schema: JSON, path: str) -> Iterator[FieldError]:
         return
     if "enum" in schema and value not in schema["enum"]:
         supported = ", ".join(_quote(v) for v in schema["enum"])
-        yield FieldError(path, f"Unsupported value: {_quote(value)}: supported values: {supported}")
+        yield FieldError(
+            path,
+            f"Unsupported value: {_quote(value)}: supported values: {supported}",
+            NOT_SUPPORTED,
+        )
         return
     if isinstance(value, str):
         yield from _check_string(value, schema, path)
@@ -123,25 +153,30 @@ def check_schema(value: Any, schema: JSON, path: str) -> Iterator[FieldError]:
 def _type_error(path: str, value: Any, expected: str) -> FieldError:
     got = _type_name(value)
     return FieldError(
-        path, f'Invalid value: "{got}": {path} in body must be of type {expected}: "{got}"'
+        path,
+        f'Invalid value: "{got}": {path} in body must be of type {expected}: "{got}"',
+        TYPE_INVALID,
     )
 
 
 def _check_string(value: str, schema: JSON, path: str) -> Iterator[FieldError]:
+    """Like kube-openapi, report only the first failing string constraint."""
     if "maxLength" in schema and len(value) > schema["maxLength"]:
-        yield FieldError(path, f"Too long: may not be more than {schema['maxLength']} bytes")
-    if "minLength" in schema and len(value) < schema["minLength"]:
+        yield FieldError(
+            path, f"Too long: may not be more than {schema['maxLength']} bytes", TOO_LONG
+        )
+    elif "minLength" in schema and len(value) < schema["minLength"]:
         yield FieldError(
             path,
             f"Invalid value: {_quote(value)}: {path} in body should be at least "
             f"{schema['minLength']} chars long",
         )
-    if "pattern" in schema and not search(schema["pattern"], value):
+    elif "pattern" in schema and not search(schema["pattern"], value):
         yield FieldError(
             path,
             f"Invalid value: {_quote(value)}: {path} in body should match '{schema['pattern']}'",
         )
-    if schema.get("format") == "date-time" and not _is_datetime(value):
+    elif schema.get("format") == "date-time" and not _is_datetime(value):
         yield FieldError(
             path,
             f"Invalid value: {_quote(value)}: {path} in body must be of type date-time: "
@@ -175,7 +210,7 @@ def _check_number(value: float, schema: JSON, path: str) -> Iterator[FieldError]
 def _check_array(value: list[Any], schema: JSON, path: str) -> Iterator[FieldError]:
     if "maxItems" in schema and len(value) > schema["maxItems"]:
         yield FieldError(
-            path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items"
+            path, f"Too many: {len(value)}: must have at most {schema['maxItems']} items", TOO_MANY
         )
     if "minItems" in schema and len(value) < schema["minItems"]:
         yield FieldError(
@@ -190,7 +225,7 @@ def _check_array(value: list[Any], schema: JSON, path: str) -> Iterator[FieldErr
         seen: list[Any] = []
         for index, item in enumerate(value):
             if item in seen:
-                yield FieldError(f"{path}[{index}]", f"Duplicate value: {_quote(item)}")
+                yield FieldError(f"{path}[{index}]", f"Duplicate value: {_quote(item)}", DUPLICATE)
             seen.append(item)
 
 
@@ -199,7 +234,9 @@ def _check_object(value: dict[str, Any], schema: JSON, path: str) -> Iterator[Fi
     extra = schema.get("additionalProperties")
     if "maxProperties" in schema and len(value) > schema["maxProperties"]:
         yield FieldError(
-            path, f"Too many: {len(value)}: must have at most {schema['maxProperties']} items"
+            path,
+            f"Too many: {len(value)}: must have at most {schema['maxProperties']} items",
+            TOO_MANY,
         )
     if "minProperties" in schema and len(value) < schema["minProperties"]:
         yield FieldError(
@@ -209,7 +246,7 @@ def _check_object(value: dict[str, Any], schema: JSON, path: str) -> Iterator[Fi
         )
     for name in schema.get("required", []):
         if name not in value:
-            yield FieldError(_join(path, name), "Required value")
+            yield FieldError(_join(path, name), "Required value", REQUIRED)
     for name, item in value.items():
         if name in properties:
             if item is None:
@@ -218,10 +255,10 @@ def _check_object(value: dict[str, Any], schema: JSON, path: str) -> Iterator[Fi
                 continue
             yield from check_schema(item, properties[name], _join(path, name))
         elif isinstance(extra, dict):
-            yield from check_schema(item, extra, f"{path}[{name}]")
+            yield from check_schema(item, extra, _join(path, name))
         elif properties and not schema.get("x-kubernetes-preserve-unknown-fields"):
             full = _join(path, name)
-            yield FieldError(full, f'unknown field "{full}"')
+            yield FieldError(full, f'unknown field "{full}"', UNKNOWN_FIELD)
 
 
 def _expected(schema: JSON) -> str:
@@ -258,7 +295,7 @@ def check_rules(value: Any, schema: JSON, path: str, old: Any = None) -> Iterato
             )
             continue
         if not ok:
-            yield FieldError(path, f'Invalid value: "{_type_name(value)}": {entry["message"]}')
+            yield FieldError(path, f"Invalid value: {_shown(value)}{entry['message']}")
     if isinstance(value, dict):
         properties: JSON = schema.get("properties", {})
         extra = schema.get("additionalProperties")
@@ -267,7 +304,7 @@ def check_rules(value: Any, schema: JSON, path: str, old: Any = None) -> Iterato
             if name in properties:
                 yield from check_rules(item, properties[name], _join(path, name), old_item)
             elif isinstance(extra, dict):
-                yield from check_rules(item, extra, f"{path}[{name}]", old_item)
+                yield from check_rules(item, extra, _join(path, name), old_item)
     elif isinstance(value, list) and "items" in schema:
         # Atomic lists have no identity across updates, so items see no oldSelf.
         for index, item in enumerate(value):

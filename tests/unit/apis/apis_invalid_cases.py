@@ -1,0 +1,873 @@
+"""Invalid manifests, each with the field path and message both the apiserver and karpy's Python
+validation must report. One table, run against both (`test_apis_validation.py` and
+`tests/integration/test_crds.py`), so the two sides cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+
+def nodepool(name: str = "np") -> Obj:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {
+                        "group": "karpenter.k8s.aws",
+                        "kind": "EC2NodeClass",
+                        "name": "default",
+                    },
+                    "requirements": [
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+                    ],
+                }
+            },
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
+        },
+    }
+
+
+def nodeclaim(name: str = "nc") -> Obj:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "x"},
+            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+        },
+    }
+
+
+def ec2nodeclass(name: str = "ec2") -> Obj:
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": "KarpenterNodeRole",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+        },
+    }
+
+
+def kwoknodeclass(name: str = "kwok") -> Obj:
+    return {
+        "apiVersion": "karpenter.kwok.sh/v1alpha1",
+        "kind": "KWOKNodeClass",
+        "metadata": {"name": name},
+        "spec": {"nodeRegistrationDelay": "5s"},
+    }
+
+
+BASES: dict[str, Callable[[str], Obj]] = {
+    "NodePool": nodepool,
+    "NodeClaim": nodeclaim,
+    "EC2NodeClass": ec2nodeclass,
+    "KWOKNodeClass": kwoknodeclass,
+}
+
+Mutation = Callable[[Obj], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    """An invalid object (or an invalid update of a valid one) and the error it must cause.
+
+    `path` is the field path the error is reported at (None when the message itself names the
+    field, as for unknown fields); `message` is a fragment of that error's text.
+    """
+
+    id: str
+    kind: str
+    mutate: Mutation
+    path: str | None
+    message: str
+    update: bool = False
+
+    @property
+    def name(self) -> str:
+        return "inv-" + self.id
+
+    def objects(self) -> tuple[Obj | None, Obj]:
+        """(stored object for an update or None, the object to submit)."""
+        base = BASES[self.kind](self.name)
+        changed = copy.deepcopy(base)
+        self.mutate(changed)
+        return (base if self.update else None), changed
+
+
+def _tpl(o: Obj) -> Obj:
+    spec: Obj = o["spec"]["template"]["spec"]
+    return spec
+
+
+def _set_req(**fields: Any) -> Mutation:
+    def mutate(o: Obj) -> None:
+        _tpl(o)["requirements"] = [fields]
+
+    return mutate
+
+
+def _set(path: str, value: Any) -> Mutation:
+    """Set a dotted path (creating maps on the way); a value of DELETE removes the key."""
+
+    def mutate(o: Obj) -> None:
+        parts = path.split(".")
+        node = o
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        if value is DELETE:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = copy.deepcopy(value)
+
+    return mutate
+
+
+DELETE = object()
+
+TPL = "spec.template.spec"
+REQS = f"{TPL}.requirements"
+DOMAIN = 'label domain "karpenter.sh" is restricted'
+HOSTNAME = 'label "kubernetes.io/hostname" is restricted'
+
+
+def _ref(**ref: Any) -> Mutation:
+    def mutate(o: Obj) -> None:
+        _tpl(o)["nodeClassRef"] = ref
+
+    return mutate
+
+
+def _labels(**labels: str) -> Mutation:
+    def mutate(o: Obj) -> None:
+        o["spec"]["template"]["metadata"] = {"labels": labels}
+
+    return mutate
+
+
+def _budget(**budget: Any) -> Mutation:
+    def mutate(o: Obj) -> None:
+        o["spec"]["disruption"]["budgets"] = [budget]
+
+    return mutate
+
+
+def _many_requirements(o: Obj) -> None:
+    _tpl(o)["requirements"] = [
+        {"key": f"example.com/k{i}", "operator": "Exists"} for i in range(101)
+    ]
+
+
+def _ec2(path: str, value: Any) -> Mutation:
+    return _set(f"spec.{path}", value)
+
+
+NODEPOOL_CASES = [
+    Case(
+        "unknown-operator",
+        "NodePool",
+        _set_req(key="kubernetes.io/arch", operator="Foo", values=["amd64"]),
+        f"{REQS}[0].operator",
+        'Unsupported value: "Foo"',
+    ),
+    Case(
+        "gt-two-values",
+        "NodePool",
+        _set_req(key="example.com/gen", operator="Gt", values=["2", "3"]),
+        REQS,
+        "must have a single positive integer value",
+    ),
+    Case(
+        "gt-not-integer",
+        "NodePool",
+        _set_req(key="example.com/gen", operator="Gt", values=["two"]),
+        REQS,
+        "must have a single positive integer value",
+    ),
+    Case(
+        "lte-no-values",
+        "NodePool",
+        _set_req(key="example.com/gen", operator="Lte", values=[]),
+        REQS,
+        "must have a single positive integer value",
+    ),
+    Case(
+        "gte-negative",
+        "NodePool",
+        _set_req(key="example.com/gen", operator="Gte", values=["-1"]),
+        f"{REQS}[0].values[0]",
+        "should match",
+    ),
+    Case(
+        "in-without-values",
+        "NodePool",
+        _set_req(key="kubernetes.io/arch", operator="In"),
+        REQS,
+        "requirements with operator 'In' must have a value defined",
+    ),
+    Case(
+        "in-empty-values",
+        "NodePool",
+        _set_req(key="kubernetes.io/arch", operator="In", values=[]),
+        REQS,
+        "requirements with operator 'In' must have a value defined",
+    ),
+    Case(
+        "karpenter-sh-key",
+        "NodePool",
+        _set_req(key="karpenter.sh/custom", operator="Exists"),
+        f"{REQS}[0].key",
+        DOMAIN,
+    ),
+    Case(
+        "karpenter-sh-subdomain-key",
+        "NodePool",
+        _set_req(key="x.karpenter.sh/custom", operator="Exists"),
+        f"{REQS}[0].key",
+        DOMAIN,
+    ),
+    Case(
+        "nodepool-key",
+        "NodePool",
+        _set_req(key="karpenter.sh/nodepool", operator="In", values=["a"]),
+        f"{REQS}[0].key",
+        'label "karpenter.sh/nodepool" is restricted',
+    ),
+    Case(
+        "hostname-requirement",
+        "NodePool",
+        _set_req(key="kubernetes.io/hostname", operator="In", values=["node-1"]),
+        f"{REQS}[0].key",
+        HOSTNAME,
+    ),
+    Case(
+        "malformed-key",
+        "NodePool",
+        _set_req(key="bad key!", operator="Exists"),
+        f"{REQS}[0].key",
+        "should match",
+    ),
+    Case(
+        "value-too-long",
+        "NodePool",
+        _set_req(key="example.com/k", operator="In", values=["v" * 64]),
+        f"{REQS}[0].values[0]",
+        "Too long: may not be more than 63",
+    ),
+    Case(
+        "min-values-above-values",
+        "NodePool",
+        _set_req(key="kubernetes.io/arch", operator="In", values=["amd64"], minValues=2),
+        REQS,
+        "requirements with 'minValues' must have at least that many values",
+    ),
+    Case(
+        "min-values-51",
+        "NodePool",
+        _set_req(key="kubernetes.io/arch", operator="Exists", minValues=51),
+        f"{REQS}[0].minValues",
+        "less than or equal to 50",
+    ),
+    Case(
+        "too-many-requirements", "NodePool", _many_requirements, REQS, "must have at most 100 items"
+    ),
+    Case(
+        "requirements-missing",
+        "NodePool",
+        _set(f"{TPL}.requirements", DELETE),
+        REQS,
+        "Required value",
+    ),
+    Case(
+        "template-label-karpenter-sh",
+        "NodePool",
+        _labels(**{"karpenter.sh/team": "a"}),
+        "spec.template.metadata.labels",
+        DOMAIN,
+    ),
+    Case(
+        "template-label-hostname",
+        "NodePool",
+        _labels(**{"kubernetes.io/hostname": "a"}),
+        "spec.template.metadata.labels",
+        HOSTNAME,
+    ),
+    Case(
+        "template-label-value",
+        "NodePool",
+        _labels(team="not valid!"),
+        "spec.template.metadata.labels.team",
+        "should match",
+    ),
+    Case(
+        "budget-schedule-without-duration",
+        "NodePool",
+        _budget(nodes="1", schedule="@daily"),
+        "spec.disruption.budgets",
+        "'schedule' must be set with 'duration'",
+    ),
+    Case(
+        "budget-duration-without-schedule",
+        "NodePool",
+        _budget(nodes="1", duration="1h"),
+        "spec.disruption.budgets",
+        "'schedule' must be set with 'duration'",
+    ),
+    Case(
+        "budget-nodes-110-percent",
+        "NodePool",
+        _budget(nodes="110%"),
+        "spec.disruption.budgets[0].nodes",
+        "should match",
+    ),
+    Case(
+        "budget-duration-seconds",
+        "NodePool",
+        _budget(nodes="1", schedule="@daily", duration="30s"),
+        "spec.disruption.budgets[0].duration",
+        "should match",
+    ),
+    Case(
+        "budget-unknown-reason",
+        "NodePool",
+        _budget(nodes="1", reasons=["Expired"]),
+        "spec.disruption.budgets[0].reasons[0]",
+        'Unsupported value: "Expired"',
+    ),
+    Case(
+        "consolidate-after-malformed",
+        "NodePool",
+        _set("spec.disruption.consolidateAfter", "30x"),
+        "spec.disruption.consolidateAfter",
+        "should match",
+    ),
+    Case(
+        "consolidate-after-missing",
+        "NodePool",
+        _set("spec.disruption.consolidateAfter", DELETE),
+        "spec.disruption.consolidateAfter",
+        "Required value",
+    ),
+    Case(
+        "expire-after-days",
+        "NodePool",
+        _set(f"{TPL}.expireAfter", "30d"),
+        f"{TPL}.expireAfter",
+        "should match",
+    ),
+    Case(
+        "termination-grace-never",
+        "NodePool",
+        _set(f"{TPL}.terminationGracePeriod", "Never"),
+        f"{TPL}.terminationGracePeriod",
+        "should match",
+    ),
+    Case(
+        "v1beta1-consolidation-policy",
+        "NodePool",
+        _set("spec.disruption.consolidationPolicy", "WhenUnderutilized"),
+        "spec.disruption.consolidationPolicy",
+        'Unsupported value: "WhenUnderutilized"',
+    ),
+    Case(
+        "weight-0",
+        "NodePool",
+        _set("spec.weight", 0),
+        "spec.weight",
+        "should be greater than or equal to 1",
+    ),
+    Case(
+        "weight-101",
+        "NodePool",
+        _set("spec.weight", 101),
+        "spec.weight",
+        "should be less than or equal to 100",
+    ),
+    Case(
+        "weight-string",
+        "NodePool",
+        _set("spec.weight", "5"),
+        "spec.weight",
+        "must be of type integer",
+    ),
+    Case(
+        "taint-effect",
+        "NodePool",
+        _set(f"{TPL}.taints", [{"key": "a", "effect": "Never"}]),
+        f"{TPL}.taints[0].effect",
+        'Unsupported value: "Never"',
+    ),
+    Case(
+        "startup-taint-empty-key",
+        "NodePool",
+        _set(f"{TPL}.startupTaints", [{"key": "", "effect": "NoSchedule"}]),
+        f"{TPL}.startupTaints[0].key",
+        "should be at least 1 chars long",
+    ),
+    Case(
+        "limits-not-quantity",
+        "NodePool",
+        _set("spec.limits", {"cpu": "lots"}),
+        "spec.limits.cpu",
+        "should match",
+    ),
+    Case(
+        "node-class-ref-missing",
+        "NodePool",
+        _set(f"{TPL}.nodeClassRef", DELETE),
+        f"{TPL}.nodeClassRef",
+        "Required value",
+    ),
+    Case(
+        "node-class-ref-no-group",
+        "NodePool",
+        _ref(kind="EC2NodeClass", name="default"),
+        f"{TPL}.nodeClassRef",
+        "nodeClassRef must set 'group' (or the legacy 'apiVersion')",
+    ),
+    Case(
+        "node-class-ref-empty-kind",
+        "NodePool",
+        _ref(group="karpenter.k8s.aws", kind="", name="default"),
+        f"{TPL}.nodeClassRef.kind",
+        "kind may not be empty",
+    ),
+    Case(
+        "node-class-ref-group-slash",
+        "NodePool",
+        _ref(group="karpenter.k8s.aws/v1", kind="EC2NodeClass", name="default"),
+        f"{TPL}.nodeClassRef.group",
+        "should match",
+    ),
+    Case(
+        "node-class-ref-api-version-mismatch",
+        "NodePool",
+        _ref(
+            group="karpenter.k8s.aws",
+            apiVersion="karpenter.kwok.sh/v1alpha1",
+            kind="EC2NodeClass",
+            name="default",
+        ),
+        f"{TPL}.nodeClassRef",
+        "nodeClassRef.apiVersion must be in nodeClassRef.group",
+    ),
+    Case(
+        "static-with-cpu-limit",
+        "NodePool",
+        _set("spec", {**nodepool()["spec"], "replicas": 2, "limits": {"cpu": "10"}}),
+        "spec",
+        "only 'limits.nodes' is supported on static",
+    ),
+    Case(
+        "static-with-weight",
+        "NodePool",
+        _set("spec", {**nodepool()["spec"], "replicas": 2, "weight": 10}),
+        "spec",
+        "'weight' is not supported on static NodePools",
+    ),
+    Case(
+        "replicas-negative",
+        "NodePool",
+        _set("spec.replicas", -1),
+        "spec.replicas",
+        "should be greater than or equal to 0",
+    ),
+    Case(
+        "unknown-field",
+        "NodePool",
+        _set("spec.consolidation", {"enabled": True}),
+        None,
+        'unknown field "spec.consolidation"',
+    ),
+    # updates of a stored NodePool
+    Case(
+        "change-node-class-kind",
+        "NodePool",
+        _ref(group="karpenter.k8s.aws", kind="OtherNodeClass", name="default"),
+        f"{TPL}.nodeClassRef",
+        "nodeClassRef.kind is immutable",
+        update=True,
+    ),
+    Case(
+        "change-node-class-group",
+        "NodePool",
+        _ref(group="karpenter.kwok.sh", kind="EC2NodeClass", name="default"),
+        f"{TPL}.nodeClassRef",
+        "nodeClassRef.group is immutable",
+        update=True,
+    ),
+    Case(
+        "change-node-class-group-legacy",
+        "NodePool",
+        _ref(apiVersion="karpenter.kwok.sh/v1", kind="EC2NodeClass", name="default"),
+        f"{TPL}.nodeClassRef",
+        "nodeClassRef.group is immutable",
+        update=True,
+    ),
+    Case(
+        "dynamic-to-static",
+        "NodePool",
+        _set("spec.replicas", 3),
+        "spec",
+        "Cannot transition NodePool between static",
+        update=True,
+    ),
+]
+
+NODECLAIM_CASES = [
+    Case(
+        "nodeclaim-change-requirements",
+        "NodeClaim",
+        _set(
+            "spec.requirements",
+            [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+        ),
+        "spec",
+        "spec is immutable",
+        update=True,
+    ),
+    Case(
+        "nodeclaim-change-expire-after",
+        "NodeClaim",
+        _set("spec.expireAfter", "1h"),
+        "spec",
+        "spec is immutable",
+        update=True,
+    ),
+    Case(
+        "nodeclaim-change-requests",
+        "NodeClaim",
+        _set("spec.resources.requests.cpu", "2"),
+        "spec",
+        "spec is immutable",
+        update=True,
+    ),
+    Case(
+        "nodeclaim-hostname",
+        "NodeClaim",
+        _set(
+            "spec.requirements",
+            [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["a"]}],
+        ),
+        "spec.requirements[0].key",
+        HOSTNAME,
+    ),
+    Case(
+        "nodeclaim-karpenter-sh-key",
+        "NodeClaim",
+        _set("spec.requirements", [{"key": "karpenter.sh/other", "operator": "Exists"}]),
+        "spec.requirements[0].key",
+        DOMAIN,
+    ),
+    Case(
+        "nodeclaim-in-without-values",
+        "NodeClaim",
+        _set("spec.requirements", [{"key": "kubernetes.io/arch", "operator": "In"}]),
+        "spec.requirements",
+        "requirements with operator 'In' must have a value defined",
+    ),
+]
+
+EC2_CASES = [
+    Case(
+        "role-and-instance-profile",
+        "EC2NodeClass",
+        _ec2("instanceProfile", "profile"),
+        "spec",
+        "must specify exactly one of ['role', 'instanceProfile']",
+    ),
+    Case(
+        "neither-role-nor-instance-profile",
+        "EC2NodeClass",
+        _ec2("role", DELETE),
+        "spec",
+        "must specify exactly one of ['role', 'instanceProfile']",
+    ),
+    Case("empty-role", "EC2NodeClass", _ec2("role", ""), "spec.role", "role cannot be empty"),
+    Case(
+        "alias-with-other-term",
+        "EC2NodeClass",
+        _ec2("amiSelectorTerms", [{"alias": "al2023@latest"}, {"id": "ami-0123456789"}]),
+        "spec.amiSelectorTerms",
+        "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",
+    ),
+    Case(
+        "alias-with-other-field",
+        "EC2NodeClass",
+        _ec2("amiSelectorTerms", [{"alias": "al2023@latest", "owner": "amazon"}]),
+        "spec.amiSelectorTerms",
+        "'alias' is mutually exclusive, cannot be set with a combination of other fields",
+    ),
+    Case(
+        "alias-malformed",
+        "EC2NodeClass",
+        _ec2("amiSelectorTerms", [{"alias": "al2023"}]),
+        "spec.amiSelectorTerms[0].alias",
+        "'alias' is improperly formatted",
+    ),
+    Case(
+        "alias-unknown-family",
+        "EC2NodeClass",
+        _ec2("amiSelectorTerms", [{"alias": "ubuntu@latest"}]),
+        "spec.amiSelectorTerms[0].alias",
+        "family is not supported",
+    ),
+    Case(
+        "alias-windows-pinned",
+        "EC2NodeClass",
+        _ec2("amiSelectorTerms", [{"alias": "windows2022@v20240101"}]),
+        "spec.amiSelectorTerms[0].alias",
+        "windows families may only specify version 'latest'",
+    ),
+    Case(
+        "alias-family-mismatch",
+        "EC2NodeClass",
+        _ec2("amiFamily", "AL2"),
+        "spec",
+        "if set, amiFamily must be 'AL2023' or 'Custom' when using an AL2023 alias",
+    ),
+    Case(
+        "no-alias-no-family",
+        "EC2NodeClass",
+        _ec2("amiSelectorTerms", [{"id": "ami-0123456789"}]),
+        "spec",
+        "must specify amiFamily if amiSelectorTerms does not contain an alias",
+    ),
+    Case(
+        "ami-family-unknown",
+        "EC2NodeClass",
+        _ec2("amiFamily", "Ubuntu"),
+        "spec.amiFamily",
+        'Unsupported value: "Ubuntu"',
+    ),
+    Case(
+        "no-ami-terms",
+        "EC2NodeClass",
+        _ec2("amiSelectorTerms", []),
+        "spec.amiSelectorTerms",
+        "should have at least 1 items",
+    ),
+    Case(
+        "subnet-terms-empty",
+        "EC2NodeClass",
+        _ec2("subnetSelectorTerms", []),
+        "spec.subnetSelectorTerms",
+        "subnetSelectorTerms cannot be empty",
+    ),
+    Case(
+        "subnet-term-empty",
+        "EC2NodeClass",
+        _ec2("subnetSelectorTerms", [{}]),
+        "spec.subnetSelectorTerms",
+        "expected at least one, got none, ['tags', 'id']",
+    ),
+    Case(
+        "subnet-id-and-tags",
+        "EC2NodeClass",
+        _ec2("subnetSelectorTerms", [{"id": "subnet-123", "tags": {"a": "b"}}]),
+        "spec.subnetSelectorTerms",
+        "'id' is mutually exclusive",
+    ),
+    Case(
+        "subnet-id-malformed",
+        "EC2NodeClass",
+        _ec2("subnetSelectorTerms", [{"id": "vpc-1"}]),
+        "spec.subnetSelectorTerms[0].id",
+        "should match",
+    ),
+    Case(
+        "security-group-id-and-name",
+        "EC2NodeClass",
+        _ec2("securityGroupSelectorTerms", [{"id": "sg-123", "name": "web"}]),
+        "spec.securityGroupSelectorTerms",
+        "'id' is mutually exclusive",
+    ),
+    Case(
+        "selector-empty-tag-value",
+        "EC2NodeClass",
+        _ec2("subnetSelectorTerms", [{"tags": {"karpenter.sh/discovery": ""}}]),
+        "spec.subnetSelectorTerms[0].tags",
+        "empty tag keys or values aren't supported",
+    ),
+    Case(
+        "restricted-cluster-tag",
+        "EC2NodeClass",
+        _ec2("tags", {"kubernetes.io/cluster/prod": "owned"}),
+        "spec.tags",
+        "tag contains a restricted tag matching kubernetes.io/cluster/",
+    ),
+    Case(
+        "restricted-nodepool-tag",
+        "EC2NodeClass",
+        _ec2("tags", {"karpenter.sh/nodepool": "a"}),
+        "spec.tags",
+        "tag contains a restricted tag matching karpenter.sh/nodepool",
+    ),
+    Case(
+        "hop-limit-65",
+        "EC2NodeClass",
+        _ec2("metadataOptions", {"httpPutResponseHopLimit": 65}),
+        "spec.metadataOptions.httpPutResponseHopLimit",
+        "less than or equal to 64",
+    ),
+    Case(
+        "http-tokens-unknown",
+        "EC2NodeClass",
+        _ec2("metadataOptions", {"httpTokens": "maybe"}),
+        "spec.metadataOptions.httpTokens",
+        'Unsupported value: "maybe"',
+    ),
+    Case(
+        "two-root-volumes",
+        "EC2NodeClass",
+        _ec2(
+            "blockDeviceMappings",
+            [
+                {"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "20Gi"}},
+                {"deviceName": "/dev/xvdb", "rootVolume": True, "ebs": {"volumeSize": "20Gi"}},
+            ],
+        ),
+        "spec.blockDeviceMappings",
+        "must have only one blockDeviceMappings with rootVolume",
+    ),
+    Case(
+        "ebs-without-size",
+        "EC2NodeClass",
+        _ec2("blockDeviceMappings", [{"deviceName": "/dev/xvda", "ebs": {"volumeType": "gp3"}}]),
+        "spec.blockDeviceMappings[0].ebs",
+        "snapshotID or volumeSize must be defined",
+    ),
+    Case(
+        "ebs-size-mebibytes",
+        "EC2NodeClass",
+        _ec2("blockDeviceMappings", [{"deviceName": "/dev/xvda", "ebs": {"volumeSize": "100Mi"}}]),
+        "spec.blockDeviceMappings[0].ebs.volumeSize",
+        "should match",
+    ),
+    Case(
+        "kubelet-image-gc",
+        "EC2NodeClass",
+        _ec2("kubelet", {"imageGCHighThresholdPercent": 50, "imageGCLowThresholdPercent": 60}),
+        "spec.kubelet",
+        "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
+    ),
+    Case(
+        "kubelet-reserved-key",
+        "EC2NodeClass",
+        _ec2("kubelet", {"kubeReserved": {"gpu": "1"}}),
+        "spec.kubelet.kubeReserved",
+        "valid keys for kubeReserved are",
+    ),
+    Case(
+        "kubelet-negative-reserved",
+        "EC2NodeClass",
+        _ec2("kubelet", {"systemReserved": {"cpu": "-1"}}),
+        "spec.kubelet.systemReserved",
+        "systemReserved value cannot be a negative resource quantity",
+    ),
+    Case(
+        "kubelet-soft-without-grace",
+        "EC2NodeClass",
+        _ec2("kubelet", {"evictionSoft": {"memory.available": "5%"}}),
+        "spec.kubelet",
+        "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
+    ),
+    Case(
+        "kubelet-max-pods-negative",
+        "EC2NodeClass",
+        _ec2("kubelet", {"maxPods": -1}),
+        "spec.kubelet.maxPods",
+        "should be greater than or equal to 0",
+    ),
+    Case(
+        "network-interfaces-no-primary",
+        "EC2NodeClass",
+        _ec2(
+            "networkInterfaces",
+            [{"networkCardIndex": 1, "deviceIndex": 0, "interfaceType": "efa-only"}],
+        ),
+        "spec.networkInterfaces",
+        "must include a primary interface",
+    ),
+    Case(
+        "network-interfaces-duplicate",
+        "EC2NodeClass",
+        _ec2(
+            "networkInterfaces",
+            [
+                {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+                {"networkCardIndex": 0, "deviceIndex": 0, "interfaceType": "interface"},
+            ],
+        ),
+        "spec.networkInterfaces",
+        "must not repeat a (networkCardIndex, deviceIndex) pair",
+    ),
+    Case(
+        "connection-tracking-empty",
+        "EC2NodeClass",
+        _ec2("connectionTracking", {}),
+        "spec.connectionTracking",
+        "connectionTracking must set at least one of",
+    ),
+    Case(
+        "connection-tracking-udp-timeout",
+        "EC2NodeClass",
+        _ec2("connectionTracking", {"udpTimeout": 10}),
+        "spec.connectionTracking.udpTimeout",
+        "should be greater than or equal to 30",
+    ),
+    Case(
+        "placement-group-name-and-id",
+        "EC2NodeClass",
+        _ec2("placementGroupSelector", {"name": "pg", "id": "pg-0123"}),
+        "spec.placementGroupSelector",
+        "expected exactly one of ['name', 'id']",
+    ),
+    Case(
+        "capacity-reservation-id-and-owner",
+        "EC2NodeClass",
+        _ec2("capacityReservationSelectorTerms", [{"id": "cr-0123", "ownerID": "012345678901"}]),
+        "spec.capacityReservationSelectorTerms",
+        "'id' is mutually exclusive",
+    ),
+]
+
+KWOK_CASES = [
+    Case(
+        "kwok-delay-malformed",
+        "KWOKNodeClass",
+        _set("spec.nodeRegistrationDelay", "5 sec"),
+        "spec.nodeRegistrationDelay",
+        "should match",
+    ),
+    Case(
+        "kwok-reserved-key",
+        "KWOKNodeClass",
+        _set("spec.reservedResources", {"gpu": "1"}),
+        "spec.reservedResources",
+        "valid keys for kubeReserved are",
+    ),
+    Case(
+        "kwok-max-pods-negative",
+        "KWOKNodeClass",
+        _set("spec.maxPods", -1),
+        "spec.maxPods",
+        "should be greater than or equal to 0",
+    ),
+]
+
+CASES: list[Case] = [*NODEPOOL_CASES, *NODECLAIM_CASES, *EC2_CASES, *KWOK_CASES]

@@ -1,0 +1,70 @@
+"""The Kubernetes CEL extensions our rules rely on behave as in the apiserver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpy.apis.cel import CelError, compile_rule
+
+
+@pytest.mark.parametrize(
+    ("rule", "self_value", "expected"),
+    [
+        ('self.find("^([^/]+)").endsWith("karpenter.sh")', "karpenter.sh/x", True),
+        ('self.find("^([^/]+)").endsWith("karpenter.sh")', "sub.karpenter.sh/x", True),
+        ('self.find("^([^/]+)").endsWith("karpenter.sh")', "example.com/x", False),
+        ('self.find("[0-9]+") == ""', "abc", True),
+        ("self.findAll('[0-9]') == ['1', '2']", "a1b2", True),
+        ("self.split('@')[1] == 'latest'", "al2023@latest", True),
+        ("self.split('/').size() == 1", "no-slash", True),
+        ("self.lowerAscii() == 'abc'", "AbC", True),
+        ("self.upperAscii() == 'ABC'", "abc", True),
+        ("self.replace('a', 'b') == 'bbb'", "aba", True),
+        ("self.trim() == 'x'", "  x ", True),
+        ("self.substring(1, 3) == 'bc'", "abcd", True),
+        ("self.indexOf('c') == 2", "abcd", True),
+        ("self.lastIndexOf('a') == 2", "aba", True),
+        ("self.charAt(1) == 'b'", "abc", True),
+        ("['a', 'b'].join('-') == 'a-b'", "", True),
+        ("self.matches('^[a-z0-9]+@.+$')", "al2@x", True),
+        ("self.matches('^[a-z]+@.+$')", "al2", False),
+        ("self.all(k, k != '' && self[k] != '')", {"a": "b"}, True),
+        ("self.all(k, k != '' && self[k] != '')", {"a": ""}, False),
+        ("self.filter(x, has(x.r) ? x.r == true : false).size() <= 1", [{"r": True}, {}], True),
+        ("self.exists_one(x, x == 1)", [1, 2, 1], False),
+    ],
+)
+def test_functions(rule: str, self_value: Any, expected: bool) -> None:
+    assert compile_rule(rule).evaluate(self_value) is expected
+
+
+def test_transition_rule_sees_old_self() -> None:
+    rule = compile_rule("self.kind == oldSelf.kind")
+    assert rule.evaluate({"kind": "A"}, {"kind": "A"})
+    assert not rule.evaluate({"kind": "A"}, {"kind": "B"})
+
+
+def test_missing_key_is_an_evaluation_error_like_the_apiserver() -> None:
+    with pytest.raises(CelError, match="no such key: values"):
+        compile_rule("self.values.size() != 0").evaluate({})
+
+
+def test_bad_int_conversion_is_reported_as_in_the_apiserver() -> None:
+    with pytest.raises(CelError, match="type conversion error from 'string' to 'int'"):
+        compile_rule("int(self) >= 0").evaluate("two")
+
+
+def test_non_boolean_result_is_an_error() -> None:
+    with pytest.raises(CelError, match="not a bool"):
+        compile_rule("self.size()").evaluate("abc")
+
+
+def test_syntax_errors_fail_at_compile_time() -> None:
+    with pytest.raises(CelError, match="cannot compile"):
+        compile_rule("self.(")
+
+
+def test_compiled_rules_are_cached() -> None:
+    assert compile_rule("self == 1") is compile_rule("self == 1")
