@@ -5,6 +5,7 @@ decorators (metrics, fault injection in tests) wrap any implementation.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Protocol, runtime_checkable
@@ -83,11 +84,11 @@ class CloudProvider(Protocol):
         """The instance as a NodeClaim; `NodeClaimNotFoundError` if it does not exist."""
         ...
 
-    async def list(self) -> list[NodeClaim]:
+    async def list(self) -> builtins.list[NodeClaim]:
         """Every instance this provider launched for this cluster."""
         ...
 
-    async def get_instance_types(self, nodepool: NodePool) -> list[InstanceType]:
+    async def get_instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
         """Every instance type the NodePool could use, including ones with no available
         offering right now."""
         ...
@@ -96,6 +97,6 @@ class CloudProvider(Protocol):
         """A drift reason when the instance no longer matches its NodeClass, else None."""
         ...
 
-    def repair_policies(self) -> list[RepairPolicy]:
+    def repair_policies(self) -> builtins.list[RepairPolicy]:
         """Node conditions that mean the node is broken beyond waiting."""
         ...
