@@ -1,0 +1,147 @@
+"""A valid lower bound on the hourly cost of any plan that places the same pods.
+
+Bound = max(fluid LP, item bound), where
+
+* the fluid LP (`lp.py`) covers the cpu, memory, pods (and any other requested resource) of
+  every placed pod with fractional nodes: each pool's instance types at their cheapest
+  offering, with allocatable net of that pool's DaemonSet overhead, plus the free capacity of
+  existing nodes at price 0 (at most one of each). Pods that need different instance types
+  (selectors, affinity, taints) form separate demand groups that may only use their columns.
+  A node-count floor is added: required hostname anti-affinity among k pods that select each
+  other needs k nodes, and a hostname spread with maxSkew s over n self-selecting pods needs
+  ceil(n/s) (Karpenter's reading: a fresh node is an empty domain). Each node then also pays
+  its DaemonSet overhead, which is what makes the floor bite.
+* the item bound: a pod that fits no existing node needs at least the cheapest type that
+  holds it.
+
+Every real plan is feasible for the LP (route each pod's requests to its node), so neither
+term can exceed the cost of any plan. Preferences are ignored here (a plan may drop them), and
+PreferNoSchedule taints count as tolerated, so the bound stays valid for every plan that meets
+the hard constraints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from karpy.apis.v1.labels import LABEL_HOSTNAME, TAINT_EFFECT_PREFER_NO_SCHEDULE
+from karpy.scheduling.lp import Column, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.model import NewNodeClaim
+from karpy.scheduling.pools import bits
+from karpy.scheduling.taints import Toleration
+
+if TYPE_CHECKING:
+    from karpy.scheduling.scheduler import Scheduler
+
+__all__ = ["lower_bound"]
+
+_PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
+
+
+def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
+    placed: dict[int, int] = {}
+    class_of = {id(p): c for c in s.classes for p in c.pods}
+    on_new: set[int] = set()
+    for claim in claims:
+        for p in claim.pods:
+            c = class_of[id(p)]
+            placed[c.id] = placed.get(c.id, 0) + 1
+            on_new.add(c.id)
+    for pods in s.existing_placed.values():
+        for p in pods:
+            c = class_of[id(p)]
+            placed[c.id] = placed.get(c.id, 0) + 1
+    if not placed:
+        return 0.0
+    columns: list[Column] = [
+        Column(0.0, tuple(max(0, f) for f in e.initial_free), 1.0) for e in s.existing
+    ]
+    existing_cols = tuple(range(len(columns)))
+    offsets: list[int] = []
+    for pool in s.pools:
+        offsets.append(len(columns))
+        for t in range(len(pool.types)):
+            columns.append(Column(pool.base_price[t], tuple(max(0, a) for a in pool.alloc[t])))
+    dims = len(s.dims.names)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    item_bound = 0.0
+    seeds: list[tuple[object, frozenset[int], int]] = []
+    classes = {c.id: c for c in s.classes}
+    for cid, n in placed.items():
+        c = classes[cid]
+        pod = c.pod
+        cols: set[int] = set(existing_cols)
+        cheapest = math.inf
+        for pool in s.pools:
+            if pool.tolerated((*pod.tolerations, _PNS)) is not None:
+                continue
+            for alt in pod.requirement_alternatives():
+                if pool.node_reqs.compatible(alt, well_known=pool.well_known) is not None:
+                    continue
+                mask = pool.fit_mask(pool.node_reqs.union(alt), c.vec)
+                for t in bits(mask):
+                    cols.add(offsets[pool.index] + t)
+                    cheapest = min(cheapest, pool.base_price[t])
+        key = tuple(sorted(cols))
+        for term in pod.anti_affinity:
+            if term.topology_key == LABEL_HOSTNAME and term.selector.matches(pod.labels):
+                fitting = frozenset(
+                    i
+                    for i in key
+                    if all(v <= cap for v, cap in zip(c.vec, columns[i].capacity, strict=True))
+                )
+                seeds.append(
+                    ((term.selector, term.namespaces, term.namespace_selector), fitting, n)
+                )
+        demand = groups.setdefault(key, [0] * dims)
+        for r in range(dims):
+            demand[r] += c.vec[r] * n
+        if cid in on_new and math.isfinite(cheapest):
+            fits_existing = any(
+                all(v <= f for v, f in zip(c.vec, e.initial_free, strict=True)) for e in s.existing
+            )
+            if not fits_existing:
+                item_bound = max(item_bound, cheapest)
+    floors = seed_floors(seeds)
+    floors.append((_node_floor(s, placed), tuple(range(len(columns)))))
+    sol = solve_cover(
+        columns,
+        [DemandGroup(tuple(d), cols) for cols, d in groups.items()],
+        floors=floors,
+    )
+    lp_value = sol.value if sol is not None else 0.0
+    return max(lp_value, item_bound)
+
+
+def _node_floor(s: Scheduler, placed: dict[int, int]) -> int:
+    """Nodes any plan needs because of required hostname anti-affinity and spread."""
+    anti: dict[tuple[object, ...], int] = {}
+    spread: dict[tuple[object, ...], tuple[int, int]] = {}
+    for c in s.classes:
+        n = placed.get(c.id, 0)
+        if not n:
+            continue
+        pod = c.pod
+        for t in pod.anti_affinity:
+            if (
+                t.topology_key == LABEL_HOSTNAME
+                and t.selector.matches(pod.labels)
+                and (pod.namespace in t.namespaces or t.namespace_selector is not None)
+            ):
+                key: tuple[object, ...] = (t.selector, t.namespaces, t.namespace_selector)
+                anti[key] = anti.get(key, 0) + n
+        for sc in pod.spread:
+            if (
+                sc.topology_key == LABEL_HOSTNAME
+                and sc.when_unsatisfiable == "DoNotSchedule"
+                and sc.selector.matches(pod.labels)
+            ):
+                skey: tuple[object, ...] = (sc.selector, pod.namespace, sc.max_skew)
+                prev = spread.get(skey, (0, sc.max_skew))
+                spread[skey] = (prev[0] + n, sc.max_skew)
+    floor = max(anti.values(), default=0)
+    for n, skew in spread.values():
+        floor = max(floor, math.ceil(n / skew))
+    return floor

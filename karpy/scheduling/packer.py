@@ -1,0 +1,516 @@
+"""Cost-aware packing of pods onto new nodes of one NodePool.
+
+Karpenter fills NodeClaims first-fit in CPU-descending order and lets each grow until only its
+largest instance types still fit. With one node shape that strands memory on early nodes and
+CPU on late ones (1.37-1.44x the fluid bound on its own benchmark catalogue). Here the batch is
+packed as a whole:
+
+1. The fluid covering LP (`lp.py`) over the pods sent to this pool says which node types an
+   optimal fractional plan buys, how many, and the dual price of each resource.
+2. That many nodes are opened up front, each aiming at one of those types.
+3. Pods are placed largest first (by dual value), each on the least-loaded open node that can
+   take it, so every node receives a similar mix and the resources run out together. Node-level
+   constraints (hostname anti-affinity and spread, host ports, requirements pinned by earlier
+   pods) are checked per node. Pods that fit nowhere open a node of the type the LP values most.
+4. Each node finally gets every type that holds its pods, cheapest first, so the launch buys
+   the cheapest type that fits what actually landed on it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from karpy.scheduling.lp import Column, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.pods import PodView
+from karpy.scheduling.pools import PoolContext, bits
+from karpy.scheduling.requirements import Requirements
+
+__all__ = ["Item", "OpenNode", "Packer", "Term"]
+
+# How many candidate nodes a pod may be refused by before a new node is opened for it.
+_MAX_REJECTIONS = 48
+
+
+@dataclass(eq=False, slots=True)
+class Term:
+    """A hostname-scoped constraint pods on one node are checked against."""
+
+    id: int
+    kind: str  # "anti" | "spread" | "affinity"
+
+
+@dataclass(eq=False, slots=True)
+class Item:
+    """Identical pods bound for this pool with identical (pinned) requirements."""
+
+    vec: tuple[int, ...]
+    reqs: Requirements
+    mask: int
+    pods: list[PodView]
+    # hostname terms: ids of terms selecting these pods; terms these pods own
+    matched: tuple[int, ...] = ()
+    anti: tuple[int, ...] = ()
+    spread: tuple[tuple[int, int], ...] = ()
+    affinity: tuple[int, ...] = ()
+    ports: frozenset[tuple[str, str, int]] = frozenset()
+    value: float = 0.0
+    seed: bool = False
+    placed: int = 0
+    failed: list[PodView] = field(default_factory=list)
+
+    @property
+    def constrained(self) -> bool:
+        return bool(self.matched or self.anti or self.spread or self.affinity or self.ports)
+
+
+class OpenNode:
+    """A NodeClaim being filled."""
+
+    __slots__ = (
+        "anti",
+        "cap",
+        "caps",
+        "contents",
+        "counts",
+        "idx",
+        "load",
+        "mask",
+        "ports",
+        "reqs",
+        "sig",
+        "target",
+        "used",
+        "version",
+    )
+
+    def __init__(
+        self, idx: int, reqs: Requirements, sig: int, target: int, cap: tuple[int, ...], mask: int
+    ) -> None:
+        self.idx = idx
+        self.reqs = reqs
+        self.sig = sig
+        self.target = target
+        self.cap = cap
+        self.used = [0] * len(cap)
+        self.mask = mask
+        self.counts: dict[int, int] = {}
+        self.anti: set[int] = set()
+        self.caps: dict[int, int] = {}
+        self.ports: set[tuple[str, str, int]] = set()
+        self.contents: list[tuple[Item, int]] = []
+        self.load = 0.0
+        self.version = 0
+
+
+class Packer:
+    """Packs the items of one pool; `run()` returns the filled nodes."""
+
+    def __init__(self, pool: PoolContext, items: Sequence[Item], *, floor: int = 0) -> None:
+        self.pool = pool
+        self.items = list(items)
+        self.floor = floor
+        self.nodes: list[OpenNode] = []
+        self.sigs: dict[Requirements, int] = {}
+        self.sig_reqs: list[Requirements] = []
+        self.buckets: dict[tuple[int, int], list[tuple[float, int, int, int]]] = {}
+        self._bucket_ok: dict[tuple[int, int, int, Requirements], int] = {}
+        self._seq = 0
+        self.affinity_nodes: dict[int, list[OpenNode]] = {}
+        # assignments: node idx -> list of pods
+        self.assigned: dict[int, list[PodView]] = {}
+        dims = len(pool.dims.names)
+        self.duals: tuple[float, ...] = (0.0,) * dims
+        self.floor_dual = 0.0
+        self.lp_x: tuple[float, ...] = ()
+        self.ranking: list[int] = []
+        for item in self.items:
+            for t in item.affinity:
+                self.affinity_nodes.setdefault(t, [])
+
+    # ---- planning ---------------------------------------------------------------------------
+
+    def _plan(self) -> None:
+        """Solve the fluid LP for this pool's items; rank types by dual value per price."""
+        pool = self.pool
+        n = len(pool.types)
+        if n == 0 or not self.items:
+            return
+        dims = len(pool.dims.names)
+        columns = [
+            Column(price=pool.base_price[t], capacity=tuple(max(0, a) for a in pool.alloc[t]))
+            for t in range(n)
+        ]
+        by_mask: dict[int, list[int]] = {}
+        for item in self.items:
+            demand = by_mask.setdefault(item.mask, [0] * dims)
+            k = len(item.pods)
+            for r in range(dims):
+                demand[r] += item.vec[r] * k
+        groups = [DemandGroup(tuple(d), bits(m)) for m, d in by_mask.items() if m]
+        seeds = [
+            (t, frozenset(bits(item.mask)), len(item.pods))
+            for item in self.items
+            for t in item.anti
+            if t in item.matched
+        ]
+        floors = seed_floors(seeds)
+        if self.floor:
+            floor_mask = 0
+            for item in self.items:
+                floor_mask |= item.mask
+            floors.append((self.floor, bits(floor_mask)))
+        sol = solve_cover(columns, groups, floors=floors) if groups else None
+        if sol is not None:
+            # one dual vector for valuing pods: the demand-weighted average over groups
+            if len(sol.duals) == 1:
+                self.duals = sol.duals[0]
+            else:
+                acc = [0.0] * dims
+                for d in sol.duals:
+                    for r in range(dims):
+                        acc[r] = max(acc[r], d[r])
+                self.duals = tuple(acc)
+            self.floor_dual = sol.floor_dual
+            self.lp_x = sol.x
+        else:
+            total = [1.0] * dims
+            for item in self.items:
+                for r in range(dims):
+                    total[r] += item.vec[r] * len(item.pods)
+            self.duals = tuple(1.0 / t for t in total)
+        duals = self.duals
+        fd = self.floor_dual
+
+        def efficiency(t: int) -> tuple[float, int]:
+            price = pool.base_price[t]
+            worth = sum(d * max(0, a) for d, a in zip(duals, pool.alloc[t], strict=True)) + fd
+            size = sum(max(0, a) for a in pool.alloc[t])
+            return (-(worth / price) if price > 0 else float("-inf"), -size)
+
+        self.ranking = sorted(range(n), key=efficiency)
+        # Order pods by their share of the batch's total demand summed over resources, so that
+        # CPU-heavy and memory-heavy pods interleave and every node receives a balanced mix.
+        totals = [0] * dims
+        for item in self.items:
+            k = len(item.pods)
+            for r in range(dims):
+                totals[r] += item.vec[r] * k
+        inv = [1.0 / t if t > 0 else 0.0 for t in totals]
+        for item in self.items:
+            item.value = sum(w * v for w, v in zip(inv, item.vec, strict=True))
+
+    def _sig(self, reqs: Requirements) -> int:
+        got = self.sigs.get(reqs)
+        if got is None:
+            got = len(self.sig_reqs)
+            self.sigs[reqs] = got
+            self.sig_reqs.append(reqs)
+        return got
+
+    def _open(self, target: int, reqs: Requirements) -> OpenNode:
+        pool = self.pool
+        node = OpenNode(
+            len(self.nodes),
+            reqs,
+            self._sig(reqs),
+            target,
+            pool.alloc[target],
+            pool.compatible_mask(reqs),
+        )
+        self.nodes.append(node)
+        self.assigned[node.idx] = []
+        self._push(node)
+        return node
+
+    def _push(self, node: OpenNode) -> None:
+        node.version += 1
+        self._seq += 1
+        heapq.heappush(
+            self.buckets.setdefault((node.sig, node.target), []),
+            (node.load, node.idx, node.version, self._seq),
+        )
+
+    # ---- constraints ------------------------------------------------------------------------
+
+    def _room(self, node: OpenNode, item: Item, want: int) -> int:
+        """How many pods of `item` (up to `want`) the node can take now."""
+        used = node.used
+        cap = node.cap
+        k = want
+        for r, v in enumerate(item.vec):
+            if v:
+                free = cap[r] - used[r]
+                if free < v:
+                    return 0
+                q = free // v
+                if q < k:
+                    k = q
+        if not item.constrained and not node.anti and not node.caps:
+            return k
+        if item.ports:
+            if item.ports & node.ports:
+                return 0
+            k = min(k, 1)
+        counts = node.counts
+        for t in item.anti:
+            if counts.get(t, 0):
+                return 0
+        for t in item.matched:
+            if t in node.anti:
+                return 0
+            if t in item.anti:
+                k = min(k, 1)
+            c = node.caps.get(t)
+            if c is not None:
+                k = min(k, c - counts.get(t, 0))
+        for t, skew in item.spread:
+            if t in item.matched:
+                k = min(k, skew - counts.get(t, 0))
+            elif counts.get(t, 0) > skew:
+                return 0
+        for t in item.affinity:
+            if not counts.get(t, 0) and node.contents:
+                return 0
+        return max(k, 0)
+
+    def _merged(self, node: OpenNode, item: Item) -> tuple[int, Requirements] | None:
+        """The node's signature after taking `item`, or None when they are incompatible."""
+        key = (node.sig, node.target, id(item), item.reqs)
+        got = self._bucket_ok.get(key)
+        if got is None:
+            reqs = self.sig_reqs[node.sig]
+            if reqs.intersects(item.reqs) is not None or not (item.mask >> node.target) & 1:
+                got = -1
+            else:
+                merged = reqs.union(item.reqs)
+                if not (self.pool.compatible_mask(merged) >> node.target) & 1:
+                    got = -1
+                else:
+                    got = self._sig(merged)
+            self._bucket_ok[key] = got
+        if got < 0:
+            return None
+        return got, self.sig_reqs[got]
+
+    def _add(self, node: OpenNode, item: Item, k: int, merged: tuple[int, Requirements]) -> None:
+        used = node.used
+        for r, v in enumerate(item.vec):
+            if v:
+                used[r] += v * k
+        if merged[0] != node.sig:
+            node.sig = merged[0]
+            node.reqs = merged[1]
+            node.mask &= self.pool.compatible_mask(merged[1])
+        node.mask &= item.mask
+        if item.constrained:
+            for t in item.matched:
+                node.counts[t] = node.counts.get(t, 0) + k
+            for t in item.anti:
+                node.anti.add(t)
+            for t, skew in item.spread:
+                prev = node.caps.get(t)
+                node.caps[t] = skew if prev is None else min(prev, skew)
+            node.ports.update(item.ports)
+            for t in item.matched:
+                lst = self.affinity_nodes.get(t)
+                if lst is not None and (not lst or lst[-1] is not node):
+                    lst.append(node)
+        node.contents.append((item, k))
+        start = item.placed
+        self.assigned[node.idx].extend(item.pods[start : start + k])
+        item.placed += k
+        cap = node.cap
+        load = 0.0
+        for r, u in enumerate(used):
+            c = cap[r]
+            if u:
+                x = u / c if c > 0 else float("inf")
+                if x > load:
+                    load = x
+        node.load = load
+
+    def _load_after(self, node: OpenNode, item: Item) -> float:
+        cap = node.cap
+        used = node.used
+        load = 0.0
+        for r, v in enumerate(item.vec):
+            u = used[r] + v
+            if u:
+                c = cap[r]
+                x = u / c if c > 0 else float("inf")
+                if x > load:
+                    load = x
+        return load if load > node.load else node.load
+
+    # ---- placement --------------------------------------------------------------------------
+
+    def _new_node_target(self, item: Item) -> int | None:
+        for t in self.ranking:
+            if (item.mask >> t) & 1:
+                return t
+        return None
+
+    def _place_affinity(self, item: Item) -> None:
+        """Pods that must share a node with pods their hostname affinity selects."""
+        while item.placed < len(item.pods):
+            want = len(item.pods) - item.placed
+            candidates: list[OpenNode] = []
+            for t in item.affinity:
+                candidates.extend(self.affinity_nodes.get(t, ()))
+            done = False
+            for node in candidates:
+                merged = self._merged(node, item)
+                if merged is None:
+                    continue
+                k = self._room(node, item, want)
+                if k > 0:
+                    self._add(node, item, k, merged)
+                    self._push(node)
+                    done = True
+                    break
+            if done:
+                continue
+            if candidates or not all(t in item.matched for t in item.affinity):
+                # a matching node exists but is full, or nothing can bootstrap the group
+                item.failed.extend(item.pods[item.placed :])
+                item.placed = len(item.pods)
+                return
+            target = self._new_node_target(item)
+            if target is None:
+                item.failed.extend(item.pods[item.placed :])
+                item.placed = len(item.pods)
+                return
+            node = self._open(target, self.pool.node_reqs)
+            merged = self._merged(node, item)
+            k = self._room(node, item, want) if merged is not None else 0
+            if k <= 0 or merged is None:
+                item.failed.extend(item.pods[item.placed :])
+                item.placed = len(item.pods)
+                return
+            self._add(node, item, k, merged)
+            self._push(node)
+
+    def _place(self, item: Item) -> None:
+        if item.affinity:
+            self._place_affinity(item)
+            return
+        total = len(item.pods)
+        rejected: list[OpenNode] = []
+        rejected_ids: set[int] = set()
+        buckets = self.buckets
+        while item.placed < total:
+            best: OpenNode | None = None
+            best_merged: tuple[int, Requirements] | None = None
+            best_score = 0.0
+            refusals = 0
+            for key in list(buckets):
+                heap = buckets[key]
+                while heap:
+                    _, idx, version, _ = heap[0]
+                    node = self.nodes[idx]
+                    if node.version != version or idx in rejected_ids:
+                        heapq.heappop(heap)
+                        continue
+                    merged = self._merged(node, item)
+                    if merged is None:
+                        break  # the whole bucket is incompatible with this item
+                    if self._room(node, item, 1) <= 0:
+                        heapq.heappop(heap)
+                        rejected.append(node)
+                        rejected_ids.add(idx)
+                        refusals += 1
+                        if refusals > _MAX_REJECTIONS:
+                            break
+                        continue
+                    score = self._load_after(node, item)
+                    if (
+                        best is None
+                        or score < best_score
+                        or (score == best_score and idx < best.idx)
+                    ):
+                        best, best_merged, best_score = node, merged, score
+                    break
+                if refusals > _MAX_REJECTIONS:
+                    break
+            if best is None or best_merged is None:
+                target = self._new_node_target(item)
+                if target is None:
+                    item.failed.extend(item.pods[item.placed :])
+                    item.placed = total
+                    break
+                best = self._open(target, self.pool.node_reqs)
+                best_merged = self._merged(best, item)
+                if best_merged is None or self._room(best, item, 1) <= 0:
+                    # even an empty node of the best type refuses it: try any type that fits
+                    fallback = self._fallback_target(item)
+                    if fallback is None:
+                        item.failed.extend(item.pods[item.placed :])
+                        item.placed = total
+                        break
+                    best.target = fallback
+                    best.cap = self.pool.alloc[fallback]
+                    best_merged = self._merged(best, item)
+                    if best_merged is None or self._room(best, item, 1) <= 0:
+                        item.failed.extend(item.pods[item.placed :])
+                        item.placed = total
+                        break
+            # take one pod (spreading identical pods keeps every node's mix alike), or a
+            # batch when the node is empty and the item alone is being seeded.
+            self._add(best, item, 1, best_merged)
+            self._push(best)
+        for node in rejected:
+            self._push(node)
+
+    def _fallback_target(self, item: Item) -> int | None:
+        for t in bits(item.mask):
+            return t
+        return None
+
+    def _lp_nodes(self) -> list[tuple[int, int]]:
+        """How many nodes of which type the LP optimum buys, rounded down.
+
+        Types with the same allocatable and price (an amd64 and an arm64 twin) are one shape to
+        the LP, which may split its purchase between them: sum those before rounding.
+        """
+        if not self.lp_x:
+            return []
+        pool = self.pool
+        shapes: dict[tuple[tuple[int, ...], float], tuple[float, int]] = {}
+        for t, x in enumerate(self.lp_x):
+            if x <= 1e-9:
+                continue
+            key = (pool.alloc[t], pool.base_price[t])
+            total, best = shapes.get(key, (0.0, t))
+            if x > self.lp_x[best]:
+                best = t
+            shapes[key] = (total + x, best)
+        out = []
+        for total, t in shapes.values():
+            count = int(total + 1e-6)
+            if total - count > 0.9:
+                count += 1
+            if count:
+                out.append((t, count))
+        out.sort(key=lambda tc: self.ranking.index(tc[0]))
+        return out
+
+    def run(self) -> list[tuple[OpenNode, list[PodView]]]:
+        self._plan()
+        pool = self.pool
+        for t, count in self._lp_nodes():
+            for _ in range(count):
+                self._open(t, pool.node_reqs)
+        order = sorted(
+            self.items,
+            key=lambda it: (not it.seed, not it.affinity, -it.value, -sum(it.vec)),
+        )
+        for item in order:
+            self._place(item)
+        out = []
+        for node in self.nodes:
+            pods = self.assigned[node.idx]
+            if pods:
+                out.append((node, pods))
+        return out

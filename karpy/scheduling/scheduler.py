@@ -1,0 +1,993 @@
+"""The scheduler: decide where every pending pod goes and which nodes to launch.
+
+It follows Karpenter's decisions where users can see them and packs better where they cannot:
+
+* Pods are grouped into classes of identical pods (requests, labels and constraints) and taken
+  in Karpenter's queue order: CPU descending, then memory, then age.
+* Each pod tries existing nodes first (initialized ones first, then by name), then new capacity
+  from the NodePools in weight order (ties by name, descending): the first pool whose taints,
+  requirements, instance types, DaemonSet overhead and limits allow it wins.
+* Preferences (preferred affinities, ScheduleAnyway spreads, PreferNoSchedule taints) are
+  treated as required and relaxed one at a time in Karpenter's order when a pod cannot be placed.
+* Topology domains (zones, ...) are chosen per pod exactly as Karpenter does (the valid domain
+  with the fewest matching pods), and pinned; pods that other pods' spread or anti-affinity
+  select are pinned too, so the counts stay exact.
+* Which nodes to launch for the pods bound to new capacity is decided per NodePool for the whole
+  batch by the cost-aware packer (`packer.py`), not pod by pod.
+
+Every plan comes with a lower bound on the cost of any plan (`lowerbound.py`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from karpy.apis.v1.labels import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_HOSTNAME,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    TAINT_EFFECT_PREFER_NO_SCHEDULE,
+)
+from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.model import (
+    ExistingNode,
+    NewNodeClaim,
+    SchedulingInput,
+    SchedulingResult,
+)
+from karpy.scheduling.packer import Item, OpenNode, Packer
+from karpy.scheduling.pods import DO_NOT_SCHEDULE, AffinityTerm, PodView, SpreadConstraint
+from karpy.scheduling.pools import Dims, PoolContext
+from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.resources import CPU, MEMORY, PODS, format_resources
+from karpy.scheduling.taints import Toleration, untolerated
+from karpy.scheduling.topology import AFFINITY, ANTI, SPREAD, Group, GroupKey, group_key
+
+__all__ = ["Scheduler", "schedule"]
+
+_PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
+_NODES = "nodes"
+
+
+def schedule(inp: SchedulingInput) -> SchedulingResult:
+    """Schedule a snapshot. Pure and deterministic: the same input gives the same plan."""
+    return Scheduler(inp).solve()
+
+
+# ---- per-class state ---------------------------------------------------------------------------
+
+
+class _Class:
+    """Identical pending pods."""
+
+    __slots__ = ("id", "matched", "pod", "pods", "vec")
+
+    def __init__(self, cid: int, pods: list[PodView], vec: tuple[int, ...]) -> None:
+        self.id = cid
+        self.pods = pods
+        self.pod = pods[0]
+        self.vec = vec
+        self.matched: list[Group] = []
+
+
+@dataclass(eq=False)
+class _Eff:
+    """A class's constraints at one relaxation step (preferences count as required)."""
+
+    alternatives: list[Requirements]
+    tolerations: tuple[Toleration, ...]
+    spreads: tuple[SpreadConstraint, ...]
+    affinity: tuple[AffinityTerm, ...]
+    anti: tuple[AffinityTerm, ...]
+    required_anti: tuple[AffinityTerm, ...]
+
+
+class _Prefs:
+    """What is left to relax for a class, in Karpenter's order."""
+
+    def __init__(self, pod: PodView, *, ignore: bool) -> None:
+        self.pod = pod
+        self.term_offset = 0
+        self.pref_affinity = [] if ignore else list(pod.preferred_affinity)
+        self.pref_anti = [] if ignore else list(pod.preferred_anti_affinity)
+        self.pref_node = [] if ignore else [r for _, r in pod.preferred_node_terms]
+        self.anyway = (
+            [] if ignore else [s for s in pod.spread if s.when_unsatisfiable != DO_NOT_SCHEDULE]
+        )
+        self.tolerate_pns = ignore
+
+    def effective(self) -> _Eff:
+        pod = self.pod
+        terms = list(pod.required_terms[self.term_offset :]) or [Requirements()]
+        base = pod.node_selector.union(terms[0])
+        if self.pref_node:
+            base = base.union(self.pref_node[0])
+        vols = list(pod.volume_terms) or [Requirements()]
+        alternatives = [base.union(v) for v in vols]
+        tolerations = pod.tolerations + ((_PNS,) if self.tolerate_pns else ())
+        spreads = tuple(s for s in pod.spread if s.when_unsatisfiable == DO_NOT_SCHEDULE) + tuple(
+            self.anyway
+        )
+        return _Eff(
+            alternatives=alternatives,
+            tolerations=tolerations,
+            spreads=spreads,
+            affinity=pod.affinity + tuple(self.pref_affinity),
+            anti=pod.anti_affinity + tuple(self.pref_anti),
+            required_anti=pod.anti_affinity,
+        )
+
+    def relax(self, *, prefer_no_schedule_pools: bool) -> bool:
+        if len(self.pod.required_terms) - self.term_offset > 1:
+            self.term_offset += 1
+            return True
+        if self.pref_affinity:
+            self.pref_affinity.pop(0)
+            return True
+        if self.pref_anti:
+            self.pref_anti.pop(0)
+            return True
+        if self.pref_node:
+            self.pref_node.pop(0)
+            return True
+        if self.anyway:
+            self.anyway.pop(0)
+            return True
+        if prefer_no_schedule_pools and not self.tolerate_pns:
+            self.tolerate_pns = True
+            return True
+        return False
+
+
+@dataclass(eq=False)
+class _Topo:
+    """The groups one class's placement must respect, by topology key."""
+
+    keys: tuple[str, ...]  # non-hostname keys to pin
+    spread: dict[str, list[tuple[SpreadConstraint, Group, bool]]]
+    affinity: dict[str, list[Group]]
+    anti: dict[str, list[Group]]
+    inverse: dict[str, list[Group]]
+    balance: dict[str, list[Group]]
+    hostname: bool  # any hostname-scoped constraint
+    simple: bool
+
+
+class _Existing:
+    __slots__ = ("free", "idx", "initial_free", "labels", "node", "ports", "reqs", "taints")
+
+    def __init__(self, idx: int, node: ExistingNode, free: list[int]) -> None:
+        self.idx = idx
+        self.node = node
+        self.labels = dict(node.labels)
+        self.labels.setdefault(LABEL_HOSTNAME, node.name)
+        self.reqs = node.requirements()
+        self.taints = node.scheduling_taints()
+        self.free = free
+        self.initial_free = tuple(free)
+        self.ports: set[tuple[str, str, int]] = set()
+        for p in node.pods:
+            self.ports.update(p.host_ports)
+
+
+@dataclass(eq=False)
+class _Unit:
+    """Pods of one class bound for one pool with one set of (pinned) requirements."""
+
+    cls: _Class
+    eff: _Eff
+    pool: int
+    reqs: Requirements
+    mask: int
+    pods: list[PodView]
+
+
+# ---- the scheduler -----------------------------------------------------------------------------
+
+
+class Scheduler:
+    """One solve. Build it with a `SchedulingInput`, call `solve()` once."""
+
+    def __init__(self, inp: SchedulingInput) -> None:
+        self.inp = inp
+        self.ignore_prefs = inp.preference_policy == "Ignore"
+        self.strict_min_values = inp.min_values_policy == "Strict"
+        self.ns_labels = inp.namespace_labels
+        names = {CPU, MEMORY, PODS}
+        for p in inp.pods:
+            names.update(p.requests)
+        for d in inp.daemonset_pods:
+            names.update(d.requests)
+        self.dims = Dims(sorted(names))
+        ordered = sorted(inp.templates, key=lambda t: (t.weight, t.name), reverse=True)
+        self.pools = [
+            PoolContext(t, index=i, dims=self.dims, daemons=inp.daemonset_pods)
+            for i, t in enumerate(ordered)
+        ]
+        self.any_pns = any(p.has_prefer_no_schedule for p in self.pools)
+        self.errors: dict[str, str] = {}
+        self.existing_placed: dict[str, list[PodView]] = {}
+        self.units: dict[tuple[int, int, Requirements], _Unit] = {}
+        self._pool_info_cache: dict[tuple[int, int, int], tuple[Requirements, int] | str] = {}
+        self._eligible: dict[tuple[str, Requirements, bool, int], list[str]] = {}
+        self._remaining_limits = self._initial_limits()
+        self._limit_masks = [self._limit_mask(p) for p in self.pools]
+        self._prepare_existing()
+        self._prepare_groups_and_classes()
+        self._universe = self._domain_universe()
+
+    # ---- preparation ----------------------------------------------------------------------
+
+    def _initial_limits(self) -> list[dict[str, int] | None]:
+        usage: dict[str, dict[str, int]] = {}
+        if self.inp.pool_usage is not None:
+            usage = {k: dict(v) for k, v in self.inp.pool_usage.items()}
+        else:
+            for n in self.inp.existing_nodes:
+                if n.nodepool:
+                    acc = usage.setdefault(n.nodepool, {})
+                    for name, amount in (n.capacity or n.allocatable).items():
+                        acc[name] = acc.get(name, 0) + amount
+                    acc[_NODES] = acc.get(_NODES, 0) + 1
+        out: list[dict[str, int] | None] = []
+        for pool in self.pools:
+            limits = pool.template.limits
+            if limits is None:
+                out.append(None)
+                continue
+            used = usage.get(pool.name, {})
+            out.append({k: v - used.get(k, 0) for k, v in limits.items()})
+        return out
+
+    def _limit_mask(self, pool: PoolContext) -> int:
+        remaining = self._remaining_limits[pool.index]
+        if remaining is None:
+            return pool.all_mask
+        if remaining.get(_NODES, 1) < 1:
+            return 0
+        mask = 0
+        for i, it in enumerate(pool.types):
+            if all(it.capacity.get(k, 0) <= v for k, v in remaining.items() if k != _NODES):
+                mask |= 1 << i
+        return mask
+
+    def _prepare_existing(self) -> None:
+        dims = self.dims
+        nodes = sorted(self.inp.existing_nodes, key=lambda n: (not n.initialized, n.name))
+        self.existing: list[_Existing] = []
+        for i, node in enumerate(nodes):
+            free = list(dims.vec(node.allocatable))
+            daemon_used = [0] * len(free)
+            for p in node.pods:
+                v = dims.vec(p.requests)
+                for r in range(len(free)):
+                    free[r] -= v[r]
+                    if p.daemon:
+                        daemon_used[r] += v[r]
+            # DaemonSet pods that will still land on this node
+            reqs = node.requirements()
+            due = [0] * len(free)
+            taints = node.scheduling_taints()
+            for d in self.inp.daemonset_pods:
+                if untolerated(taints, (*d.tolerations, _PNS)) is not None:
+                    continue
+                if not any(reqs.strict_compatible(a) is None for a in d.requirement_alternatives()):
+                    continue
+                v = dims.vec(d.requests)
+                for r in range(len(free)):
+                    due[r] += v[r]
+            for r in range(len(free)):
+                free[r] -= max(0, due[r] - daemon_used[r])
+            self.existing.append(_Existing(i, node, free))
+            self.existing_placed[node.name] = []
+
+    def _prepare_groups_and_classes(self) -> None:
+        self.groups: dict[GroupKey, Group] = {}
+
+        def group_for(kind: str, term: AffinityTerm | SpreadConstraint, ns: str) -> Group:
+            key = group_key(kind, term, ns)
+            g = self.groups.get(key)
+            if g is None:
+                g = Group(key, len(self.groups))
+                self.groups[key] = g
+            return g
+
+        by_sig: dict[tuple[object, ...], list[PodView]] = {}
+        for p in self.inp.pods:
+            if p.unsupported:
+                self.errors[p.key] = p.unsupported
+                continue
+            if any(
+                r.key == LABEL_NODEPOOL and r.operator == "DoesNotExist"
+                for alt in p.requirement_alternatives()
+                for r in alt.values()
+            ):
+                self.errors[p.key] = f"pod requires {LABEL_NODEPOOL} DoesNotExist"
+                continue
+            by_sig.setdefault(p.signature, []).append(p)
+        classes: list[_Class] = []
+        for pods in by_sig.values():
+            pods.sort(key=lambda p: (p.created, p.uid))
+            classes.append(_Class(len(classes), pods, self.dims.vec(pods[0].requests)))
+        cpu = self.dims.index[CPU]
+        mem = self.dims.index[MEMORY]
+        classes.sort(key=lambda c: (-c.vec[cpu], -c.vec[mem], c.pod.created, c.pod.uid))
+        for i, c in enumerate(classes):
+            c.id = i
+        self.classes = classes
+        for c in classes:
+            p = c.pod
+            for s in p.spread:
+                group_for(SPREAD, s, p.namespace)
+            for t in p.affinity + p.preferred_affinity:
+                group_for(AFFINITY, t, p.namespace)
+            for t in p.anti_affinity + p.preferred_anti_affinity:
+                group_for(ANTI, t, p.namespace)
+        for e in self.existing:
+            for p in e.node.pods:
+                for t in p.anti_affinity:
+                    g = group_for(ANTI, t, p.namespace)
+                    d = e.labels.get(t.topology_key)
+                    if d is not None:
+                        g.add_owner(d)
+        groups = list(self.groups.values())
+        for e in self.existing:
+            for p in e.node.pods:
+                for g in groups:
+                    d = e.labels.get(g.topology_key)
+                    if d is not None and g.selects(p, self.ns_labels):
+                        g.add(d)
+        for c in classes:
+            c.matched = [g for g in groups if g.selects(c.pod, self.ns_labels)]
+
+    def _domain_universe(self) -> dict[str, dict[str, list[tuple[str, int]]]]:
+        keys = {g.topology_key for g in self.groups.values() if not g.is_hostname}
+        universe: dict[str, dict[str, list[tuple[str, int]]]] = {k: {} for k in keys}
+        for key in keys:
+            for e in self.existing:
+                d = e.labels.get(key)
+                if d is not None:
+                    universe[key].setdefault(d, []).append(("node", e.idx))
+            for pool in self.pools:
+                for d in pool.domains(pool.all_mask, Requirements(), key):
+                    universe[key].setdefault(d, []).append(("pool", pool.index))
+        return universe
+
+    # ---- topology ---------------------------------------------------------------------------
+
+    def _topo(self, cls: _Class, eff: _Eff) -> _Topo:
+        pod = cls.pod
+        spread: dict[str, list[tuple[SpreadConstraint, Group, bool]]] = {}
+        affinity: dict[str, list[Group]] = {}
+        anti: dict[str, list[Group]] = {}
+        inverse: dict[str, list[Group]] = {}
+        balance: dict[str, list[Group]] = {}
+        hostname = bool(pod.host_ports)
+        for s in eff.spreads:
+            g = self.groups[group_key(SPREAD, s, pod.namespace)]
+            spread.setdefault(s.topology_key, []).append((s, g, s.selector.matches(pod.labels)))
+        for t in eff.affinity:
+            affinity.setdefault(t.topology_key, []).append(
+                self.groups[group_key(AFFINITY, t, pod.namespace)]
+            )
+        for t in eff.anti:
+            anti.setdefault(t.topology_key, []).append(
+                self.groups[group_key(ANTI, t, pod.namespace)]
+            )
+        for g in cls.matched:
+            if g.kind == ANTI and g.owners:
+                inverse.setdefault(g.topology_key, []).append(g)
+            if g.kind in (SPREAD, ANTI) and not g.is_hostname:
+                balance.setdefault(g.topology_key, []).append(g)
+            if g.is_hostname:
+                hostname = True
+        keys: set[str] = set()
+        for d in (spread, affinity, anti, balance):
+            for k in d:
+                if k == LABEL_HOSTNAME:
+                    hostname = True
+                else:
+                    keys.add(k)
+        simple = not keys and not hostname and not inverse
+        return _Topo(
+            keys=tuple(sorted(keys)),
+            spread=spread,
+            affinity=affinity,
+            anti=anti,
+            inverse=inverse,
+            balance=balance,
+            hostname=hostname,
+            simple=simple,
+        )
+
+    def _eligible_domains(
+        self,
+        key: str,
+        reqs: Requirements,
+        spread: SpreadConstraint,
+        tolerations: tuple[Toleration, ...],
+    ) -> list[str]:
+        honor_taints = spread.node_taints_policy == "Honor"
+        cache_key = (
+            key,
+            reqs if spread.node_affinity_policy == "Honor" else Requirements(),
+            honor_taints,
+            id(tolerations) if honor_taints else 0,
+        )
+        got = self._eligible.get(cache_key)
+        if got is not None:
+            return got
+        allowed = reqs.get(key) if spread.node_affinity_policy == "Honor" else None
+        out = []
+        for d, sources in self._universe.get(key, {}).items():
+            if allowed is not None and not allowed.has(d):
+                continue
+            if honor_taints and not any(self._source_tolerated(s, tolerations) for s in sources):
+                continue
+            out.append(d)
+        out.sort()
+        self._eligible[cache_key] = out
+        return out
+
+    def _source_tolerated(
+        self, source: tuple[str, int], tolerations: tuple[Toleration, ...]
+    ) -> bool:
+        kind, idx = source
+        taints = self.existing[idx].taints if kind == "node" else self.pools[idx].taints
+        return untolerated(taints, tolerations) is None
+
+    def _domain_ok(
+        self,
+        topo: _Topo,
+        eff: _Eff,
+        key: str,
+        domain: str,
+        reqs: Requirements,
+        candidates: Sequence[str],
+    ) -> str | None:
+        for s, g, self_match in topo.spread.get(key, ()):
+            eligible = self._eligible_domains(key, reqs, s, eff.tolerations)
+            low = g.min_count(eligible, s.min_domains)
+            if g.count(domain) + (1 if self_match else 0) - low > s.max_skew:
+                return f"topology spread on {key} (maxSkew {s.max_skew}) would be violated"
+        for g in topo.affinity.get(key, ()):
+            if g.count(domain) == 0 and any(g.count(d) > 0 for d in candidates):
+                return f"pod affinity on {key} requires a domain with pods matching {g.selector}"
+        for g in topo.anti.get(key, ()):
+            if g.count(domain) > 0:
+                return f"pod anti-affinity on {key} with pods matching {g.selector}"
+        for g in topo.inverse.get(key, ()):
+            if g.owners.get(domain, 0) > 0:
+                return f"anti-affinity of other pods on {key} excludes this pod"
+        return None
+
+    def _domain_score(self, topo: _Topo, key: str, domain: str) -> tuple[int, int, int, str]:
+        own = sum(g.count(domain) for _, g, _ in topo.spread.get(key, ()))
+        populated = -sum(g.count(domain) for g in topo.affinity.get(key, ()))
+        bal = sum(g.count(domain) for g in topo.balance.get(key, ()))
+        return (own, populated, bal, domain)
+
+    def _record(self, cls: _Class, eff: _Eff, domains: dict[str, str], k: int) -> None:
+        for g in cls.matched:
+            d = domains.get(g.topology_key)
+            if d is not None:
+                g.add(d, k)
+        for t in eff.required_anti:
+            d = domains.get(t.topology_key)
+            if d is not None:
+                self.groups[group_key(ANTI, t, cls.pod.namespace)].add_owner(d, k)
+
+    # ---- existing nodes ---------------------------------------------------------------------
+
+    def _existing_static_ok(self, e: _Existing, cls: _Class, eff: _Eff) -> bool:
+        if untolerated(e.taints, eff.tolerations) is not None:
+            return False
+        if cls.pod.host_ports and cls.pod.host_ports & e.ports:
+            return False
+        return any(e.reqs.strict_compatible(a) is None for a in eff.alternatives)
+
+    def _existing_topology_ok(self, e: _Existing, cls: _Class, eff: _Eff, topo: _Topo) -> bool:
+        for key in list(topo.keys) + ([LABEL_HOSTNAME] if topo.hostname else []):
+            d = e.labels.get(key)
+            if d is None:
+                if topo.spread.get(key) or topo.affinity.get(key):
+                    return False
+                continue
+            reqs = eff.alternatives[0]
+            if key == LABEL_HOSTNAME:
+                for s, g, self_match in topo.spread.get(key, ()):
+                    if g.count(d) + (1 if self_match else 0) > s.max_skew:
+                        return False
+                for g in topo.affinity.get(key, ()):
+                    if g.count(d) == 0 and (g.counts or not g.selects(cls.pod, self.ns_labels)):
+                        return False
+                for g in topo.anti.get(key, ()):
+                    if g.count(d) > 0:
+                        return False
+                for g in topo.inverse.get(key, ()):
+                    if g.owners.get(d, 0) > 0:
+                        return False
+                continue
+            candidates = sorted(self._universe.get(key, {}))
+            if self._domain_ok(topo, eff, key, d, reqs, candidates) is not None:
+                return False
+        return True
+
+    def _to_existing(
+        self, cls: _Class, eff: _Eff, topo: _Topo, pods: list[PodView]
+    ) -> list[PodView]:
+        vec = cls.vec
+        nz = [(r, v) for r, v in enumerate(vec) if v]
+        remaining = pods
+        for e in self.existing:
+            if not remaining:
+                break
+            free = e.free
+            k = len(remaining)
+            for r, v in nz:
+                q = free[r] // v if free[r] >= v else 0
+                if q < k:
+                    k = q
+            if k <= 0 or not self._existing_static_ok(e, cls, eff):
+                continue
+            if not topo.simple:
+                k = min(k, 1) if cls.pod.host_ports else k
+                placed = 0
+                while placed < k and self._existing_topology_ok(e, cls, eff, topo):
+                    self._record(cls, eff, e.labels, 1)
+                    placed += 1
+                k = placed
+                if k <= 0:
+                    continue
+            else:
+                self._record(cls, eff, e.labels, k)
+            for r, v in nz:
+                free[r] -= v * k
+            e.ports.update(cls.pod.host_ports)
+            self.existing_placed[e.node.name].extend(remaining[:k])
+            remaining = remaining[k:]
+        return remaining
+
+    # ---- new capacity -----------------------------------------------------------------------
+
+    def _pool_info(
+        self, pool: PoolContext, cls: _Class, eff: _Eff
+    ) -> tuple[Requirements, int] | str:
+        key = (pool.index, cls.id, id(eff))
+        got = self._pool_info_cache.get(key)
+        if got is not None:
+            return got
+        got = self._compute_pool_info(pool, cls, eff)
+        self._pool_info_cache[key] = got
+        return got
+
+    def _compute_pool_info(
+        self, pool: PoolContext, cls: _Class, eff: _Eff
+    ) -> tuple[Requirements, int] | str:
+        bad = pool.tolerated(eff.tolerations)
+        if bad:
+            return bad
+        if cls.pod.host_ports & pool.daemon_ports:
+            return "host ports conflict with its daemonsets"
+        reason = ""
+        for alt in eff.alternatives:
+            why = pool.node_reqs.compatible(alt, well_known=pool.well_known)
+            if why is not None:
+                reason = f"incompatible requirements, {why}"
+                continue
+            merged = pool.node_reqs.union(alt)
+            compat = pool.compatible_mask(merged)
+            if not compat:
+                reason = "no instance type met the scheduling requirements"
+                keys = [k for k in alt if k != LABEL_NODEPOOL]
+                if keys:
+                    reason += " (" + ", ".join(alt[k].describe() for k in sorted(keys)) + ")"
+                continue
+            fit = pool.fit_mask(merged, cls.vec)
+            if not fit:
+                reason = (
+                    "no instance type has enough resources for requests "
+                    + _fmt(self.dims.map(cls.vec))
+                    + " plus daemonset overhead"
+                )
+                continue
+            mask = fit & self._limit_masks[pool.index]
+            if not mask:
+                reason = "all instance types that fit exceed the nodepool's limits"
+                continue
+            return alt, mask
+        return reason or "incompatible"
+
+    def _choose_domains(
+        self, pool: PoolContext, cls: _Class, eff: _Eff, topo: _Topo, reqs: Requirements, mask: int
+    ) -> tuple[Requirements, int, dict[str, str]] | str:
+        domains: dict[str, str] = {}
+        for key in topo.keys:
+            merged = pool.node_reqs.union(reqs)
+            candidates = sorted(pool.domains(mask, merged, key))
+            best: tuple[int, int, int, str] | None = None
+            reason = f"no {key} domain available"
+            for d in candidates:
+                why = self._domain_ok(topo, eff, key, d, reqs, candidates)
+                if why is not None:
+                    reason = why
+                    continue
+                score = self._domain_score(topo, key, d)
+                if best is None or score < best:
+                    best = score
+            if best is None:
+                return reason
+            domain = best[3]
+            domains[key] = domain
+            reqs = reqs.add(Requirement(key, complement=False, values=(domain,)))
+            mask &= pool.fit_mask(pool.node_reqs.union(reqs), cls.vec)
+            if not mask:
+                return f"no instance type fits in {key} {domain}"
+        return reqs, mask, domains
+
+    def _to_new(
+        self, cls: _Class, eff: _Eff, topo: _Topo, pods: list[PodView], *, first_pool: int = 0
+    ) -> tuple[list[PodView], str]:
+        reasons: dict[str, str] = {}
+        infos: list[tuple[PoolContext, Requirements, int]] = []
+        for pool in self.pools[first_pool:]:
+            info = self._pool_info(pool, cls, eff)
+            if isinstance(info, str):
+                reasons[pool.name] = info
+            else:
+                infos.append((pool, info[0], info[1]))
+        if not infos:
+            return pods, _join(reasons)
+        if not topo.keys:
+            pool, reqs, mask = infos[0]
+            self._add_unit(cls, eff, pool.index, reqs, mask, pods)
+            return [], ""
+        failed: list[PodView] = []
+        last = ""
+        for p in pods:
+            placed = False
+            for pool, reqs, mask in infos:
+                got = self._choose_domains(pool, cls, eff, topo, reqs, mask)
+                if isinstance(got, str):
+                    reasons[pool.name] = got
+                    continue
+                preqs, pmask, domains = got
+                self._record(cls, eff, domains, 1)
+                self._add_unit(cls, eff, pool.index, preqs, pmask, [p])
+                placed = True
+                break
+            if not placed:
+                failed.append(p)
+                last = _join(reasons)
+        return failed, last
+
+    def _add_unit(
+        self, cls: _Class, eff: _Eff, pool: int, reqs: Requirements, mask: int, pods: list[PodView]
+    ) -> None:
+        key = (pool, id(eff), reqs)
+        unit = self.units.get(key)
+        if unit is None:
+            self.units[key] = _Unit(
+                cls=cls, eff=eff, pool=pool, reqs=reqs, mask=mask, pods=list(pods)
+            )
+        else:
+            unit.pods.extend(pods)
+
+    # ---- pass 1 -----------------------------------------------------------------------------
+
+    def _schedule_class(self, cls: _Class, pods: list[PodView]) -> tuple[list[PodView], str]:
+        prefs = _Prefs(cls.pod, ignore=self.ignore_prefs)
+        remaining = pods
+        reason = ""
+        self._keep_eff: list[_Eff] = getattr(self, "_keep_eff", [])
+        while True:
+            eff = prefs.effective()
+            self._keep_eff.append(eff)  # keeps id(eff) unique for the cache keys
+            topo = self._topo(cls, eff)
+            if self.existing:
+                remaining = self._to_existing(cls, eff, topo, remaining)
+            if not remaining:
+                return [], ""
+            remaining, reason = self._to_new(cls, eff, topo, remaining)
+            if not remaining:
+                return [], ""
+            if not prefs.relax(prefer_no_schedule_pools=self.any_pns):
+                return remaining, reason
+
+    # ---- pass 2 -----------------------------------------------------------------------------
+
+    def _items(self, units: list[_Unit]) -> tuple[list[Item], int]:
+        items: list[Item] = []
+        floors: dict[int, int] = {}
+        for u in units:
+            pod = u.cls.pod
+            ns = pod.namespace
+            matched = tuple(g.id for g in u.cls.matched if g.is_hostname)
+            anti = tuple(
+                self.groups[group_key(ANTI, t, ns)].id for t in u.eff.anti if t.is_hostname
+            )
+            spread = tuple(
+                (self.groups[group_key(SPREAD, s, ns)].id, s.max_skew)
+                for s in u.eff.spreads
+                if s.is_hostname
+            )
+            affinity = tuple(
+                self.groups[group_key(AFFINITY, t, ns)].id for t in u.eff.affinity if t.is_hostname
+            )
+            seed = any(t in matched for t in anti)
+            for t in anti:
+                if t in matched:
+                    floors[t] = floors.get(t, 0) + len(u.pods)
+            for t, _skew in spread:
+                if t in matched:
+                    floors[-1 - t] = floors.get(-1 - t, 0) + len(u.pods)
+            items.append(
+                Item(
+                    vec=u.cls.vec,
+                    reqs=u.reqs,
+                    mask=u.mask,
+                    pods=u.pods,
+                    matched=matched,
+                    anti=anti,
+                    spread=spread,
+                    affinity=affinity,
+                    ports=pod.host_ports,
+                    seed=seed,
+                )
+            )
+        floor = 0
+        skews = {s_id: skew for it in items for s_id, skew in it.spread}
+        for t, n in floors.items():
+            floor = max(floor, n if t >= 0 else math.ceil(n / skews.get(-1 - t, 1)))
+        return items, floor
+
+    def _pack_pools(
+        self,
+    ) -> list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]]:
+        by_pool: dict[int, list[_Unit]] = {}
+        for u in self.units.values():
+            by_pool.setdefault(u.pool, []).append(u)
+        out: list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]] = []
+        for pool in self.pools:
+            units = by_pool.get(pool.index)
+            if not units:
+                continue
+            items, floor = self._items(units)
+            packer = Packer(pool, items, floor=floor)
+            nodes = packer.run()
+            for item in items:
+                for p in item.failed:
+                    self.errors[p.key] = (
+                        f'incompatible with nodepool "{pool.name}": no node could hold it '
+                        "together with the pods its hostname affinity selects"
+                    )
+            remaining = self._remaining_limits[pool.index]
+            spilled: list[tuple[_Unit, list[PodView]]] = []
+            unit_of = {id(p): u for u in units for p in u.pods}
+            for node, pods in nodes:
+                types, relaxed, why = self._finalize_types(pool, node)
+                if types and remaining is not None:
+                    types = [t for t in types if _within(t, remaining)]
+                    if not types:
+                        why = (
+                            "all instance types that fit exceed the limits of nodepool "
+                            f'"{pool.name}"'
+                        )
+                if not types:
+                    self._spill(pods, unit_of, spilled, why)
+                    continue
+                if remaining is not None:
+                    _consume(remaining, types)
+                out.append((pool, node, pods, types, relaxed))
+            for unit, pods in self._regroup(spilled):
+                self._reassign(unit, pods, pool.index + 1, by_pool)
+        return out
+
+    def _spill(
+        self,
+        pods: list[PodView],
+        unit_of: dict[int, _Unit],
+        spilled: list[tuple[_Unit, list[PodView]]],
+        why: str,
+    ) -> None:
+        for p in pods:
+            self.errors[p.key] = why
+            spilled.append((unit_of[id(p)], [p]))
+
+    @staticmethod
+    def _regroup(spilled: list[tuple[_Unit, list[PodView]]]) -> list[tuple[_Unit, list[PodView]]]:
+        grouped: dict[int, tuple[_Unit, list[PodView]]] = {}
+        for u, pods in spilled:
+            got = grouped.setdefault(id(u), (u, []))
+            got[1].extend(pods)
+        return list(grouped.values())
+
+    def _reassign(
+        self, unit: _Unit, pods: list[PodView], first_pool: int, by_pool: dict[int, list[_Unit]]
+    ) -> None:
+        """Pods a pool's limits refused go to the next pool that can take them, pins kept."""
+        for pool in self.pools[first_pool:]:
+            info = self._pool_info(pool, unit.cls, unit.eff)
+            if isinstance(info, str):
+                continue
+            reqs = unit.reqs
+            if pool.node_reqs.compatible(reqs, well_known=pool.well_known) is not None:
+                continue
+            mask = (
+                pool.fit_mask(pool.node_reqs.union(reqs), unit.cls.vec)
+                & self._limit_masks[pool.index]
+            )
+            if not mask:
+                continue
+            for p in pods:
+                self.errors.pop(p.key, None)
+            by_pool.setdefault(pool.index, []).append(
+                _Unit(cls=unit.cls, eff=unit.eff, pool=pool.index, reqs=reqs, mask=mask, pods=pods)
+            )
+            return
+
+    def _finalize_types(
+        self, pool: PoolContext, node: OpenNode
+    ) -> tuple[list[InstanceType], bool, str]:
+        """Every type that holds the node's pods, cheapest first, truncated; minValues checked."""
+        used = np.array(node.used, dtype=np.int64)
+        ok = pool.np_mask(node.mask) & np.all(pool.alloc_np >= used, axis=1)
+        prices = pool.prices(node.reqs)
+        idx = [int(i) for i in np.nonzero(ok)[0] if math.isfinite(prices[int(i)])]
+        idx.sort(key=lambda i: (prices[i], pool.types[i].name))
+        idx = idx[: self.inp.max_instance_types]
+        types = [pool.types[i] for i in idx]
+        if not types:
+            return (
+                [],
+                False,
+                f'incompatible with nodepool "{pool.name}": no instance type holds the pods',
+            )
+        relaxed = False
+        for key, req in node.reqs.items():
+            if req.min_values is None:
+                continue
+            values: set[str] = set()
+            for t in types:
+                tr = t.requirements.get(key)
+                if tr is not None and not tr.complement:
+                    values.update(v for v in tr.values if req.has(v))
+            if len(values) < req.min_values:
+                if self.strict_min_values:
+                    return (
+                        [],
+                        False,
+                        (
+                            f'incompatible with nodepool "{pool.name}": '
+                            "minValues requirement not met "
+                            f"for {key} ({len(values)} < {req.min_values})"
+                        ),
+                    )
+                relaxed = True
+        return types, relaxed, ""
+
+    # ---- results ----------------------------------------------------------------------------
+
+    def _claim(
+        self,
+        pool: PoolContext,
+        node: OpenNode,
+        pods: list[PodView],
+        types: list[InstanceType],
+        relaxed: bool,
+    ) -> NewNodeClaim:
+        reqs = node.reqs.without(LABEL_HOSTNAME)
+        names = [t.name for t in types]
+        it_req = reqs.get(LABEL_INSTANCE_TYPE)
+        reqs = reqs.without(LABEL_INSTANCE_TYPE).add(
+            Requirement(
+                LABEL_INSTANCE_TYPE,
+                complement=False,
+                values=names,
+                min_values=None if relaxed or it_req is None else it_req.min_values,
+            )
+        )
+        cts = pool.capacity_types(reqs, types)
+        ct_req = reqs.get(LABEL_CAPACITY_TYPE)
+        reqs = reqs.without(LABEL_CAPACITY_TYPE).add(
+            Requirement(
+                LABEL_CAPACITY_TYPE,
+                complement=False,
+                values=cts,
+                min_values=ct_req.min_values if ct_req else None,
+            )
+        )
+        offering = types[0].cheapest_offering(reqs)
+        type_index = {t.name: i for i, t in enumerate(pool.types)}
+        overhead = list(pool.overhead[type_index[types[0].name]])
+        for t in types[1:]:
+            o = pool.overhead[type_index[t.name]]
+            for r in range(len(overhead)):
+                if o[r] < overhead[r]:
+                    overhead[r] = o[r]
+        requests = self.dims.map([u + o for u, o in zip(node.used, overhead, strict=True)])
+        labels = dict(pool.template.labels)
+        labels[LABEL_NODEPOOL] = pool.name
+        labels.update(reqs.labels())
+        return NewNodeClaim(
+            nodepool=pool.name,
+            requirements=reqs,
+            instance_types=types,
+            requests=requests,
+            pods=pods,
+            offering=offering,
+            labels=labels,
+            taints=pool.template.taints,
+            startup_taints=pool.template.startup_taints,
+            min_values_relaxed=relaxed,
+        )
+
+    def solve(self) -> SchedulingResult:
+        start = time.perf_counter()
+        failed: list[tuple[_Class, list[PodView]]] = []
+        for cls in self.classes:
+            left, reason = self._schedule_class(cls, cls.pods)
+            if left:
+                failed.append((cls, left))
+                for p in left:
+                    self.errors[p.key] = reason
+        if failed:
+            # Karpenter re-queues failures: a later pod may have made room (e.g. for affinity).
+            for cls, pods in failed:
+                left, reason = self._schedule_class(cls, pods)
+                placed = {id(p) for p in pods} - {id(p) for p in left}
+                for p in pods:
+                    if id(p) in placed:
+                        self.errors.pop(p.key, None)
+                    elif reason:
+                        self.errors[p.key] = reason
+        packed = self._pack_pools()
+        claims = [
+            self._claim(pool, node, pods, types, relaxed)
+            for pool, node, pods, types, relaxed in packed
+        ]
+        cost = sum(c.price for c in claims)
+        from karpy.scheduling.lowerbound import lower_bound
+
+        bound = lower_bound(self, claims)
+        existing = {k: v for k, v in self.existing_placed.items() if v}
+        return SchedulingResult(
+            node_claims=claims,
+            existing=existing,
+            errors=dict(self.errors),
+            cost=cost,
+            lower_bound=bound,
+            seconds=time.perf_counter() - start,
+        )
+
+
+def _within(t: InstanceType, remaining: dict[str, int]) -> bool:
+    return (
+        all(t.capacity.get(k, 0) <= v for k, v in remaining.items() if k != _NODES)
+        and remaining.get(_NODES, 1) >= 1
+    )
+
+
+def _consume(remaining: dict[str, int], types: list[InstanceType]) -> None:
+    """Pessimistic, as Karpenter: the claim may become its largest listed type."""
+    for k in list(remaining):
+        if k == _NODES:
+            remaining[k] -= 1
+        else:
+            remaining[k] -= max(t.capacity.get(k, 0) for t in types)
+
+
+def _fmt(resources: dict[str, int]) -> str:
+    return "{" + ", ".join(f"{k}: {v}" for k, v in format_resources(resources).items()) + "}"
+
+
+def _join(reasons: dict[str, str]) -> str:
+    if not reasons:
+        return "no nodepool can launch nodes for it"
+    return "; ".join(f'incompatible with nodepool "{name}", {why}' for name, why in reasons.items())
