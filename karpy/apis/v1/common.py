@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BeforeValidator, ConfigDict
+from pydantic import ConfigDict, PlainSerializer, ValidatorFunctionWrapHandler, WrapValidator
 
 from karpy.apis.duration import parse_duration, parse_nillable_duration
 from karpy.apis.schema import K8sModel, Rule, Schema
@@ -36,20 +36,34 @@ CONDITION_REASON_PATTERN: Final = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
 NODECLAIM_CONDITION_REASON_PATTERN: Final = r"^([A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?|)$"
 
 
-def _to_quantity_string(value: Any) -> Any:
-    """YAML gives `cpu: 1000` as an int; quantities are kept as their string form."""
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return value
+class IntQuantity(str):
+    """A quantity written as a JSON integer (`cpu: 1000`).
+
+    It is the string `"1000"` to every reader, and serializes back as the integer, so objects
+    read from the apiserver round-trip byte for byte.
+    """
+
+    __slots__ = ()
+
+
+def _quantity_in(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return IntQuantity(value)
+    return handler(value)
+
+
+def _quantity_out(value: str) -> int | str:
+    return int(value) if type(value) is IntQuantity else str(value)
 
 
 # --- scalar types --------------------------------------------------------------------------
 Quantity = Annotated[
     str,
-    BeforeValidator(_to_quantity_string),
+    WrapValidator(_quantity_in),
+    PlainSerializer(_quantity_out),
     Schema(int_or_string=True, pattern=QUANTITY_PATTERN),
 ]
-"""A resource quantity (`"100m"`, `"4Gi"`, `1000`), kept as a string."""
+"""A resource quantity (`"100m"`, `"4Gi"`, `1000`), kept as a string; parse it in scheduling."""
 ResourceList = dict[str, Quantity]
 Int32 = Annotated[int, Schema(format="int32")]
 Int64 = Annotated[int, Schema(format="int64")]

@@ -21,6 +21,7 @@ from karpy.apis.v1 import (
     find_condition,
     group_of_ref,
 )
+from karpy.apis.v1.common import IntQuantity
 from tests.unit.apis.apis_invalid_cases import ec2nodeclass, kwoknodeclass, nodeclaim, nodepool
 
 STORED_METADATA = {
@@ -86,7 +87,7 @@ STORED_NODEPOOL: dict[str, Any] = {
                 },
             ],
         },
-        "limits": {"cpu": "1000", "memory": "4000Gi", "nodes": "10"},
+        "limits": {"cpu": 1000, "memory": "4000Gi", "nodes": "10"},
         "weight": 10,
     },
     "status": {
@@ -326,6 +327,9 @@ def test_quantities_stay_strings() -> None:
         {**nodepool(), "spec": {**nodepool()["spec"], "limits": {"cpu": 1000, "memory": "1Ti"}}}
     )
     assert pool.spec.limits == {"cpu": "1000", "memory": "1Ti"}
+    assert all(type(v) in (str, IntQuantity) for v in pool.spec.limits.values())
+    # ...and an integer goes back out as the integer it was.
+    assert pool.to_dict()["spec"]["limits"] == {"cpu": 1000, "memory": "1Ti"}
 
 
 def test_unknown_fields_are_refused_by_the_models_too() -> None:
