@@ -200,31 +200,35 @@ OPERATORS: Final[tuple[str, ...]] = (
 NUMERIC_OPERATORS: Final[tuple[str, ...]] = ("Gt", "Lt", "Gte", "Lte")
 
 
-def _not_domain(domain: str, allowed: tuple[str, ...] = ()) -> str:
-    """CEL: a label key `self` is outside `domain` (and its subdomains) unless allowed."""
-    inside = f'self.find("^([^/]+)").endsWith("{domain}")'
-    if not allowed:
-        return f"!{inside}"
+def _outside_domain(key: str, domain: str, allowed: tuple[str, ...]) -> str:
+    """CEL: the label key held by `key` is outside `domain` (and subdomains), or allowed."""
     listed = ", ".join(f'"{k}"' for k in allowed)
-    return f"self in [{listed}] || !{inside}"
+    return f'{key} in [{listed}] || !{key}.find("^([^/]+)").endsWith("{domain}")'
 
 
-KARPENTER_DOMAIN_RULE: Final = Rule(
-    _not_domain(labels.GROUP, (labels.LABEL_CAPACITY_TYPE, labels.LABEL_NODEPOOL)),
-    f'label domain "{labels.GROUP}" is restricted',
+def label_key_rules(key: str) -> tuple[Rule, Rule, Rule]:
+    """Karpenter's restricted-label rules on a label key held by the CEL variable `key`:
+    karpenter.sh keys other than capacity-type and nodepool, karpenter.sh/nodepool itself, and
+    kubernetes.io/hostname."""
+    return (
+        Rule(
+            _outside_domain(key, labels.GROUP, (labels.LABEL_CAPACITY_TYPE, labels.LABEL_NODEPOOL)),
+            f'label domain "{labels.GROUP}" is restricted',
+        ),
+        Rule(
+            f'{key} != "{labels.LABEL_NODEPOOL}"', f'label "{labels.LABEL_NODEPOOL}" is restricted'
+        ),
+        Rule(
+            f'{key} != "{labels.LABEL_HOSTNAME}"', f'label "{labels.LABEL_HOSTNAME}" is restricted'
+        ),
+    )
+
+
+KARPENTER_DOMAIN_RULE, NODEPOOL_LABEL_RULE, HOSTNAME_LABEL_RULE = label_key_rules("self")
+# The same rules over every key of a labels map.
+LABEL_MAP_RULES: Final = tuple(
+    Rule(f"self.all(x, {r.rule})", r.message) for r in label_key_rules("x")
 )
-NODEPOOL_LABEL_RULE: Final = Rule(
-    f'self != "{labels.LABEL_NODEPOOL}"', f'label "{labels.LABEL_NODEPOOL}" is restricted'
-)
-HOSTNAME_LABEL_RULE: Final = Rule(
-    f'self != "{labels.LABEL_HOSTNAME}"', f'label "{labels.LABEL_HOSTNAME}" is restricted'
-)
-
-
-def for_all_keys(rule: Rule) -> Rule:
-    """The same rule applied to every key of a map (`self.all(x, ...)`)."""
-    expression = rule.rule.replace("self", "x")
-    return Rule(f"self.all(x, {expression})", rule.message)
 
 
 REQUIREMENTS_RULES: Final = (

@@ -16,11 +16,9 @@ from karpy.apis.resource import CustomResource, PrinterColumn
 from karpy.apis.schema import K8sModel, Rule, Schema
 from karpy.apis.v1 import labels
 from karpy.apis.v1.common import (
-    HOSTNAME_LABEL_RULE,
-    KARPENTER_DOMAIN_RULE,
+    LABEL_MAP_RULES,
     NODECLASS_REF_GROUP_IMMUTABLE,
     NODECLASS_REF_KIND_IMMUTABLE,
-    NODEPOOL_LABEL_RULE,
     REQUIREMENTS_RULES,
     Condition,
     Duration,
@@ -34,7 +32,6 @@ from karpy.apis.v1.common import (
     ResourceList,
     Taint,
     duration_of,
-    for_all_keys,
     nillable_duration_of,
 )
 
@@ -52,17 +49,12 @@ UNBOUNDED: Final = 2**31 - 1
 ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
 DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
 
-TEMPLATE_LABEL_RULES: Final = tuple(
-    for_all_keys(r) for r in (KARPENTER_DOMAIN_RULE, NODEPOOL_LABEL_RULE, HOSTNAME_LABEL_RULE)
-)
-
 
 class TemplateMetadata(K8sModel):
     """Labels and annotations given to every NodeClaim (and so every Node) of the NodePool."""
 
     labels: (
-        Annotated[dict[str, LabelValue], Schema(max_properties=100, rules=TEMPLATE_LABEL_RULES)]
-        | None
+        Annotated[dict[str, LabelValue], Schema(max_properties=100, rules=LABEL_MAP_RULES)] | None
     ) = None
     """Labels applied to the nodes; keys in karpenter.sh and kubernetes.io/hostname are
     restricted."""
