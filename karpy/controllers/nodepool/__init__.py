@@ -1,0 +1,2 @@
+"""NodePool controllers: validation, NodeClass readiness, registration health, counter, hash
+annotations and the `Ready` roll-up (Karpenter's `nodepool.*` controllers)."""
