@@ -40,6 +40,7 @@ from karpy.apis.v1.nodepool import (
     TemplateMetadata,
     validate_nodepool,
 )
+from karpy.apis.v1.nodepool_validation import runtime_validate
 
 __all__ = [
     "NODECLAIM",
@@ -70,6 +71,7 @@ __all__ = [
     "find_condition",
     "group_of_ref",
     "labels",
+    "runtime_validate",
     "validate_nodeclaim",
     "validate_nodepool",
 ]

@@ -370,7 +370,7 @@ class NodeClassReference(K8sModel):
 
     def label(self) -> tuple[str, str]:
         """The NodeClass label Karpenter puts on NodeClaims and Nodes: (`<group>/<kind>`, name)."""
-        return f"{self.group_name()}/{self.kind.lower()}", self.name
+        return labels.nodeclass_label_key(self.group_name(), self.kind), self.name
 
 
 def group_of_ref(ref: dict[str, Any]) -> str:

@@ -62,6 +62,13 @@ NORMALIZED_LABELS: Final = {
     "beta.kubernetes.io/instance-type": LABEL_INSTANCE_TYPE,
 }
 
+
+def nodeclass_label_key(group: str, kind: str) -> str:
+    """The label naming a node's NodeClass: `<group>/<lowercase kind>`
+    (e.g. `karpenter.k8s.aws/ec2nodeclass`)."""
+    return f"{group}/{kind.lower()}"
+
+
 # Annotations.
 ANNOTATION_DO_NOT_DISRUPT: Final = "karpenter.sh/do-not-disrupt"
 ANNOTATION_NODEPOOL_HASH: Final = "karpenter.sh/nodepool-hash"
@@ -69,6 +76,9 @@ ANNOTATION_NODEPOOL_HASH_VERSION: Final = "karpenter.sh/nodepool-hash-version"
 ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP: Final = "karpenter.sh/nodeclaim-termination-timestamp"
 ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED: Final = "karpenter.sh/nodeclaim-min-values-relaxed"
 ANNOTATION_PROVIDER_COMPATIBILITY: Final = "compatibility.karpenter.sh/provider"
+ANNOTATION_REQUESTED_DRA_DRIVERS: Final = "karpenter.sh/requested-dra-drivers"
+ANNOTATION_PRICE_OVERLAY_APPLIED: Final = "karpenter.sh/price-overlay-applied"
+ANNOTATION_CAPACITY_OVERLAY_APPLIED: Final = "karpenter.sh/capacity-overlay-applied"
 ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
 # karpy's own NodePool hash version: distinct from Karpenter's "v3" so that NodeClaims created by
 # Karpenter are never compared against our hash and do not drift on migration.
