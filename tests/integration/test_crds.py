@@ -26,17 +26,17 @@ from tests.unit.apis.apis_invalid_cases import (
     Case,
     ec2nodeclass,
     kwoknodeclass,
+    matches,
     nodeclaim,
     nodepool,
 )
-from tests.unit.apis.test_apis_validation import matches
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "manifests" / "crds"
 EXAMPLES = ROOT / "manifests" / "examples"
-CRD_NAMES = (
-    "nodepools.karpenter.sh",
+CRD_NAMES = (  # in deletion order: claims before pools
     "nodeclaims.karpenter.sh",
+    "nodepools.karpenter.sh",
     "ec2nodeclasses.karpenter.k8s.aws",
     "kwoknodeclasses.karpenter.kwok.sh",
 )
@@ -44,7 +44,7 @@ CRD_NAMES = (
 
 @pytest.fixture(scope="module")
 def crds(kubectl: Kubectl) -> Iterator[None]:
-    """Install the generated CRDs and wait until they are served; clean our objects after."""
+    """Install the generated CRDs and wait until they are served; sweep our kinds after."""
     kubectl("apply", "-f", str(CRDS))
     kubectl(
         "wait",
@@ -53,9 +53,8 @@ def crds(kubectl: Kubectl) -> Iterator[None]:
         "--timeout=60s",
         timeout=90,
     )
-    delete_cluster_objects(kubectl)
     yield
-    delete_cluster_objects(kubectl)
+    delete_cluster_objects(kubectl, CRD_NAMES)
 
 
 def _resource(obj: dict[str, Any]) -> str:

@@ -109,6 +109,16 @@ class Case:
         return (base if self.update else None), changed
 
 
+def matches(case: Case, lines: list[str]) -> bool:
+    """Some error line is at the case's path and carries its message."""
+    for line in lines:
+        if case.path is None and case.message in line:
+            return True
+        if case.path is not None and line.startswith(f"{case.path}: ") and case.message in line:
+            return True
+    return False
+
+
 def _tpl(o: Obj) -> Obj:
     spec: Obj = o["spec"]["template"]["spec"]
     return spec

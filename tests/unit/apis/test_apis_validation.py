@@ -24,6 +24,7 @@ from tests.unit.apis.apis_invalid_cases import (
     CASES,
     Case,
     ec2nodeclass,
+    matches,
     nodeclaim,
     nodepool,
 )
@@ -36,16 +37,6 @@ def _errors(case: Case) -> ValidationError:
     with pytest.raises(ValidationError) as info:
         validate_object(new, old=old)
     return info.value
-
-
-def matches(case: Case, lines: list[str]) -> bool:
-    """Some error line is at the case's path and carries its message."""
-    for line in lines:
-        if case.path is None and case.message in line:
-            return True
-        if case.path is not None and line.startswith(f"{case.path}: ") and case.message in line:
-            return True
-    return False
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
