@@ -19,6 +19,7 @@ packed as a whole:
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -29,8 +30,10 @@ from karpy.scheduling.requirements import Requirements
 
 __all__ = ["Item", "OpenNode", "Packer", "Term"]
 
-# How many candidate nodes a pod may be refused by before a new node is opened for it.
-_MAX_REJECTIONS = 48
+# How many open nodes may refuse one item (identical pods) before new nodes are opened for it.
+_MAX_REJECTIONS = 4096
+# How many of the least-filled nodes are considered for splitting.
+_MAX_SPLITS = 8
 
 
 @dataclass(eq=False, slots=True)
@@ -399,12 +402,12 @@ class Packer:
         total = len(item.pods)
         rejected: list[OpenNode] = []
         rejected_ids: set[int] = set()
+        refusals = 0
         buckets = self.buckets
         while item.placed < total:
             best: OpenNode | None = None
             best_merged: tuple[int, Requirements] | None = None
             best_score = 0.0
-            refusals = 0
             for key in list(buckets):
                 heap = buckets[key]
                 while heap:
@@ -513,4 +516,118 @@ class Packer:
             pods = self.assigned[node.idx]
             if pods:
                 out.append((node, pods))
-        return out
+        return self._split_underfilled(out)
+
+    # ---- splitting ----------------------------------------------------------------------------
+
+    def _cheapest_holding(self, node: OpenNode, used: Sequence[int]) -> float:
+        prices = self.pool.prices(node.reqs)
+        best = math.inf
+        for t in bits(node.mask):
+            a = self.pool.alloc[t]
+            if prices[t] < best and all(u <= c for u, c in zip(used, a, strict=True)):
+                best = prices[t]
+        return best
+
+    def _split_underfilled(
+        self, nodes: list[tuple[OpenNode, list[PodView]]]
+    ) -> list[tuple[OpenNode, list[PodView]]]:
+        """Re-pack the pods of poorly filled nodes onto several smaller nodes when cheaper.
+
+        The last nodes of a batch hold what is left over; one node big enough for all of it can
+        cost more than two smaller ones (10.7 vCPU: a 16x, or an 8x and a 4x). Greedily pick the
+        type whose first-fit load is worth the most per price, repeat on what is left, and keep
+        the result if it is cheaper. Only nodes without hostname or port constraints qualify.
+        """
+        pool = self.pool
+        if not nodes:
+            return nodes
+        scored: list[tuple[float, int]] = []
+        for i, (node, _pods) in enumerate(nodes):
+            if any(item.constrained for item, _ in node.contents):
+                continue
+            price = self._cheapest_holding(node, node.used)
+            if not math.isfinite(price):
+                continue
+            scored.append((self._fill(node), i))
+        scored.sort()
+        replaced: dict[int, list[tuple[OpenNode, list[PodView]]]] = {}
+        for fill, i in scored[:_MAX_SPLITS]:
+            if fill > 0.97:
+                break
+            node, pods = nodes[i]
+            vec_of = {id(p): item.vec for item, _ in node.contents for p in item.pods}
+            entries = sorted(
+                ((self._value(vec_of[id(p)]), vec_of[id(p)], p) for p in pods),
+                key=lambda e: -e[0],
+            )
+            current = self._cheapest_holding(node, node.used)
+            plan = self._greedy_split(node, entries)
+            if plan is None:
+                continue
+            cost = sum(price for price, _, _ in plan)
+            if cost < current - 1e-9:
+                out = []
+                for _, used, group in plan:
+                    new = OpenNode(
+                        len(self.nodes),
+                        node.reqs,
+                        node.sig,
+                        node.target,
+                        pool.alloc[node.target],
+                        node.mask,
+                    )
+                    new.used = list(used)
+                    self.nodes.append(new)
+                    out.append((new, group))
+                replaced[i] = out
+        if not replaced:
+            return nodes
+        result: list[tuple[OpenNode, list[PodView]]] = []
+        for i, entry in enumerate(nodes):
+            result.extend(replaced.get(i, [entry]))
+        return result
+
+    def _value(self, vec: tuple[int, ...]) -> float:
+        return sum(d * v for d, v in zip(self.duals, vec, strict=True)) or float(sum(vec))
+
+    def _fill(self, node: OpenNode) -> float:
+        price = self._cheapest_holding(node, node.used)
+        worth = self._value(tuple(node.used))
+        return worth / price if price > 0 and math.isfinite(price) else 1.0
+
+    def _greedy_split(
+        self, node: OpenNode, entries: list[tuple[float, tuple[int, ...], PodView]]
+    ) -> list[tuple[float, list[int], list[PodView]]] | None:
+        pool = self.pool
+        prices = pool.prices(node.reqs)
+        candidates = [t for t in bits(node.mask) if math.isfinite(prices[t]) and prices[t] > 0]
+        remaining = entries
+        plan: list[tuple[float, list[int], list[PodView]]] = []
+        while remaining:
+            best: tuple[float, int, list[int], list[int]] | None = None
+            for t in candidates:
+                cap = pool.alloc[t]
+                used = [0] * len(cap)
+                taken: list[int] = []
+                worth = 0.0
+                for j, (v, vec, _p) in enumerate(remaining):
+                    if all(u + x <= c for u, x, c in zip(used, vec, cap, strict=True)):
+                        for r, x in enumerate(vec):
+                            used[r] += x
+                        taken.append(j)
+                        worth += v
+                if not taken:
+                    continue
+                ratio = worth / prices[t]
+                if best is None or ratio > best[0] + 1e-12:
+                    best = (ratio, t, used, taken)
+            if best is None:
+                return None
+            _, t, used, taken = best
+            chosen = set(taken)
+            plan.append((prices[t], used, [remaining[j][2] for j in taken]))
+            remaining = [e for j, e in enumerate(remaining) if j not in chosen]
+            if len(plan) > 8:
+                return None
+        return plan
