@@ -1,0 +1,1 @@
+"""Controllers of NodeClaims: lifecycle, termination, expiration, disruption marking."""
