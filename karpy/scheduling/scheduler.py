@@ -212,6 +212,7 @@ class Scheduler:
         ]
         self.any_pns = any(p.has_prefer_no_schedule for p in self.pools)
         self.errors: dict[str, str] = {}
+        self._limits_spilled = False
         self.existing_placed: dict[str, list[PodView]] = {}
         self.units: dict[tuple[int, int, Requirements], _Unit] = {}
         self._pool_info_cache: dict[tuple[int, int, int], tuple[Requirements, int] | str] = {}
@@ -789,6 +790,74 @@ class Scheduler:
                 self._reassign(unit, pods, pool.index + 1, by_pool)
         return out
 
+    def _repair_spread(
+        self, packed: list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]]
+    ) -> list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]]:
+        """Undo placements that limits turned into spread violations.
+
+        Zones were chosen for every pod before nodes were packed; when a pool's limits then drop
+        some of those nodes, the domains left can be out of balance. Remove pods placed in this
+        solve from the fullest domain until every DoNotSchedule spread holds again.
+        """
+        located: list[tuple[PodView, int, dict[str, str]]] = []
+        for i, (_pool, node, pods, _t, _r) in enumerate(packed):
+            labels = node.reqs.labels()
+            located.extend((p, i, labels) for p in pods)
+        for e in self.existing:
+            located.extend((p, -2, e.labels) for p in e.node.pods)
+            located.extend((p, -1, e.labels) for p in self.existing_placed[e.node.name])
+        evicted: set[int] = set()
+        for g in self.groups.values():
+            if g.kind != SPREAD or g.is_hostname:
+                continue
+            specs = [
+                (p, s)
+                for p, i, _lab in located
+                if i >= 0
+                for s in p.spread
+                if s.when_unsatisfiable == DO_NOT_SCHEDULE
+                and group_key(SPREAD, s, p.namespace) == g.key
+            ]
+            if not specs:
+                continue
+            first, spec = specs[0]
+            skew = min(s.max_skew for _p, s in specs)
+            counts: dict[str, list[tuple[PodView, int]]] = {}
+            for p, i, lab in located:
+                d = lab.get(g.topology_key)
+                if d is not None and g.selects(p, self.ns_labels):
+                    counts.setdefault(d, []).append((p, i))
+            eligible = self._eligible_domains(
+                g.topology_key, first.strict_requirements(), spec, first.tolerations
+            )
+            while eligible:
+                sizes = {d: len(counts.get(d, [])) for d in eligible}
+                low = min(sizes.values()) if len(sizes) >= (spec.min_domains or 0) else 0
+                high = max(sizes, key=lambda d: (sizes[d], d))
+                if sizes[high] - low <= skew:
+                    break
+                movable = [(p, i) for p, i in counts[high] if i >= 0 and id(p) not in evicted]
+                if not movable:
+                    break
+                p, i = movable[-1]
+                counts[high].remove((p, i))
+                evicted.add(id(p))
+                self.errors[p.key] = (
+                    f"topology spread on {g.topology_key} could not hold once nodepool limits "
+                    "were reached"
+                )
+        if not evicted:
+            return packed
+        for _pool, node, pods, _types, _relaxed in packed:
+            for p in pods:
+                if id(p) in evicted:
+                    for r, v in enumerate(self.dims.vec(p.requests)):
+                        node.used[r] -= v
+        return [
+            (pool, node, [p for p in pods if id(p) not in evicted], types, relaxed)
+            for pool, node, pods, types, relaxed in packed
+        ]
+
     def _spill(
         self,
         pods: list[PodView],
@@ -796,6 +865,7 @@ class Scheduler:
         spilled: list[tuple[_Unit, list[PodView]]],
         why: str,
     ) -> None:
+        self._limits_spilled = True
         for p in pods:
             self.errors[p.key] = why
             spilled.append((unit_of[id(p)], [p]))
@@ -948,9 +1018,12 @@ class Scheduler:
                     elif reason:
                         self.errors[p.key] = reason
         packed = self._pack_pools()
+        if self._limits_spilled:
+            packed = self._repair_spread(packed)
         claims = [
             self._claim(pool, node, pods, types, relaxed)
             for pool, node, pods, types, relaxed in packed
+            if pods
         ]
         cost = sum(c.price for c in claims)
         from karpy.scheduling.lowerbound import lower_bound
