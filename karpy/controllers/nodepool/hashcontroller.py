@@ -1,0 +1,81 @@
+"""`nodepool.hash`: stamp the NodePool hash and hash version annotations on NodePools.
+
+When a NodePool still carries another hash version (it was last hashed by Karpenter, or by an
+older karpy), its NodeClaims are re-stamped with the current hash first: their old hashes were
+computed another way, and comparing them would report every node as drifted. NodeClaims already
+marked Drifted keep their hash, since whether they are still drifted cannot be known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.apis.v1 import conditions as cond
+from karpy.apis.v1.labels import (
+    ANNOTATION_NODEPOOL_HASH,
+    ANNOTATION_NODEPOOL_HASH_VERSION,
+    LABEL_NODEPOOL,
+    NODEPOOL_HASH_VERSION,
+)
+from karpy.controllers.nodepool.hash import hash_annotations
+from karpy.controllers.nodepool.resources import NODECLAIMS, NODEPOOLS
+from karpy.controllers.nodepool.status import condition_of
+from karpy.kube import Client, Controller, Informer, NotFoundError, Result
+
+__all__ = ["NAME", "NodePoolHashController"]
+
+NAME = "nodepool.hash"
+
+JSON = dict[str, Any]
+
+
+def _annotations(obj: JSON) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+class NodePoolHashController:
+    def __init__(self, *, client: Client, nodepools: Informer, nodeclaims: Informer) -> None:
+        self.client = client
+        self.nodepools = nodepools
+        self.nodeclaims = nodeclaims
+
+    def controller(self) -> Controller[str]:
+        controller = Controller[str](
+            name=NAME, reconcile=self.reconcile, workers=10, log_kind="NodePool"
+        )
+        controller.watch(self.nodepools)
+        return controller
+
+    async def reconcile(self, name: str) -> Result | None:
+        pool = self.nodepools.get(name)
+        if pool is None:
+            return None
+        desired = hash_annotations(pool)
+        current = _annotations(pool)
+        if current.get(ANNOTATION_NODEPOOL_HASH_VERSION) != NODEPOOL_HASH_VERSION:
+            await self._restamp_nodeclaims(name, desired[ANNOTATION_NODEPOOL_HASH])
+        if any(current.get(k) != v for k, v in desired.items()):
+            try:
+                await self.client.patch(NODEPOOLS, name, {"metadata": {"annotations": desired}})
+            except NotFoundError:
+                return None
+        return None
+
+    async def _restamp_nodeclaims(self, pool: str, pool_hash: str) -> None:
+        for claim in self.nodeclaims.list():
+            meta = claim.get("metadata") or {}
+            if (meta.get("labels") or {}).get(LABEL_NODEPOOL) != pool:
+                continue
+            if (meta.get("annotations") or {}).get(
+                ANNOTATION_NODEPOOL_HASH_VERSION
+            ) == NODEPOOL_HASH_VERSION:
+                continue
+            annotations = {ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
+            if condition_of(claim, cond.NODECLAIM_DRIFTED) is None:
+                annotations[ANNOTATION_NODEPOOL_HASH] = pool_hash
+            try:
+                await self.client.patch(
+                    NODECLAIMS, str(meta.get("name")), {"metadata": {"annotations": annotations}}
+                )
+            except NotFoundError:
+                continue

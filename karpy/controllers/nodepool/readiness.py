@@ -1,0 +1,159 @@
+"""`nodepool.readiness`: is the NodePool's NodeClass there, alive and Ready (`NodeClassReady`)?
+
+The message names the NodeClass by kind and name, so `kubectl describe nodepool` says exactly
+what is missing. A nodeClassRef to a kind the running provider does not serve is reported the
+same way rather than ignored, since karpy runs one provider.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from karpy.apis.v1 import conditions as cond
+from karpy.apis.v1 import group_of_ref
+from karpy.controllers.nodepool.resources import NODEPOOLS, nodeclass_resource
+from karpy.controllers.nodepool.status import (
+    condition_of,
+    conditions_of,
+    generation_of,
+    roll_up_ready,
+    set_condition,
+    timestamp,
+    write_conditions,
+)
+from karpy.kube import Client, Clock, Controller, Informer, RealClock, Resource, Result
+
+__all__ = ["NAME", "NodeClassCheck", "NodePoolReadinessController", "nodeclass_ref", "pools_using"]
+
+NAME = "nodepool.readiness"
+REASON_NODECLASS_READINESS_UNKNOWN = "NodeClassReadinessUnknown"
+REASON_NODECLASS_NOT_SUPPORTED = "NodeClassNotSupported"
+
+JSON = dict[str, Any]
+
+
+def nodeclass_ref(pool: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(group, kind, name) of a raw NodePool's nodeClassRef."""
+    spec = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
+    ref = spec.get("nodeClassRef") or {}
+    return group_of_ref(ref), str(ref.get("kind", "")), str(ref.get("name", ""))
+
+
+def pools_using(nodepools: Informer, resource: Resource, nodeclass: Mapping[str, Any]) -> list[str]:
+    """Names of the NodePools whose nodeClassRef points at `nodeclass` (of kind `resource`)."""
+    group, kind = resource.group, resource.kind
+    name = str((nodeclass.get("metadata") or {}).get("name", ""))
+    return [
+        str((p.get("metadata") or {}).get("name"))
+        for p in nodepools.list()
+        if nodeclass_ref(p) == (group, kind, name)
+    ]
+
+
+class NodeClassCheck:
+    """Finds a NodePool's NodeClass in the cache of the kinds the provider supports."""
+
+    def __init__(self, nodeclasses: Mapping[Resource, Informer]) -> None:
+        self.nodeclasses = dict(nodeclasses)
+
+    @property
+    def supported(self) -> Sequence[Resource]:
+        return list(self.nodeclasses)
+
+    def find(self, pool: Mapping[str, Any]) -> tuple[Resource | None, JSON | None]:
+        group, kind, name = nodeclass_ref(pool)
+        resource = nodeclass_resource(group, kind, self.nodeclasses)
+        if resource is None:
+            return None, None
+        return resource, self.nodeclasses[resource].get(name)
+
+    def verdict(self, pool: Mapping[str, Any]) -> tuple[str, str, str]:
+        """(status, reason, message) of `NodeClassReady` for `pool`."""
+        group, kind, name = nodeclass_ref(pool)
+        resource, nodeclass = self.find(pool)
+        if resource is None:
+            served = ", ".join(f"{r.kind}.{r.group}" for r in self.supported) or "none"
+            return (
+                cond.STATUS_FALSE,
+                REASON_NODECLASS_NOT_SUPPORTED,
+                f"NodeClass kind {kind}.{group} is not supported by this provider "
+                f"(supported: {served})",
+            )
+        if nodeclass is None:
+            return (
+                cond.STATUS_FALSE,
+                cond.REASON_NODECLASS_NOT_FOUND,
+                f"NodeClass {kind}/{name} ({group}) not found on cluster",
+            )
+        if (nodeclass.get("metadata") or {}).get("deletionTimestamp"):
+            return (
+                cond.STATUS_FALSE,
+                cond.REASON_NODECLASS_TERMINATING,
+                f"NodeClass {kind}/{name} is terminating",
+            )
+        ready = condition_of(nodeclass, cond.NODECLASS_READY)
+        if ready is None or ready.get("status") == cond.STATUS_UNKNOWN:
+            return (
+                cond.STATUS_FALSE,
+                REASON_NODECLASS_READINESS_UNKNOWN,
+                f"NodeClass {kind}/{name} readiness unknown",
+            )
+        if ready.get("status") == cond.STATUS_FALSE:
+            return (
+                cond.STATUS_FALSE,
+                str(ready.get("reason") or cond.REASON_NODECLASS_NOT_READY),
+                str(ready.get("message") or f"NodeClass {kind}/{name} is not ready"),
+            )
+        return cond.STATUS_TRUE, cond.NODEPOOL_NODECLASS_READY, ""
+
+
+class NodePoolReadinessController:
+    """Sets `NodeClassReady` (and re-derives `Ready`) when a NodePool or a NodeClass changes."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        nodepools: Informer,
+        nodeclasses: Mapping[Resource, Informer],
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.nodepools = nodepools
+        self.check = NodeClassCheck(nodeclasses)
+        self.clock = clock or RealClock()
+
+    def controller(self) -> Controller[str]:
+        controller = Controller[str](
+            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
+        )
+        controller.watch(self.nodepools)
+        for resource, informer in self.check.nodeclasses.items():
+            controller.watch(informer, mapper=functools.partial(self._pools_of, resource))
+        return controller
+
+    def _pools_of(self, resource: Resource, nodeclass: JSON) -> Iterable[str]:
+        return pools_using(self.nodepools, resource, nodeclass)
+
+    async def reconcile(self, name: str) -> Result | None:
+        pool = self.nodepools.get(name)
+        if pool is None:
+            return None
+        status, reason, message = self.check.verdict(pool)
+        now = timestamp(self.clock)
+        generation = generation_of(pool)
+        conditions = set_condition(
+            conditions_of(pool),
+            cond.NODEPOOL_NODECLASS_READY,
+            status,
+            now=now,
+            reason=reason,
+            message=message,
+            observed_generation=generation,
+        )
+        conditions = roll_up_ready(
+            conditions, cond.NODEPOOL_READY_DEPENDENTS, now=now, observed_generation=generation
+        )
+        return await write_conditions(self.client, NODEPOOLS, pool, conditions)

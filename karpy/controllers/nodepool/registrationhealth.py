@@ -1,0 +1,118 @@
+"""`nodepool.registrationhealth`: `NodeRegistrationHealthy` from recent launch outcomes.
+
+The NodeClaim lifecycle records each launch/registration outcome in `NodePoolHealth`; this
+controller is told of every outcome and writes the condition: True while fewer than half of the
+last four outcomes failed, False (with the failing launch's reason, or `RegistrationFailed`)
+once half or more did. When the NodePool's spec or its NodeClass changes, the history is reset
+and the condition goes back to Unknown: the new configuration has not been tried yet.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from karpy.apis.v1 import conditions as cond
+from karpy.controllers.nodepool.readiness import NodeClassCheck, pools_using
+from karpy.controllers.nodepool.resources import NODEPOOLS
+from karpy.controllers.nodepool.status import (
+    condition_of,
+    conditions_of,
+    generation_of,
+    set_condition,
+    timestamp,
+    write_conditions,
+)
+from karpy.kube import Client, Clock, Controller, Informer, RealClock, Resource, Result
+from karpy.state.nodepoolhealth import HealthStatus, NodePoolHealth
+
+__all__ = ["NAME", "NodePoolRegistrationHealthController"]
+
+NAME = "nodepool.registrationhealth"
+
+JSON = dict[str, Any]
+
+
+class NodePoolRegistrationHealthController:
+    def __init__(
+        self,
+        *,
+        client: Client,
+        nodepools: Informer,
+        nodeclasses: Mapping[Resource, Informer],
+        health: NodePoolHealth,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.nodepools = nodepools
+        self.check = NodeClassCheck(nodeclasses)
+        self.health = health
+        self.clock = clock or RealClock()
+
+    def controller(self) -> Controller[str]:
+        controller = Controller[str](
+            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
+        )
+        controller.watch(self.nodepools)
+        for resource, informer in self.check.nodeclasses.items():
+            controller.watch(informer, mapper=functools.partial(self._pools_of, resource))
+        self.health.subscribe(controller.enqueue)
+        return controller
+
+    def _pools_of(self, resource: Resource, nodeclass: JSON) -> Iterable[str]:
+        return pools_using(self.nodepools, resource, nodeclass)
+
+    async def reconcile(self, name: str) -> Result | None:
+        pool = self.nodepools.get(name)
+        if pool is None:
+            self.health.reset(name)
+            return None
+        _, nodeclass = self.check.find(pool)
+        if nodeclass is None:
+            return None  # nothing can launch; readiness reports why
+        nodeclass_generation = generation_of(nodeclass)
+        generation = generation_of(pool)
+        now = timestamp(self.clock)
+        current = condition_of(pool, cond.NODEPOOL_NODE_REGISTRATION_HEALTHY)
+        observed = (pool.get("status") or {}).get("nodeClassObservedGeneration")
+        conditions = conditions_of(pool)
+        if (
+            current is None
+            or observed != nodeclass_generation
+            or current.get("observedGeneration") != generation
+        ):
+            self.health.reset(name)
+            conditions = set_condition(
+                conditions,
+                cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
+                cond.STATUS_UNKNOWN,
+                now=now,
+                message=cond.MESSAGE_AWAITING_RECONCILIATION,
+                observed_generation=generation,
+            )
+        else:
+            status = self.health.status(name)
+            failure = self.health.last_failure(name)
+            if status is HealthStatus.HEALTHY:
+                conditions = set_condition(
+                    conditions,
+                    cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
+                    cond.STATUS_TRUE,
+                    now=now,
+                    observed_generation=generation,
+                )
+            elif status is HealthStatus.UNHEALTHY and failure is not None:
+                conditions = set_condition(
+                    conditions,
+                    cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
+                    cond.STATUS_FALSE,
+                    now=now,
+                    reason=failure.reason or cond.REASON_REGISTRATION_FAILED,
+                    message=failure.message,
+                    observed_generation=generation,
+                )
+        extra: JSON = {}
+        if nodeclass_generation is not None:
+            extra["nodeClassObservedGeneration"] = nodeclass_generation
+        return await write_conditions(self.client, NODEPOOLS, pool, conditions, extra=extra)

@@ -1,0 +1,86 @@
+"""`nodepool.validation`: the rules the CRD cannot express, reported as `ValidationSucceeded`.
+
+A NodePool that fails them stays in the API but is not Ready, so the provisioner skips it; the
+condition's message lists every problem with its field path.
+"""
+
+from __future__ import annotations
+
+import pydantic
+import structlog
+
+from karpy.apis.v1 import NodePool, runtime_validate
+from karpy.apis.v1 import conditions as cond
+from karpy.controllers.nodepool.resources import NODEPOOLS
+from karpy.controllers.nodepool.status import (
+    conditions_of,
+    generation_of,
+    roll_up_ready,
+    set_condition,
+    timestamp,
+    write_conditions,
+)
+from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
+
+__all__ = ["NAME", "NodePoolValidationController", "validation_errors"]
+
+NAME = "nodepool.validation"
+log = structlog.get_logger("karpy.controllers.nodepool.validation")
+
+
+def validation_errors(obj: dict[str, object]) -> list[str]:
+    """Every runtime-validation problem of a raw NodePool; empty when it is valid."""
+    try:
+        pool = NodePool.model_validate(obj)
+    except pydantic.ValidationError as exc:
+        return [
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        ]
+    return runtime_validate(pool)
+
+
+class NodePoolValidationController:
+    """Sets `ValidationSucceeded` (and re-derives `Ready`) on every NodePool change."""
+
+    def __init__(self, *, client: Client, nodepools: Informer, clock: Clock | None = None) -> None:
+        self.client = client
+        self.nodepools = nodepools
+        self.clock = clock or RealClock()
+
+    def controller(self) -> Controller[str]:
+        controller = Controller[str](
+            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
+        )
+        controller.watch(self.nodepools)
+        return controller
+
+    async def reconcile(self, name: str) -> Result | None:
+        pool = self.nodepools.get(name)
+        if pool is None:
+            return None
+        errors = validation_errors(pool)
+        now = timestamp(self.clock)
+        generation = generation_of(pool)
+        if errors:
+            conditions = set_condition(
+                conditions_of(pool),
+                cond.NODEPOOL_VALIDATION_SUCCEEDED,
+                cond.STATUS_FALSE,
+                now=now,
+                reason=cond.REASON_NODEPOOL_VALIDATION_FAILED,
+                message="; ".join(errors),
+                observed_generation=generation,
+            )
+        else:
+            conditions = set_condition(
+                conditions_of(pool),
+                cond.NODEPOOL_VALIDATION_SUCCEEDED,
+                cond.STATUS_TRUE,
+                now=now,
+                observed_generation=generation,
+            )
+        conditions = roll_up_ready(
+            conditions, cond.NODEPOOL_READY_DEPENDENTS, now=now, observed_generation=generation
+        )
+        return await write_conditions(self.client, NODEPOOLS, pool, conditions)
