@@ -1,0 +1,76 @@
+"""`karpy simulate`: show the nodes karpy would launch for a scenario, without a cluster.
+
+    karpy simulate -f scenario.yaml [-f more.json] [--instance-types catalog.json]
+                   [-o json|yaml|table]
+
+Exit status: 0 with a plan (even when some pods cannot be scheduled: they are listed with the
+reason), 2 when the input is invalid (the message names the file, document and field, and
+nothing is printed on standard output).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from karpy.scheduling import CatalogError, kwok_instance_types, load_catalog, schedule
+from karpy.simulation.output import render
+from karpy.simulation.scenario import ScenarioError, load_scenario
+
+__all__ = ["add_arguments", "run"]
+
+EXIT_INVALID = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="files",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="YAML or JSON manifests (repeatable; '-' reads standard input)",
+    )
+    parser.add_argument(
+        "--instance-types",
+        metavar="CATALOG",
+        help="instance-type catalogue (kwok instance_types.json format); default: the built-in "
+        "144-type kwok catalogue",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("json", "yaml", "table"),
+        default="table",
+        help="output format (default: table)",
+    )
+    parser.add_argument(
+        "--preference-policy",
+        choices=("Respect", "Ignore"),
+        default="Respect",
+        help="treat preferred affinities and ScheduleAnyway spreads as Karpenter does",
+    )
+    parser.add_argument(
+        "--min-values-policy",
+        choices=("Strict", "BestEffort"),
+        default="Strict",
+        help="what to do when minValues cannot be met",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        types = load_catalog(args.instance_types) if args.instance_types else kwok_instance_types()
+        scenario = load_scenario(args.files, instance_types=types)
+    except (ScenarioError, CatalogError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_INVALID
+    for warning in scenario.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    inp = scenario.input
+    inp.preference_policy = args.preference_policy
+    inp.min_values_policy = args.min_values_policy
+    result = schedule(inp)
+    sys.stdout.write(render(inp, result, args.output))
+    return 0

@@ -1,0 +1,117 @@
+"""Rendering a plan: JSON/YAML with a fixed schema (documented in the README), or a table."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import yaml
+
+from karpy.scheduling import SchedulingInput, SchedulingResult, format_resources
+
+__all__ = ["plan_document", "render"]
+
+
+def _round(x: float) -> float:
+    return round(x, 6)
+
+
+def plan_document(inp: SchedulingInput, result: SchedulingResult) -> dict[str, Any]:
+    """The plan as the documented JSON object (keep these names: scripts rely on them)."""
+    counters: Counter[str] = Counter()
+    claims = []
+    for claim in result.node_claims:
+        counters[claim.nodepool] += 1
+        offering = claim.offering
+        claims.append(
+            {
+                "name": f"{claim.nodepool}-{counters[claim.nodepool]}",
+                "nodePool": claim.nodepool,
+                "instanceTypes": [t.name for t in claim.instance_types],
+                "requirements": [
+                    {"key": r["key"], "operator": r["operator"], "values": r.get("values", [])}
+                    for r in claim.requirements.to_list()
+                ],
+                "resources": {"requests": format_resources(claim.requests)},
+                "offering": {
+                    "instanceType": claim.instance_types[0].name,
+                    "zone": offering.zone if offering else "",
+                    "capacityType": offering.capacity_type if offering else "",
+                    "price": _round(offering.price if offering else 0.0),
+                },
+                "pods": [p.key for p in claim.pods],
+            }
+        )
+    ratio = result.ratio
+    return {
+        "nodeClaims": claims,
+        "existingNodes": [
+            {"name": name, "pods": [p.key for p in pods]}
+            for name, pods in sorted(result.existing.items())
+        ],
+        "unschedulable": [
+            {"pod": key, "reason": reason} for key, reason in sorted(result.errors.items())
+        ],
+        "cost": {
+            "total": _round(result.cost),
+            "lowerBound": _round(result.lower_bound),
+            "ratio": _round(ratio) if ratio != float("inf") else None,
+        },
+        "stats": {
+            "pods": len(inp.pods),
+            "nodeClaims": len(result.node_claims),
+            "seconds": round(result.seconds, 3),
+        },
+    }
+
+
+def _table(doc: dict[str, Any]) -> str:
+    rows: Counter[tuple[str, str, str, str, float]] = Counter()
+    pods: Counter[tuple[str, str, str, str, float]] = Counter()
+    for c in doc["nodeClaims"]:
+        o = c["offering"]
+        key = (c["nodePool"], o["instanceType"], o["capacityType"], o["zone"], o["price"])
+        rows[key] += 1
+        pods[key] += len(c["pods"])
+    headers = ("NODEPOOL", "INSTANCE TYPE", "CAPACITY", "ZONE", "NODES", "PODS", "$/HOUR")
+    lines = [
+        (pool, it, ct, zone, str(n), str(pods[(pool, it, ct, zone, price)]), f"{price * n:.4f}")
+        for (pool, it, ct, zone, price), n in sorted(rows.items())
+    ]
+    out: list[str] = []
+    if lines:
+        widths = [max(len(h), *(len(r[i]) for r in lines)) for i, h in enumerate(headers)]
+        out.append("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+        out.extend(
+            "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in lines
+        )
+    else:
+        out.append("No new nodes.")
+    cost = doc["cost"]
+    stats = doc["stats"]
+    ratio = "n/a" if cost["ratio"] is None else f"{cost['ratio']:.3f}"
+    out.append("")
+    out.append(
+        f"{stats['nodeClaims']} new nodes for {stats['pods']} pending pods: "
+        f"${cost['total']:.4f}/hour, lower bound ${cost['lowerBound']:.4f}/hour "
+        f"(ratio {ratio}), {stats['seconds']:.3f}s"
+    )
+    if doc["existingNodes"]:
+        out.append("")
+        out.append("Pods placed on existing nodes:")
+        out.extend(f"  {n['name']}: {len(n['pods'])} pods" for n in doc["existingNodes"])
+    if doc["unschedulable"]:
+        out.append("")
+        out.append(f"Unschedulable pods ({len(doc['unschedulable'])}):")
+        out.extend(f"  {u['pod']}: {u['reason']}" for u in doc["unschedulable"])
+    return "\n".join(out) + "\n"
+
+
+def render(inp: SchedulingInput, result: SchedulingResult, fmt: str) -> str:
+    doc = plan_document(inp, result)
+    if fmt == "json":
+        return json.dumps(doc, indent=2) + "\n"
+    if fmt == "yaml":
+        return str(yaml.safe_dump(doc, sort_keys=False))
+    return _table(doc)

@@ -1,0 +1,266 @@
+"""`karpy simulate`: manifests in, a plan out; invalid input exits 2 with nothing printed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from karpy.cli import main
+from karpy.scheduling import dump_catalog, kwok_instance_types
+
+NODEPOOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/os, operator: In, values: [linux]}
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+"""
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: nginx
+          resources: {requests: {cpu: 500m, memory: 1Gi}}
+"""
+
+SCHEMA_KEYS = {"nodeClaims", "existingNodes", "unschedulable", "cost", "stats"}
+CLAIM_KEYS = {"name", "nodePool", "instanceTypes", "requirements", "resources", "offering", "pods"}
+
+
+def write(tmp_path: Path, name: str, *docs: str) -> str:
+    path = tmp_path / name
+    path.write_text("\n---\n".join(docs))
+    return str(path)
+
+
+def simulate(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["simulate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_plan_has_exactly_the_documented_keys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert set(doc) == SCHEMA_KEYS
+    assert set(doc["cost"]) == {"total", "lowerBound", "ratio"}
+    assert set(doc["stats"]) == {"pods", "nodeClaims", "seconds"}
+    assert doc["stats"]["pods"] == 3
+    assert doc["nodeClaims"]
+    for claim in doc["nodeClaims"]:
+        assert set(claim) == CLAIM_KEYS
+        assert set(claim["offering"]) == {"instanceType", "zone", "capacityType", "price"}
+        assert set(claim["resources"]) == {"requests"}
+        assert claim["offering"]["instanceType"] == claim["instanceTypes"][0]
+        for r in claim["requirements"]:
+            assert set(r) == {"key", "operator", "values"}
+    pods = sorted(p for c in doc["nodeClaims"] for p in c["pods"])
+    assert pods == ["shop/web-0", "shop/web-1", "shop/web-2"]
+    assert doc["cost"]["total"] == pytest.approx(
+        sum(c["offering"]["price"] for c in doc["nodeClaims"])
+    )
+    assert doc["cost"]["lowerBound"] <= doc["cost"]["total"]
+
+
+def test_yaml_and_table_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "yaml")
+    assert code == 0 and set(yaml.safe_load(out)) == SCHEMA_KEYS
+    code, out, _ = simulate(capsys, "-f", f)
+    assert code == 0
+    assert "NODEPOOL" in out and "lower bound" in out and "default" in out
+
+
+def test_other_kinds_are_skipped_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {ports: [{port: 80}]}"
+    cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: b}"
+    f = write(tmp_path, "s.yaml", NODEPOOL, service, DEPLOYMENT, cm)
+    code, out, err = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    assert "Service 'web'" in err and "ConfigMap 'cfg'" in err and "skipped" in err
+    assert json.loads(out)["stats"]["pods"] == 3
+
+
+def test_lists_and_several_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pools = write(tmp_path, "pools.yaml", NODEPOOL)
+    items = {"apiVersion": "v1", "kind": "List", "items": [yaml.safe_load(DEPLOYMENT)]}
+    apps = tmp_path / "apps.json"
+    apps.write_text(json.dumps(items))
+    code, out, _ = simulate(capsys, "-f", pools, "-f", str(apps), "-o", "json")
+    assert code == 0 and json.loads(out)["stats"]["pods"] == 3
+
+
+@pytest.mark.parametrize(
+    ("doc", "expected"),
+    [
+        (
+            NODEPOOL.replace("operator: In, values: [amd64]", "operator: Near, values: [amd64]"),
+            "spec.template.spec.requirements[1].operator",
+        ),
+        (DEPLOYMENT.replace("cpu: 500m", "cpu: lots"), "spec.containers[0].resources.requests.cpu"),
+        (DEPLOYMENT.replace("replicas: 3", "replicas: -1"), "spec.replicas"),
+        ("kind: Pod\nmetadata: {namespace: x}\nspec: {containers: [{name: c}]}", "metadata.name"),
+        ("apiVersion: v1\nmetadata: {name: x}", "kind"),
+    ],
+)
+def test_invalid_input_exits_2_naming_document_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: str, expected: str
+) -> None:
+    f = write(tmp_path, "bad.yaml", NODEPOOL if "NodePool" not in doc else "", doc)
+    code, out, err = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 2
+    assert out == ""
+    assert expected in err and "bad.yaml: document" in err
+
+
+def test_unparseable_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = write(tmp_path, "broken.yaml", "kind: [unclosed")
+    code, out, err = simulate(capsys, "-f", f)
+    assert code == 2 and out == "" and "broken.yaml" in err
+
+
+def test_bad_catalogue_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT)
+    cat = tmp_path / "cat.json"
+    cat.write_text(json.dumps([{"name": "x", "resources": {"cpu": "many"}}]))
+    code, out, err = simulate(capsys, "-f", f, "--instance-types", str(cat))
+    assert code == 2 and out == "" and "resources.cpu" in err
+
+
+def test_custom_catalogue(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    only = [t for t in kwok_instance_types() if t.name == "m-4x-amd64-linux"]
+    cat = tmp_path / "cat.json"
+    cat.write_text(json.dumps(dump_catalog(only)))
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT)
+    code, out, _ = simulate(capsys, "-f", f, "--instance-types", str(cat), "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert {c["offering"]["instanceType"] for c in doc["nodeClaims"]} == {"m-4x-amd64-linux"}
+
+
+def test_existing_nodes_take_pods_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": "n1",
+            "labels": {"kubernetes.io/hostname": "n1", "kubernetes.io/os": "linux"},
+        },
+        "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+    }
+    bound = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "old", "namespace": "shop"},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}],
+        },
+    }
+    f = write(tmp_path, "s.yaml", NODEPOOL, yaml.safe_dump(node), yaml.safe_dump(bound), DEPLOYMENT)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["existingNodes"] == [
+        {"name": "n1", "pods": ["shop/web-0", "shop/web-1", "shop/web-2"]}
+    ]
+    assert doc["nodeClaims"] == []
+    assert doc["stats"]["pods"] == 3
+
+
+def test_unschedulable_pods_are_listed_with_reasons(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    huge = DEPLOYMENT.replace("cpu: 500m", "cpu: '5000'")
+    f = write(tmp_path, "s.yaml", NODEPOOL, huge)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert len(doc["unschedulable"]) == 3
+    assert all('nodepool "default"' in u["reason"] for u in doc["unschedulable"])
+    code, out, _ = simulate(capsys, "-f", f)
+    assert "Unschedulable pods (3)" in out
+
+
+def test_statefulset_volume_topology_pins_the_zone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sc = """
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+  - matchLabelExpressions:
+      - {key: topology.kubernetes.io/zone, values: [test-zone-c]}
+"""
+    sts = """
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: pg, resources: {requests: {cpu: '1', memory: 2Gi}}}]
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec: {storageClassName: zonal, resources: {requests: {storage: 10Gi}}}
+"""
+    f = write(tmp_path, "s.yaml", NODEPOOL, sc, sts)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert {c["offering"]["zone"] for c in doc["nodeClaims"]} == {"test-zone-c"}
+    assert sorted(p for c in doc["nodeClaims"] for p in c["pods"]) == [
+        "default/db-0",
+        "default/db-1",
+    ]
+
+
+def test_daemonsets_add_overhead(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ds = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  template:
+    spec:
+      containers: [{name: a, image: a, resources: {requests: {cpu: 200m, memory: 128Mi}}}]
+"""
+    f = write(tmp_path, "s.yaml", NODEPOOL, ds, DEPLOYMENT)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "json")
+    doc: dict[str, Any] = json.loads(out)
+    assert code == 0
+    total_cpu = sum(
+        int(c["resources"]["requests"]["cpu"].rstrip("m"))
+        if c["resources"]["requests"]["cpu"].endswith("m")
+        else int(c["resources"]["requests"]["cpu"]) * 1000
+        for c in doc["nodeClaims"]
+    )
+    assert total_cpu == 1500 + 200 * len(doc["nodeClaims"])
