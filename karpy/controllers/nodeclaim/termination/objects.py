@@ -1,0 +1,237 @@
+"""Reading and writing the raw NodeClaim and Node dicts the termination controllers work on.
+
+Controllers read objects from the shared informers as plain dicts (never mutated) and write
+them back with small patches. The helpers here keep those patches safe: status conditions are
+written with the object's resourceVersion (a merge patch replaces the whole list, so a stale
+list must fail with a conflict rather than erase another writer's condition), and finalizers are
+removed by value (a strategic merge patch on Nodes, a JSON patch with a `test` on NodeClaims), so
+another controller's finalizer is never lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from karpy.apis.duration import DurationError, parse_duration, parse_nillable_duration
+from karpy.apis.v1 import NodeClaim, conditions, labels
+from karpy.kube import NODES, Client, PatchType, Resource
+from karpy.kube.store import field_indexer
+
+__all__ = [
+    "INDEX_NODECLAIM_PROVIDER_ID",
+    "NODECLAIMS",
+    "expire_after",
+    "format_time",
+    "get_condition",
+    "grace_period",
+    "has_finalizer",
+    "index_nodeclaim_provider_id",
+    "is_condition_true",
+    "is_deleting",
+    "is_node_ready",
+    "meta",
+    "nodeclaim_model",
+    "object_ref",
+    "parse_time",
+    "patch_conditions",
+    "remove_claim_finalizer",
+    "remove_node_finalizer",
+    "termination_deadline",
+    "with_condition",
+]
+
+JSON = dict[str, Any]
+
+NODECLAIMS: Final = Resource(labels.GROUP, "v1", "NodeClaim", "nodeclaims", namespaced=False)
+"""NodeClaims as the Kubernetes client addresses them."""
+
+INDEX_NODECLAIM_PROVIDER_ID: Final = "status.providerID"
+"""Index of NodeClaims by the instance they launched (their Node's `spec.providerID`)."""
+index_nodeclaim_provider_id: Final = field_indexer("status", "providerID")
+
+
+# -- small readers ----------------------------------------------------------------------------
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = obj.get("metadata")
+    return value if isinstance(value, Mapping) else {}
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def has_finalizer(obj: Mapping[str, Any], finalizer: str = labels.FINALIZER_TERMINATION) -> bool:
+    return finalizer in (meta(obj).get("finalizers") or ())
+
+
+def parse_time(text: object) -> datetime | None:
+    """An RFC 3339 timestamp from the API as an aware datetime; None if absent or malformed."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 in UTC with second precision, as Kubernetes writes `metav1.Time`."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def get_condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    status = obj.get("status")
+    if not isinstance(status, Mapping):
+        return None
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, Mapping) and condition.get("type") == type_:
+            return condition
+    return None
+
+
+def is_condition_true(obj: Mapping[str, Any], type_: str) -> bool:
+    condition = get_condition(obj, type_)
+    return condition is not None and condition.get("status") == conditions.STATUS_TRUE
+
+
+def is_node_ready(node: Mapping[str, Any]) -> bool:
+    """The kubelet's `Ready` condition is True."""
+    return is_condition_true(node, "Ready")
+
+
+def object_ref(obj: Mapping[str, Any], *, kind: str, api_version: str) -> JSON:
+    """`obj` with the apiVersion and kind an event needs (cached list items carry neither)."""
+    m = meta(obj)
+    ref_meta: JSON = {"name": m.get("name", "")}
+    for key in ("namespace", "uid", "resourceVersion"):
+        if m.get(key):
+            ref_meta[key] = m[key]
+    return {"apiVersion": api_version, "kind": kind, "metadata": ref_meta}
+
+
+def nodeclaim_model(raw: Mapping[str, Any]) -> NodeClaim:
+    """The typed NodeClaim a cloud provider takes."""
+    return NodeClaim.model_validate(dict(raw))
+
+
+def termination_deadline(claim: Mapping[str, Any]) -> datetime | None:
+    """When the claim's terminationGracePeriod runs out (its termination-timestamp annotation)."""
+    annotations = meta(claim).get("annotations") or {}
+    return parse_time(annotations.get(labels.ANNOTATION_NODECLAIM_TERMINATION_TIMESTAMP))
+
+
+def grace_period(claim: Mapping[str, Any]) -> timedelta | None:
+    """`spec.terminationGracePeriod`; None when unset (wait forever) or unreadable."""
+    text = (claim.get("spec") or {}).get("terminationGracePeriod")
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return parse_duration(text)
+    except DurationError:
+        return None
+
+
+def expire_after(claim: Mapping[str, Any]) -> timedelta | None:
+    """`spec.expireAfter`; None for `Never` or when unreadable."""
+    text = (claim.get("spec") or {}).get("expireAfter")
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return parse_nillable_duration(text)
+    except DurationError:
+        return None
+
+
+# -- conditions -------------------------------------------------------------------------------
+
+
+def with_condition(
+    obj: Mapping[str, Any],
+    *,
+    type_: str,
+    status: str,
+    reason: str | None = None,
+    message: str = "",
+    now: datetime,
+) -> list[JSON] | None:
+    """The object's conditions with `type_` set as operatorpkg sets it, or None if unchanged.
+
+    A True condition's reason defaults to its type. `lastTransitionTime` moves only when the
+    status changes; a new reason or message alone keeps it.
+    """
+    if reason is None:
+        reason = type_ if status == conditions.STATUS_TRUE else ""
+    generation = meta(obj).get("generation")
+    current = [dict(c) for c in ((obj.get("status") or {}).get("conditions") or ())]
+    for index, existing in enumerate(current):
+        if existing.get("type") != type_:
+            continue
+        if (
+            existing.get("status") == status
+            and (existing.get("reason") or "") == reason
+            and (existing.get("message") or "") == message
+            and (generation is None or existing.get("observedGeneration") == generation)
+        ):
+            return None
+        updated = dict(existing, status=status, reason=reason, message=message)
+        if existing.get("status") != status:
+            updated["lastTransitionTime"] = format_time(now)
+        if generation is not None:
+            updated["observedGeneration"] = generation
+        current[index] = updated
+        return current
+    added: JSON = {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": format_time(now),
+    }
+    if generation is not None:
+        added["observedGeneration"] = generation
+    current.append(added)
+    return current
+
+
+async def patch_conditions(client: Client, claim: Mapping[str, Any], new: Iterable[JSON]) -> JSON:
+    """Write a NodeClaim's whole condition list, only if nobody changed the claim meanwhile
+    (`ConflictError` otherwise: re-read and try again)."""
+    m = meta(claim)
+    patch = {
+        "metadata": {"resourceVersion": m.get("resourceVersion")},
+        "status": {"conditions": list(new)},
+    }
+    return await client.patch_status(NODECLAIMS, str(m.get("name")), patch)
+
+
+# -- finalizers -------------------------------------------------------------------------------
+
+
+async def remove_node_finalizer(client: Client, node: Mapping[str, Any]) -> JSON:
+    """Remove `karpenter.sh/termination` from a Node, leaving other finalizers alone."""
+    patch = {"metadata": {"$deleteFromPrimitiveList/finalizers": [labels.FINALIZER_TERMINATION]}}
+    return await client.patch(
+        NODES, str(meta(node).get("name")), patch, patch_type=PatchType.STRATEGIC
+    )
+
+
+async def remove_claim_finalizer(client: Client, claim: Mapping[str, Any]) -> JSON | None:
+    """Remove `karpenter.sh/termination` from a NodeClaim by index, guarded by a `test` of that
+    index (custom resources take no strategic patches). None if it was not there."""
+    finalizers = list(meta(claim).get("finalizers") or ())
+    if labels.FINALIZER_TERMINATION not in finalizers:
+        return None
+    index = finalizers.index(labels.FINALIZER_TERMINATION)
+    path = f"/metadata/finalizers/{index}"
+    patch = [
+        {"op": "test", "path": path, "value": labels.FINALIZER_TERMINATION},
+        {"op": "remove", "path": path},
+    ]
+    return await client.patch(
+        NODECLAIMS, str(meta(claim).get("name")), patch, patch_type=PatchType.JSON
+    )
