@@ -146,3 +146,55 @@ def conditions(obj: JSON) -> dict[str, JSON]:
 def status_of(obj: JSON, type_: str) -> str | None:
     found = conditions(obj).get(type_)
     return None if found is None else str(found["status"])
+
+
+def initialized(at: str) -> JSON:
+    """NodeClaim status conditions of a launched, registered and initialized NodeClaim."""
+    return {
+        "conditions": [
+            {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": at}
+            for t in ("Launched", "Registered", "Initialized", "Ready")
+        ]
+    }
+
+
+async def create_node(
+    env: Env,
+    name: str,
+    *,
+    provider_id: str,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    taints: list[JSON] | None = None,
+    ready: bool = True,
+) -> JSON:
+    """A Node with a providerID, made Ready with allocatable resources through its status."""
+    from karpy.kube import NODES
+
+    now = "2026-01-01T00:00:00Z"
+    meta: JSON = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
+    if annotations:
+        meta["annotations"] = annotations
+    spec: JSON = {"providerID": provider_id}
+    if taints:
+        spec["taints"] = taints
+    await env.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec})
+    resources = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
+    return await env.patch_status(
+        NODES,
+        name,
+        {
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True" if ready else "False",
+                    "reason": "KubeletReady",
+                    "message": "fake node",
+                    "lastHeartbeatTime": now,
+                    "lastTransitionTime": now,
+                }
+            ],
+        },
+    )

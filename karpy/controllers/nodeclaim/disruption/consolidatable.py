@@ -1,0 +1,133 @@
+"""The `Consolidatable` condition: a NodeClaim has gone `consolidateAfter` without pod changes.
+
+The clock starts at the NodeClaim's `status.lastPodEventTime` (kept by `nodeclaim.podevents`)
+or, before any pod event, when it became Initialized. Once the time has passed the condition is
+True; before it, the condition is absent and the NodeClaim is looked at again at exactly that
+moment. `consolidateAfter: Never`, an uninitialized NodeClaim, or a static NodePool clear it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+import structlog
+
+from karpy.apis.duration import DurationError, parse_nillable_duration
+from karpy.apis.v1 import conditions as cond
+from karpy.apis.v1.labels import LABEL_NODEPOOL
+from karpy.controllers.nodepool.resources import NODECLAIMS
+from karpy.controllers.nodepool.status import (
+    condition_of,
+    conditions_of,
+    generation_of,
+    remove_condition,
+    set_condition,
+    timestamp,
+    write_conditions,
+)
+from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
+
+__all__ = ["NAME", "ConsolidatableController", "consolidatable_at", "parse_time"]
+
+NAME = "nodeclaim.disruption"
+log = structlog.get_logger("karpy.controllers.nodeclaim.disruption")
+
+JSON = dict[str, Any]
+
+
+def parse_time(value: object) -> datetime | None:
+    """An RFC 3339 timestamp from the API, as an aware datetime; None if absent or malformed."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def consolidate_after(pool: Mapping[str, Any]) -> timedelta | None:
+    """The NodePool's `consolidateAfter`; None for `Never` (or a value that does not parse)."""
+    disruption = (pool.get("spec") or {}).get("disruption") or {}
+    try:
+        return parse_nillable_duration(str(disruption.get("consolidateAfter", "0s")))
+    except DurationError:
+        return None
+
+
+def consolidatable_at(claim: Mapping[str, Any], after: timedelta) -> datetime | None:
+    """When the NodeClaim becomes consolidatable; None while it is not Initialized."""
+    initialized = condition_of(claim, cond.NODECLAIM_INITIALIZED)
+    if initialized is None or initialized.get("status") != cond.STATUS_TRUE:
+        return None
+    start = parse_time((claim.get("status") or {}).get("lastPodEventTime")) or parse_time(
+        initialized.get("lastTransitionTime")
+    )
+    if start is None:
+        return None
+    return start + after
+
+
+class ConsolidatableController:
+    """Keeps `Consolidatable` on each NodeClaim in step with its NodePool's consolidateAfter."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        nodeclaims: Informer,
+        nodepools: Informer,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.nodeclaims = nodeclaims
+        self.nodepools = nodepools
+        self.clock = clock or RealClock()
+
+    def controller(self) -> Controller[str]:
+        controller = Controller[str](
+            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodeClaim"
+        )
+        controller.watch(self.nodeclaims)
+        controller.watch(self.nodepools, mapper=self._claims_of)
+        return controller
+
+    def _claims_of(self, pool: JSON) -> Iterable[str]:
+        name = (pool.get("metadata") or {}).get("name")
+        return [
+            str((c.get("metadata") or {}).get("name"))
+            for c in self.nodeclaims.list()
+            if ((c.get("metadata") or {}).get("labels") or {}).get(LABEL_NODEPOOL) == name
+        ]
+
+    async def reconcile(self, name: str) -> Result | None:
+        claim = self.nodeclaims.get(name)
+        if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        pool_name = ((claim.get("metadata") or {}).get("labels") or {}).get(LABEL_NODEPOOL)
+        pool = self.nodepools.get(pool_name) if pool_name else None
+        if pool is None:
+            return None
+        conditions = conditions_of(claim)
+        after = consolidate_after(pool)
+        ready_at = None if after is None else consolidatable_at(claim, after)
+        static = (pool.get("spec") or {}).get("replicas") is not None
+        requeue: float | None = None
+        if static or after is None or ready_at is None:
+            updated = remove_condition(conditions, cond.NODECLAIM_CONSOLIDATABLE)
+        elif self.clock.wall() < ready_at:
+            updated = remove_condition(conditions, cond.NODECLAIM_CONSOLIDATABLE)
+            requeue = (ready_at - self.clock.wall()).total_seconds()
+        else:
+            updated = set_condition(
+                conditions,
+                cond.NODECLAIM_CONSOLIDATABLE,
+                cond.STATUS_TRUE,
+                now=timestamp(self.clock),
+                observed_generation=generation_of(claim),
+            )
+        result = await write_conditions(self.client, NODECLAIMS, claim, updated)
+        if result is not None:
+            return result
+        return Result(requeue_after=requeue) if requeue is not None else None
