@@ -2,9 +2,12 @@
 controllers into one manager, and run it until SIGTERM.
 
 To add an informer, append its resource to `CACHED_RESOURCES` (and grant `list`/`watch` in
-`manifests/deploy/rbac.yaml`). To add a controller, build it in `register_controllers` from the
-`Operator` it receives (settings, client, cache, event recorder) and `operator.manager.add()` it;
-controllers run only on the elected leader, caches on every replica.
+`manifests/deploy/rbac.yaml`). Controllers are built per area by the `register(ctx)` functions
+that `karpy.controllers` lists, from a `ControllerContext` (settings, client, cache, events,
+clock, cloud provider, cluster state, manager); they run only on the elected leader, caches and
+the cluster state on every replica. The cloud provider comes from `PROVIDER`: `kwok` (fake nodes,
+with karpy's node/pod simulator on the leader) wrapped in the metrics decorator; `aws` is not in
+this build yet and stops start-up with status 2.
 
 Exit status: 0 after a graceful stop, 1 on a fatal error or when the leader lease is lost (the
 process exits at once so a restart comes back as a standby), 2 for invalid settings.
@@ -23,6 +26,10 @@ from dataclasses import dataclass
 import structlog
 import uvloop
 
+from karpy.cloudprovider.kwok import KwokCloudProvider, KwokSimulator
+from karpy.cloudprovider.metrics import MetricsCloudProvider
+from karpy.cloudprovider.types import CloudProvider
+from karpy.controllers import ControllerContext, register_all
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.errors import ConfigError
@@ -44,9 +51,19 @@ from karpy.kube.resources import (
     VOLUMEATTACHMENTS,
     Resource,
 )
+from karpy.scheduling.catalog import CatalogError, kwok_instance_types, load_catalog
+from karpy.scheduling.instancetypes import InstanceType
 from karpy.settings import SETTINGS, Settings, SettingsError, load_settings
+from karpy.state import CRD_RESOURCES, NODECLAIMS, Cluster, nomination_window
 
-__all__ = ["CACHED_RESOURCES", "Operator", "add_arguments", "register_controllers", "run"]
+__all__ = [
+    "CACHED_RESOURCES",
+    "Operator",
+    "ProviderUnavailableError",
+    "add_arguments",
+    "register_controllers",
+    "run",
+]
 
 log = structlog.get_logger("karpy.operator")
 
@@ -61,11 +78,16 @@ CACHED_RESOURCES: tuple[Resource, ...] = (
     STORAGECLASSES,
     CSINODES,
     VOLUMEATTACHMENTS,
+    *CRD_RESOURCES,
 )
 """Resources every replica keeps in its cache (RBAC: list and watch each)."""
 
 COMPONENT = "karpenter"
 """Event source component and leader-lease name prefix, as Karpenter's."""
+
+
+class ProviderUnavailableError(Exception):
+    """The configured cloud provider cannot run in this build or with these settings."""
 
 
 @dataclass(slots=True)
@@ -77,11 +99,54 @@ class Operator:
     manager: Manager
     events: EventRecorder
     identity: str
+    cloud_provider: CloudProvider
+    cluster: Cluster
 
     @property
     def cache(self) -> Cache:
         """The shared informer cache (`operator.cache.informer(PODS)`)."""
         return self.manager.cache
+
+    def context(self) -> ControllerContext:
+        return ControllerContext(
+            settings=self.settings,
+            client=self.client,
+            manager=self.manager,
+            events=self.events,
+            clock=self.manager.clock,
+            cloud_provider=self.cloud_provider,
+            cluster=self.cluster,
+            identity=self.identity,
+        )
+
+
+def instance_types(settings: Settings) -> list[InstanceType]:
+    """The kwok catalogue: INSTANCE_TYPES_FILE_PATH if set, else the built-in 144 types."""
+    path = settings.kwok.instance_types_file_path
+    if path is None:
+        return kwok_instance_types()
+    try:
+        return load_catalog(path)
+    except CatalogError as exc:
+        raise ProviderUnavailableError(f"INSTANCE_TYPES_FILE_PATH: {exc}") from None
+
+
+def check_provider(settings: Settings) -> None:
+    """Fail fast, before connecting, on a provider this build cannot run."""
+    if settings.provider == "aws":
+        raise ProviderUnavailableError(
+            "PROVIDER=aws: the AWS provider is not available in this build yet; "
+            "use PROVIDER=kwok for local clusters"
+        )
+    if settings.provider == "kwok":
+        instance_types(settings)
+
+
+def build_provider(settings: Settings, *, client: Client, cache: Cache) -> CloudProvider:
+    """The cloud provider of `PROVIDER`, wrapped in the metrics decorator."""
+    check_provider(settings)
+    inner = KwokCloudProvider(client=client, cache=cache, instance_types=instance_types(settings))
+    return MetricsCloudProvider(inner)
 
 
 def register_informers(operator: Operator) -> None:
@@ -90,13 +155,33 @@ def register_informers(operator: Operator) -> None:
         operator.cache.informer(resource)
 
 
+def register_simulator(operator: Operator) -> None:
+    """With the kwok provider, karpy plays the kubelet of its fake nodes (leader only)."""
+    provider = operator.cloud_provider
+    inner = provider.inner if isinstance(provider, MetricsCloudProvider) else provider
+    if not isinstance(inner, KwokCloudProvider):
+        return
+    simulator = KwokSimulator(
+        client=operator.client,
+        cache=operator.cache,
+        provider=inner,
+        nodeclaims=NODECLAIMS,
+        clock=operator.manager.clock,
+    )
+    for controller in simulator.controllers():
+        operator.manager.add(controller, leader_only=True)
+
+
 def register_controllers(operator: Operator) -> None:
-    """Add the leader-only controllers. None yet: the provisioning work adds them here, e.g.
-    `operator.manager.add(Controller(name="nodeclaim.lifecycle", reconcile=..., workers=...))`.
-    """
+    """Add every area's leader-only controllers (see `karpy.controllers`)."""
+    register_all(operator.context())
 
 
-REGISTRATIONS: list[Callable[[Operator], None]] = [register_informers, register_controllers]
+REGISTRATIONS: list[Callable[[Operator], None]] = [
+    register_informers,
+    register_simulator,
+    register_controllers,
+]
 """Run in order at start-up; each may add informers, indexers and runnables."""
 
 
@@ -138,6 +223,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         settings = load_settings(_overrides(args))
     except SettingsError as exc:
+        print(f"karpy run: {exc}", file=sys.stderr)
+        return 2
+    try:
+        check_provider(settings)
+    except ProviderUnavailableError as exc:
         print(f"karpy run: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
@@ -188,8 +278,19 @@ async def _main(settings: Settings) -> int:
     )
     events = EventRecorder(client, component=COMPONENT, instance=identity)
     manager.add(events)
+    cluster = Cluster(
+        manager.cache,
+        clock=manager.clock,
+        nomination_window=nomination_window(settings.batch.max_duration.total_seconds()),
+    )
     operator = Operator(
-        settings=settings, client=client, manager=manager, events=events, identity=identity
+        settings=settings,
+        client=client,
+        manager=manager,
+        events=events,
+        identity=identity,
+        cloud_provider=build_provider(settings, client=client, cache=manager.cache),
+        cluster=cluster,
     )
     for register in REGISTRATIONS:
         register(operator)

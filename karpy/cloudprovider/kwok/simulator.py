@@ -1,0 +1,276 @@
+"""karpy's own kubelet for kwok nodes: three small leader-only controllers.
+
+karpy does not run the upstream kwok controller (it builds, but nothing starts it); this
+in-process simulator does the part of a kubelet karpy's flows depend on:
+
+- `kwok.instance` creates a launched NodeClaim's Node once the NodeClass's registration delay
+  has passed (counted from the `Launched` condition), so a restart during the delay loses
+  nothing; it never recreates a Node that already registered once (a deleted Node means a
+  terminated instance);
+- `kwok.node` makes kwok Nodes Ready and keeps them so (no heartbeats: nothing in the local
+  control plane watches them);
+- `kwok.pod` marks pods bound to kwok Nodes Running and Ready (PodDisruptionBudgets count only
+  Ready pods) with a pod IP, and finishes the deletion of their terminating pods (a delete with
+  grace period 0, as a kubelet does once containers stop).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from karpy.apis.v1 import conditions
+from karpy.cloudprovider.kwok.instances import (
+    PROVIDER_ID_PREFIX,
+    fake_ip,
+    node_for,
+    node_name_of,
+)
+from karpy.cloudprovider.kwok.provider import KwokCloudProvider
+from karpy.kube.cache import Cache
+from karpy.kube.client import Client, PatchType
+from karpy.kube.clock import Clock, RealClock
+from karpy.kube.controller import Controller, Result
+from karpy.kube.errors import ConflictError, NotFoundError
+from karpy.kube.resources import NODES, PODS, Resource, split_key
+from karpy.scheduling.resources import parse_resources
+
+__all__ = ["KwokSimulator"]
+
+JSON = dict[str, Any]
+log = structlog.get_logger("karpy.cloudprovider.kwok")
+
+
+def _is_kwok(node: Mapping[str, Any] | None) -> bool:
+    return node is not None and str((node.get("spec") or {}).get("providerID") or "").startswith(
+        PROVIDER_ID_PREFIX
+    )
+
+
+def _condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
+    for condition in (obj.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == type_:
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+class KwokSimulator:
+    """The node and pod simulator; `controllers()` are the runnables to add on the leader."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        cache: Cache,
+        provider: KwokCloudProvider,
+        nodeclaims: Resource,
+        clock: Clock | None = None,
+        pod_workers: int = 20,
+    ) -> None:
+        self.client = client
+        self.provider = provider
+        self.clock = clock or RealClock()
+        self.nodes = cache.informer(NODES)
+        self.pods = cache.informer(PODS)
+        self.claims = cache.informer(nodeclaims)
+        self.instance_controller = Controller[str](
+            name="kwok.instance",
+            reconcile=self.reconcile_instance,
+            workers=4,
+            clock=self.clock,
+            log_kind="NodeClaim",
+        )
+        self.instance_controller.watch(self.claims)
+        self.node_controller = Controller[str](
+            name="kwok.node",
+            reconcile=self.reconcile_node,
+            workers=4,
+            clock=self.clock,
+            log_kind="Node",
+        )
+        self.node_controller.watch(self.nodes, predicate=_is_kwok)
+        self.pod_controller = Controller[str](
+            name="kwok.pod",
+            reconcile=self.reconcile_pod,
+            workers=pod_workers,
+            clock=self.clock,
+            log_kind="Pod",
+        )
+        self.pod_controller.watch(self.pods, predicate=self._on_kwok_node)
+
+    def controllers(self) -> list[Controller[str]]:
+        return [self.instance_controller, self.node_controller, self.pod_controller]
+
+    def _on_kwok_node(self, pod: Mapping[str, Any]) -> bool:
+        name = (pod.get("spec") or {}).get("nodeName")
+        return bool(name) and _is_kwok(self.nodes.get(str(name)))
+
+    # -- instances --------------------------------------------------------------------------------
+
+    async def reconcile_instance(self, name: str) -> Result | None:
+        claim = self.claims.get(name)
+        if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        status = claim.get("status") or {}
+        node_name = node_name_of(str(status.get("providerID") or ""))
+        if node_name is None:
+            return None
+        registered = _condition(claim, conditions.NODECLAIM_REGISTERED)
+        if registered is not None and registered.get("status") == conditions.STATUS_TRUE:
+            return None  # registered once: a missing Node now means a terminated instance
+        if self.nodes.get(node_name) is not None:
+            return None
+        launched = _condition(claim, conditions.NODECLAIM_LAUNCHED)
+        launched_at = _parse_time((launched or {}).get("lastTransitionTime"))
+        ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+        nodeclass = await self.provider.nodeclass(str(ref.get("name") or ""))
+        delay = self.provider.registration_delay(nodeclass).total_seconds()
+        if launched_at is not None:
+            wait = (launched_at.timestamp() + delay) - self.clock.wall().timestamp()
+            if wait > 0:
+                return Result(requeue_after=wait)
+        meta = claim.get("metadata") or {}
+        node = node_for(
+            name=node_name,
+            claim_uid=str(meta.get("uid") or ""),
+            node_labels=dict(meta.get("labels") or {}),
+            capacity=parse_resources(status.get("capacity"), field="status.capacity"),
+            allocatable=parse_resources(status.get("allocatable"), field="status.allocatable"),
+        )
+        await self.provider.create_node(node)
+        log.info("created kwok node", Node={"name": node_name}, NodeClaim={"name": name})
+        return None
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    async def reconcile_node(self, name: str) -> Result | None:
+        node = self.nodes.get(name)
+        if not _is_kwok(node):
+            return None
+        assert node is not None
+        ready = _condition(node, conditions.CONDITION_READY)
+        if ready is not None and ready.get("status") == conditions.STATUS_TRUE:
+            return None
+        now = self.clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        def condition(type_: str, status: str, reason: str, message: str) -> JSON:
+            return {
+                "type": type_,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": now,
+            }
+
+        patch = {
+            "status": {
+                "phase": "Running",
+                "conditions": [
+                    condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kwok"),
+                    condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kwok"),
+                    condition("PIDPressure", "False", "KubeletHasSufficientPID", "kwok"),
+                    condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+                ],
+            }
+        }
+        try:
+            await self.client.patch_status(NODES, name, patch, patch_type=PatchType.STRATEGIC)
+        except NotFoundError:
+            return None
+        return None
+
+    # -- pods -------------------------------------------------------------------------------------
+
+    async def reconcile_pod(self, key: str) -> Result | None:
+        pod = self.pods.get(key)
+        if pod is None:
+            return None
+        namespace, name = split_key(key)
+        meta = pod.get("metadata") or {}
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        node = self.nodes.get(node_name)
+        if not _is_kwok(node):
+            return None
+        if meta.get("deletionTimestamp"):
+            with contextlib.suppress(NotFoundError, ConflictError):
+                await self.client.delete(
+                    PODS,
+                    name,
+                    namespace=namespace,
+                    uid=str(meta.get("uid") or "") or None,
+                    grace_period_seconds=0,
+                )
+            return None
+        status = pod.get("status") or {}
+        if status.get("phase") in ("Succeeded", "Failed"):
+            return None
+        ready = _condition(pod, "Ready")
+        if status.get("phase") == "Running" and ready is not None and ready.get("status") == "True":
+            return None
+        now = self.clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert node is not None
+        node_ip = next(
+            (
+                a.get("address")
+                for a in (node.get("status") or {}).get("addresses") or ()
+                if a.get("type") == "InternalIP"
+            ),
+            fake_ip(node_name),
+        )
+        pod_ip = (
+            node_ip
+            if (pod.get("spec") or {}).get("hostNetwork")
+            else fake_ip(str(meta.get("uid") or key), second_base=128)
+        )
+        containers = [
+            {
+                "name": c.get("name"),
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "image": c.get("image") or "kwok",
+                "imageID": "",
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in (pod.get("spec") or {}).get("containers") or ()
+        ]
+        patch = {
+            "status": {
+                "phase": "Running",
+                "hostIP": node_ip,
+                "hostIPs": [{"ip": node_ip}],
+                "podIP": pod_ip,
+                "podIPs": [{"ip": pod_ip}],
+                "startTime": status.get("startTime") or now,
+                "conditions": [
+                    {"type": t, "status": "True", "lastTransitionTime": now}
+                    for t in ("PodReadyToStartContainers", "Initialized", "ContainersReady")
+                ]
+                + [
+                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                ],
+                "containerStatuses": containers,
+            }
+        }
+        try:
+            await self.client.patch_status(
+                PODS, name, patch, namespace=namespace, patch_type=PatchType.STRATEGIC
+            )
+        except NotFoundError:
+            return None
+        return None

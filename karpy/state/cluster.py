@@ -1,0 +1,407 @@
+"""The cluster as the provisioner and the disruption loop see it.
+
+`Cluster` is a view over the shared informers (Nodes, NodeClaims, Pods, DaemonSets, NodePools,
+Namespaces) plus the few facts only karpy knows: which nodes a disruption command is about to
+delete, which nodes pods were just nominated to, and NodeClaims created a moment ago that the
+watch has not delivered yet. Nodes are joined to NodeClaims by providerID on demand; pods come
+from the pod informer's node-name index. Every read builds fresh frozen `StateNode`s, so what a
+caller holds never changes under it and can be handed to a worker thread.
+
+`synced()` is Karpenter's gate: false until the caches have listed, and false while any NodeClaim
+has not been launched (no providerID). A NodeClaim that was created but not launched is not a
+node the scheduler can count on, so the provisioner waits for it instead of launching again.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from karpy.apis.v1 import labels
+from karpy.kube.cache import Cache
+from karpy.kube.clock import Clock, RealClock
+from karpy.kube.informer import HandlerFuncs, Informer
+from karpy.kube.metrics import REGISTRY
+from karpy.kube.resources import DAEMONSETS, NAMESPACES, NODES, PODS
+from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, field_indexer
+from karpy.scheduling.resources import ResourceMap, add
+from karpy.state import pods as podutil
+from karpy.state.resources import NODECLAIMS, NODEPOOLS
+from karpy.state.statenode import StateNode
+
+__all__ = ["DEFAULT_NOMINATION_WINDOW", "Cluster", "ClusterSnapshot", "nomination_window"]
+
+JSON = dict[str, Any]
+DEFAULT_NOMINATION_WINDOW = 20.0
+PENDING_CLAIM_TTL = 15.0
+"""How long a NodeClaim created by karpy but never seen by the watch is still tracked (the
+watch may lag; past this it was deleted before the watch saw it, Karpenter's issue #3176)."""
+CONSOLIDATION_STATE_REFRESH = 300.0
+NODES_RESOURCE = "nodes"
+
+
+def nomination_window(batch_max_duration: float) -> float:
+    """Karpenter's nomination window: max(2 x BATCH_MAX_DURATION, 10 s)."""
+    return max(2.0 * batch_max_duration, 10.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """Everything a simulation reads, captured at one moment."""
+
+    nodes: tuple[StateNode, ...]
+    daemonset_pods: tuple[JSON, ...]
+    namespace_labels: Mapping[str, Mapping[str, str]]
+    nodepool_resources: Mapping[str, ResourceMap] = field(default_factory=dict)
+
+    def active_nodes(self) -> list[StateNode]:
+        """Nodes not marked for deletion: the ones new pods can still go to."""
+        return [n for n in self.nodes if not n.marked_for_deletion]
+
+
+@dataclass(slots=True)
+class _PendingClaim:
+    obj: JSON
+    added: float
+
+
+def _rv(obj: Mapping[str, Any] | None) -> int:
+    try:
+        return int(((obj or {}).get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _provider_id_of_claim(claim: Mapping[str, Any]) -> str:
+    return str((claim.get("status") or {}).get("providerID") or "")
+
+
+def _node_key(node: Mapping[str, Any]) -> str:
+    return str((node.get("spec") or {}).get("providerID") or "") or _name(node)
+
+
+class Cluster:
+    """In-memory model of the cluster, fed by the shared informers of `cache`."""
+
+    def __init__(
+        self,
+        cache: Cache,
+        *,
+        clock: Clock | None = None,
+        nomination_window: float = DEFAULT_NOMINATION_WINDOW,
+    ) -> None:
+        self.cache = cache
+        self.clock = clock or RealClock()
+        self.nomination_window = nomination_window
+        cache.add_indexer(NODECLAIMS, INDEX_PROVIDER_ID, field_indexer("status", "providerID"))
+        self.node_informer: Informer = cache.informer(NODES)
+        self.nodeclaim_informer: Informer = cache.informer(NODECLAIMS)
+        self.pod_informer: Informer = cache.informer(PODS)
+        self.daemonset_informer: Informer = cache.informer(DAEMONSETS)
+        self.nodepool_informer: Informer = cache.informer(NODEPOOLS)
+        self.namespace_informer: Informer = cache.informer(NAMESPACES)
+        self._pending: dict[str, _PendingClaim] = {}
+        self._marked: set[str] = set()
+        self._nominated: dict[str, float] = {}
+        self._changed_at = self.clock.now()
+        self.nodeclaim_informer.add_handler(
+            HandlerFuncs(
+                add=self._on_claim, update=lambda _o, n: self._on_claim(n), delete=self._on_gone
+            )
+        )
+        self.node_informer.add_handler(
+            HandlerFuncs(add=self._on_change, update=self._on_node_update, delete=self._on_change)
+        )
+        _COLLECTOR.clusters.add(self)
+
+    # -- informer events --------------------------------------------------------------------------
+
+    def _on_claim(self, claim: JSON) -> None:
+        name = _name(claim)
+        pending = self._pending.get(name)
+        if pending is not None and _rv(claim) >= _rv(pending.obj):
+            del self._pending[name]
+        self._changed_at = self.clock.now()
+
+    def _on_gone(self, obj: JSON) -> None:
+        self._pending.pop(_name(obj), None)
+        self._changed_at = self.clock.now()
+
+    def _on_change(self, obj: JSON) -> None:
+        self._changed_at = self.clock.now()
+
+    def _on_node_update(self, old: JSON, new: JSON) -> None:
+        old_labels = (old.get("metadata") or {}).get("labels") or {}
+        new_labels = (new.get("metadata") or {}).get("labels") or {}
+        if old_labels.get(labels.LABEL_NODE_INITIALIZED) != new_labels.get(
+            labels.LABEL_NODE_INITIALIZED
+        ) or bool((old.get("metadata") or {}).get("deletionTimestamp")) != bool(
+            (new.get("metadata") or {}).get("deletionTimestamp")
+        ):
+            self._changed_at = self.clock.now()
+
+    # -- what karpy itself knows ------------------------------------------------------------------
+
+    def update_nodeclaim(self, claim: JSON) -> None:
+        """Track a NodeClaim karpy just wrote, before the watch delivers it (so a NodeClaim
+        created but not launched holds provisioning back at once)."""
+        name = _name(claim)
+        if not name:
+            return
+        current = self.nodeclaim_informer.get(name)
+        if current is not None and _rv(current) >= _rv(claim):
+            return
+        self._pending[name] = _PendingClaim(obj=claim, added=self.clock.now())
+        self._changed_at = self.clock.now()
+
+    def forget_nodeclaim(self, name: str) -> None:
+        """Drop a NodeClaim karpy tracked by itself (it was deleted, or never created)."""
+        self._pending.pop(name, None)
+
+    def mark_for_deletion(self, *keys: str) -> None:
+        """A disruption command is deleting these nodes (by `StateNode.key`)."""
+        self._marked.update(keys)
+        self._changed_at = self.clock.now()
+
+    def unmark_for_deletion(self, *keys: str) -> None:
+        self._marked.difference_update(keys)
+        self._changed_at = self.clock.now()
+
+    def nominate(self, *keys: str) -> None:
+        """Pods were planned onto these nodes; keep disruption off them for the window."""
+        until = self.clock.now() + self.nomination_window
+        for key in keys:
+            self._nominated[key] = until
+
+    def is_nominated(self, key: str) -> bool:
+        until = self._nominated.get(key)
+        if until is None:
+            return False
+        if until <= self.clock.now():
+            del self._nominated[key]
+            return False
+        return True
+
+    def consolidation_state(self) -> float:
+        """When the set of nodes last changed (forced fresh every 5 minutes)."""
+        now = self.clock.now()
+        if now - self._changed_at > CONSOLIDATION_STATE_REFRESH:
+            self._changed_at = now
+        return self._changed_at
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def nodeclaims(self) -> list[JSON]:
+        """Every NodeClaim: the cache's, plus ones karpy created that the watch has not shown."""
+        self._expire_pending()
+        claims = {_name(c): c for c in self.nodeclaim_informer.list()}
+        for name, pending in self._pending.items():
+            claims[name] = pending.obj
+        return list(claims.values())
+
+    def _expire_pending(self) -> None:
+        now = self.clock.now()
+        for name in [
+            n
+            for n, p in self._pending.items()
+            if now - p.added > PENDING_CLAIM_TTL and self.nodeclaim_informer.get(n) is None
+        ]:
+            del self._pending[name]
+
+    def _informers(self) -> tuple[Informer, ...]:
+        return (
+            self.node_informer,
+            self.nodeclaim_informer,
+            self.pod_informer,
+            self.daemonset_informer,
+            self.nodepool_informer,
+        )
+
+    def synced(self) -> bool:
+        """The caches have listed and every NodeClaim has been launched (has a providerID)."""
+        if not all(i.has_synced() for i in self._informers()):
+            return False
+        return all(_provider_id_of_claim(c) for c in self.nodeclaims())
+
+    def unlaunched_nodeclaims(self) -> list[str]:
+        """Names of NodeClaims without a providerID (what `synced()` waits for)."""
+        return sorted(_name(c) for c in self.nodeclaims() if not _provider_id_of_claim(c))
+
+    def _pods_on(self, node_name: str) -> tuple[JSON, ...]:
+        return tuple(
+            p
+            for p in self.pod_informer.by_index(INDEX_NODE_NAME, node_name)
+            if not podutil.is_terminal(p)
+        )
+
+    def _build(self, key: str, node: JSON | None, claim: JSON | None) -> StateNode:
+        pods = self._pods_on(_name(node)) if node is not None else ()
+        return StateNode(
+            key=key,
+            node=node,
+            nodeclaim=claim,
+            pods=pods,
+            marked=key in self._marked,
+            nominated=self.is_nominated(key),
+        )
+
+    def nodes(self) -> list[StateNode]:
+        """Every node: registered Nodes (joined to their NodeClaim) and launched NodeClaims
+        whose Node has not registered yet. Unlaunched NodeClaims are not nodes."""
+        claims_by_pid: dict[str, JSON] = {}
+        for claim in self.nodeclaims():
+            pid = _provider_id_of_claim(claim)
+            if pid:
+                claims_by_pid[pid] = claim
+        out: list[StateNode] = []
+        seen: set[str] = set()
+        for node in self.node_informer.list():
+            key = _node_key(node)
+            seen.add(key)
+            out.append(self._build(key, node, claims_by_pid.get(key)))
+        for pid, claim in claims_by_pid.items():
+            if pid not in seen:
+                out.append(self._build(pid, None, claim))
+        live = {n.key for n in out}
+        self._marked &= live
+        out.sort(key=lambda n: n.name)
+        return out
+
+    def __iter__(self) -> Iterator[StateNode]:
+        return iter(self.nodes())
+
+    def node(self, key: str) -> StateNode | None:
+        """The node with this providerID (or name, for nodes without one)."""
+        return next((n for n in self.nodes() if n.key == key), None)
+
+    def node_for_nodeclaim(self, name: str) -> StateNode | None:
+        return next((n for n in self.nodes() if n.nodeclaim_name == name), None)
+
+    def node_for_node_name(self, name: str) -> StateNode | None:
+        node = self.node_informer.get(name)
+        if node is None:
+            return None
+        key = _node_key(node)
+        claims = self.nodeclaim_informer.by_index(INDEX_PROVIDER_ID, key)
+        return self._build(key, node, claims[0] if claims else None)
+
+    def nodepool_resources(self, nodepool: str) -> ResourceMap:
+        """Capacity of the NodePool's nodes, plus `nodes` (their count)."""
+        return self.all_nodepool_resources().get(nodepool, {NODES_RESOURCE: 0})
+
+    def all_nodepool_resources(
+        self, nodes: Iterable[StateNode] | None = None
+    ) -> dict[str, ResourceMap]:
+        totals: dict[str, ResourceMap] = {}
+        for n in self.nodes() if nodes is None else nodes:
+            pool = n.nodepool
+            if not pool:
+                continue
+            acc = totals.get(pool, {NODES_RESOURCE: 0})
+            acc = add(acc, n.capacity)
+            acc[NODES_RESOURCE] = acc.get(NODES_RESOURCE, 0) + 1
+            totals[pool] = acc
+        return totals
+
+    def nodepools(self) -> list[JSON]:
+        return self.nodepool_informer.list()
+
+    def namespace_labels(self) -> dict[str, dict[str, str]]:
+        return {
+            _name(ns): dict((ns.get("metadata") or {}).get("labels") or {})
+            for ns in self.namespace_informer.list()
+        }
+
+    def daemonset_pods(self) -> list[JSON]:
+        """One pod per DaemonSet, as its template would make it: the overhead every new node of
+        a matching NodePool carries."""
+        out: list[JSON] = []
+        for ds in self.daemonset_informer.list():
+            meta = ds.get("metadata") or {}
+            template = (ds.get("spec") or {}).get("template") or {}
+            tmeta = template.get("metadata") or {}
+            out.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{meta.get('name', '')}-daemon",
+                        "namespace": meta.get("namespace") or "default",
+                        "uid": f"daemonset/{meta.get('uid', '')}",
+                        "labels": dict(tmeta.get("labels") or {}),
+                        "ownerReferences": [
+                            {
+                                "apiVersion": "apps/v1",
+                                "kind": "DaemonSet",
+                                "name": meta.get("name", ""),
+                                "uid": meta.get("uid", ""),
+                                "controller": True,
+                            }
+                        ],
+                    },
+                    "spec": template.get("spec") or {},
+                }
+            )
+        return out
+
+    def provisionable_pods(self) -> list[JSON]:
+        """Pods kube-scheduler could not place and karpy may provision for."""
+        return [p for p in self.pod_informer.list() if podutil.is_provisionable(p)]
+
+    def pods_on_deleting_nodes(self, nodes: Iterable[StateNode] | None = None) -> list[JSON]:
+        """Pods of nodes being deleted that will need a place once evicted."""
+        out: list[JSON] = []
+        for n in self.nodes() if nodes is None else nodes:
+            if n.marked_for_deletion:
+                out.extend(n.reschedulable_pods())
+        return out
+
+    def snapshot(self) -> ClusterSnapshot:
+        nodes = tuple(self.nodes())
+        return ClusterSnapshot(
+            nodes=nodes,
+            daemonset_pods=tuple(self.daemonset_pods()),
+            namespace_labels=self.namespace_labels(),
+            nodepool_resources=self.all_nodepool_resources(nodes),
+        )
+
+
+class _StateCollector(Collector):
+    """`karpenter_cluster_state_node_count` and `_synced`, computed at scrape time."""
+
+    def __init__(self) -> None:
+        self.clusters: weakref.WeakSet[Cluster] = weakref.WeakSet()
+
+    def collect(self) -> Iterator[Metric]:
+        count = GaugeMetricFamily(
+            "karpenter_cluster_state_node_count", "Current count of nodes in cluster state"
+        )
+        synced = GaugeMetricFamily(
+            "karpenter_cluster_state_synced",
+            "Returns 1 if cluster state is synced and 0 otherwise. Synced checks that "
+            "nodeclaims and nodes that are stored in the APIServer have the same representation "
+            "as Karpenter's cluster state",
+        )
+        clusters = list(self.clusters)
+        if clusters:
+            cluster = clusters[-1]
+            count.add_metric([], len(cluster.nodes()))
+            synced.add_metric([], 1.0 if cluster.synced() else 0.0)
+        yield count
+        yield synced
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())
+
+
+_COLLECTOR = _StateCollector()
+REGISTRY.register(_COLLECTOR)

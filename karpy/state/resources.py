@@ -1,0 +1,35 @@
+"""Where karpy's custom resources live in the API, as `karpy.kube` resource descriptors.
+
+The API models (`karpy.apis`) know nothing about the controller runtime, so the descriptors the
+informers and the client need are derived here, once, from each kind's `CustomResource`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from karpy.apis.aws.v1.ec2nodeclass import EC2NODECLASS
+from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
+from karpy.apis.resource import CustomResource
+from karpy.apis.v1 import NODECLAIM, NODEPOOL
+from karpy.kube.resources import Resource
+
+__all__ = ["CRD_RESOURCES", "EC2NODECLASSES", "KWOKNODECLASSES", "NODECLAIMS", "NODEPOOLS", "of"]
+
+
+def of(custom: CustomResource[Any]) -> Resource:
+    """The kube `Resource` of a custom resource kind (equal descriptors share one informer)."""
+    return Resource(
+        custom.group,
+        custom.version,
+        custom.kind,
+        custom.plural,
+        namespaced=custom.scope == "Namespaced",
+    )
+
+
+NODEPOOLS: Final = of(NODEPOOL)
+NODECLAIMS: Final = of(NODECLAIM)
+KWOKNODECLASSES: Final = of(KWOKNODECLASS)
+EC2NODECLASSES: Final = of(EC2NODECLASS)
+CRD_RESOURCES: Final = (NODEPOOLS, NODECLAIMS, KWOKNODECLASSES, EC2NODECLASSES)
