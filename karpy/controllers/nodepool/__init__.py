@@ -1,2 +1,52 @@
 """NodePool controllers: validation, NodeClass readiness, registration health, counter, hash
 annotations and the `Ready` roll-up (Karpenter's `nodepool.*` controllers)."""
+
+from __future__ import annotations
+
+from karpy.controllers.context import ControllerContext
+from karpy.controllers.nodepool.counter import NodePoolCounterController
+from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
+from karpy.controllers.nodepool.readiness import NodePoolReadinessController
+from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealthController
+from karpy.controllers.nodepool.resources import NODECLAIMS, NODEPOOLS, PROVIDER_NODECLASSES
+from karpy.controllers.nodepool.validation import NodePoolValidationController
+
+__all__ = ["register"]
+
+
+def register(ctx: ControllerContext) -> None:
+    nodepools = ctx.informer(NODEPOOLS)
+    nodeclasses = {r: ctx.informer(r) for r in PROVIDER_NODECLASSES.get(ctx.settings.provider, ())}
+    ctx.add_controller(
+        NodePoolValidationController(
+            client=ctx.client, nodepools=nodepools, clock=ctx.clock
+        ).controller()
+    )
+    ctx.add_controller(
+        NodePoolReadinessController(
+            client=ctx.client, nodepools=nodepools, nodeclasses=nodeclasses, clock=ctx.clock
+        ).controller()
+    )
+    ctx.add_controller(
+        NodePoolRegistrationHealthController(
+            client=ctx.client,
+            nodepools=nodepools,
+            nodeclasses=nodeclasses,
+            health=ctx.nodepool_health,
+            clock=ctx.clock,
+        ).controller()
+    )
+    ctx.add_controller(
+        NodePoolCounterController(
+            client=ctx.client,
+            nodepools=nodepools,
+            resources_for=ctx.cluster.nodepool_resources,
+            synced=ctx.cluster.synced,
+            clock=ctx.clock,
+        ).controller()
+    )
+    ctx.add_controller(
+        NodePoolHashController(
+            client=ctx.client, nodepools=nodepools, nodeclaims=ctx.informer(NODECLAIMS)
+        ).controller()
+    )

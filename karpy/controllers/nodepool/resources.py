@@ -1,16 +1,16 @@
-"""Where the karpenter.sh kinds and the NodeClass kinds live in the API, for the client and the
-informer cache (`karpy.kube` knows only built-in kinds; `karpy.apis` knows no client)."""
+"""The NodeClass kinds a NodePool may reference, and which of them the running provider serves.
+
+The descriptors themselves live in `karpy.state.resources`; this adds the lookup from a
+nodeClassRef's group and kind, and the choice of NodeClass kind per provider.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
-from karpy.apis.aws.v1 import EC2NODECLASS
-from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
-from karpy.apis.resource import CustomResource
-from karpy.apis.v1 import NODECLAIM, NODEPOOL
 from karpy.kube import Resource
+from karpy.state.resources import EC2NODECLASSES, KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 
 __all__ = [
     "EC2NODECLASSES",
@@ -18,28 +18,17 @@ __all__ = [
     "NODECLAIMS",
     "NODECLASSES",
     "NODEPOOLS",
+    "PROVIDER_NODECLASSES",
     "nodeclass_resource",
-    "resource_of",
 ]
 
-
-def resource_of(custom: CustomResource[Any]) -> Resource:
-    """The API resource serving a custom resource kind."""
-    return Resource(
-        custom.group,
-        custom.version,
-        custom.kind,
-        custom.plural,
-        namespaced=custom.scope == "Namespaced",
-    )
-
-
-NODEPOOLS: Final = resource_of(NODEPOOL)
-NODECLAIMS: Final = resource_of(NODECLAIM)
-KWOKNODECLASSES: Final = resource_of(KWOKNODECLASS)
-EC2NODECLASSES: Final = resource_of(EC2NODECLASS)
 NODECLASSES: Final = (KWOKNODECLASSES, EC2NODECLASSES)
-"""Every NodeClass kind karpy knows; a provider supports one of them."""
+"""Every NodeClass kind karpy knows."""
+PROVIDER_NODECLASSES: Final[dict[str, tuple[Resource, ...]]] = {
+    "kwok": (KWOKNODECLASSES,),
+    "aws": (EC2NODECLASSES,),
+}
+"""The NodeClass kinds each provider serves (Karpenter's `GetSupportedNodeClasses`)."""
 
 
 def nodeclass_resource(

@@ -3,10 +3,23 @@
 
 from __future__ import annotations
 
+from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodeclaim.disruption.consolidatable import (
     NAME,
     ConsolidatableController,
     consolidatable_at,
 )
+from karpy.controllers.nodepool.resources import NODECLAIMS, NODEPOOLS
 
-__all__ = ["NAME", "ConsolidatableController", "consolidatable_at"]
+__all__ = ["NAME", "ConsolidatableController", "consolidatable_at", "register"]
+
+
+def register(ctx: ControllerContext) -> None:
+    ctx.add_controller(
+        ConsolidatableController(
+            client=ctx.client,
+            nodeclaims=ctx.informer(NODECLAIMS),
+            nodepools=ctx.informer(NODEPOOLS),
+            clock=ctx.clock,
+        ).controller()
+    )
