@@ -31,6 +31,7 @@ from karpy.kube.resources import DAEMONSETS, NAMESPACES, NODES, PODS
 from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, field_indexer
 from karpy.scheduling.resources import ResourceMap, add
 from karpy.state import pods as podutil
+from karpy.state.nodepoolhealth import NodePoolHealth
 from karpy.state.resources import NODECLAIMS, NODEPOOLS
 from karpy.state.statenode import StateNode
 
@@ -113,6 +114,8 @@ class Cluster:
         self._marked: set[str] = set()
         self._nominated: dict[str, float] = {}
         self._changed_at = self.clock.now()
+        self.nodepool_health = NodePoolHealth()
+        """Recent launch/registration outcomes per NodePool (the lifecycle records them)."""
         self.nodeclaim_informer.add_handler(
             HandlerFuncs(
                 add=self._on_claim, update=lambda _o, n: self._on_claim(n), delete=self._on_gone

@@ -1,0 +1,391 @@
+"""`nodeclaim.lifecycle`: from a new NodeClaim to an initialized node, or to its deletion.
+
+Per NodeClaim, level-triggered from what the caches show: add the `karpenter.sh/termination`
+finalizer before anything is launched, then launch, registration, initialization and liveness,
+then write the metadata and the status (conditions Launched, Registered, Initialized rolled up
+into Ready; providerID, imageID, capacity, allocatable, nodeName) if they changed. Every write
+carries the resourceVersion it was computed from, so a stale view fails with a conflict and is
+retried instead of overwriting another controller's conditions.
+
+Liveness: a NodeClaim not launched within LAUNCH_TIMEOUT, or whose Node has not registered
+within REGISTRATION_TIMEOUT, is deleted (its pods are provisioned for again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from datetime import timedelta
+from typing import Any
+
+import structlog
+
+from karpy.apis.v1 import NodeClaim, labels
+from karpy.apis.v1 import conditions as c
+from karpy.cloudprovider.types import (
+    CloudProvider,
+    CreateError,
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+)
+from karpy.controllers.nodeclaim.lifecycle.conditions import ConditionSet
+from karpy.controllers.nodeclaim.lifecycle.initialization import why_not_initialized
+from karpy.controllers.nodeclaim.lifecycle.launch import Launcher
+from karpy.controllers.nodeclaim.lifecycle.metrics import NODES_CREATED
+from karpy.controllers.nodeclaim.lifecycle.registration import registration_patch
+from karpy.kube.client import Client
+from karpy.kube.clock import Clock, RealClock
+from karpy.kube.controller import Controller, Result
+from karpy.kube.errors import ConflictError, NotFoundError
+from karpy.kube.events import WARNING, EventRecorder
+from karpy.kube.informer import Informer
+from karpy.kube.resources import NODES
+from karpy.kube.store import INDEX_PROVIDER_ID
+from karpy.state import NODECLAIMS
+from karpy.state.nodepoolhealth import NodePoolHealth
+
+__all__ = ["NAME", "Lifecycle"]
+
+JSON = dict[str, Any]
+NAME = "nodeclaim.lifecycle"
+log = structlog.get_logger("karpy.controllers.nodeclaim.lifecycle")
+MESSAGE_LIMIT = 300
+REGISTERED_MEMORY = 10_000
+
+
+class _Stop(Exception):
+    """The NodeClaim was deleted; nothing more to do for it."""
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
+
+def _with_kind(obj: JSON) -> JSON:
+    return {**obj, "apiVersion": f"{labels.GROUP}/v1", "kind": "NodeClaim"}
+
+
+class Lifecycle:
+    """The reconcile of `nodeclaim.lifecycle`; `controller()` wires it to the informers."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        claims: Informer,
+        nodes: Informer,
+        cloud_provider: CloudProvider,
+        events: EventRecorder,
+        launch_timeout: timedelta,
+        registration_timeout: timedelta,
+        health: NodePoolHealth | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.client = client
+        self.claims = claims
+        self.nodes = nodes
+        self.events = events
+        self.clock = clock or RealClock()
+        self.launcher = Launcher(provider=cloud_provider, clock=self.clock)
+        self.launch_timeout = launch_timeout
+        self.registration_timeout = registration_timeout
+        self.health = health
+        self._registered: dict[str, None] = {}
+
+    def controller(self, *, workers: int = 50) -> Controller[str]:
+        controller = Controller[str](
+            name=NAME,
+            reconcile=self.reconcile,
+            workers=workers,
+            clock=self.clock,
+            log_kind="NodeClaim",
+        )
+        controller.watch(self.claims)
+        controller.watch(self.nodes, mapper=self._claims_of_node)
+        return controller
+
+    def _claims_of_node(self, node: JSON) -> list[str]:
+        provider_id = (node.get("spec") or {}).get("providerID")
+        if not provider_id:
+            return []
+        return [
+            str((claim.get("metadata") or {}).get("name"))
+            for claim in self.claims.by_index(INDEX_PROVIDER_ID, str(provider_id))
+        ]
+
+    # -- reconcile --------------------------------------------------------------------------------
+
+    async def reconcile(self, name: str) -> Result | None:
+        try:
+            return await self._reconcile(name)
+        except ConflictError:
+            # Computed from a view the cache had not caught up with: look again shortly.
+            return Result(requeue=True)
+
+    async def _reconcile(self, name: str) -> Result | None:
+        claim = self.claims.get(name)
+        if claim is None:
+            return None
+        meta = claim.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            return None  # the termination controller owns it now
+        if labels.FINALIZER_TERMINATION not in (meta.get("finalizers") or ()):
+            claim = await self._add_finalizer(claim)
+        work = copy.deepcopy(claim)
+        status: JSON = work.setdefault("status", {})
+        conds = ConditionSet(
+            status, now=self.clock.wall(), generation=(work.get("metadata") or {}).get("generation")
+        )
+        conds.initialize((c.NODECLAIM_LAUNCHED, c.NODECLAIM_REGISTERED, c.NODECLAIM_INITIALIZED))
+        error: Exception | None = None
+        requeue: float | None = None
+        try:
+            await self._launch(work, conds)
+            node = self._node_for(work, conds)
+            if node is not None:
+                await self._register(work, node, conds)
+                await self._initialize(work, node, conds)
+            requeue = await self._liveness(work, conds)
+        except _Stop:
+            return None
+        except Exception as exc:  # written below, then retried with backoff
+            error = exc
+        conds.roll_up(c.CONDITION_READY, c.NODECLAIM_READY_DEPENDENTS)
+        await self._write(claim, work)
+        if error is not None:
+            raise error
+        return Result(requeue_after=requeue) if requeue is not None else None
+
+    async def _add_finalizer(self, claim: JSON) -> JSON:
+        meta = claim.get("metadata") or {}
+        finalizers = [*(meta.get("finalizers") or ()), labels.FINALIZER_TERMINATION]
+        patched: JSON = await self.client.patch(
+            NODECLAIMS,
+            str(meta.get("name")),
+            {
+                "metadata": {
+                    "finalizers": finalizers,
+                    "resourceVersion": meta.get("resourceVersion"),
+                }
+            },
+        )
+        return patched
+
+    async def _write(self, original: JSON, work: JSON) -> None:
+        name = str((work.get("metadata") or {}).get("name"))
+        rv = (original.get("metadata") or {}).get("resourceVersion")
+        old_labels = (original.get("metadata") or {}).get("labels") or {}
+        new_labels = (work.get("metadata") or {}).get("labels") or {}
+        if new_labels != old_labels:
+            patched = await self.client.patch(
+                NODECLAIMS,
+                name,
+                {"metadata": {"labels": new_labels, "resourceVersion": rv}},
+            )
+            rv = (patched.get("metadata") or {}).get("resourceVersion")
+        if (work.get("status") or {}) != (original.get("status") or {}):
+            await self.client.patch_status(
+                NODECLAIMS,
+                name,
+                {"metadata": {"resourceVersion": rv}, "status": work["status"]},
+            )
+
+    async def _delete(self, work: JSON, *, reason: str) -> None:
+        meta = work.get("metadata") or {}
+        with contextlib.suppress(NotFoundError):
+            await self.client.delete(NODECLAIMS, str(meta.get("name")), uid=meta.get("uid"))
+        log.info("deleted nodeclaim", reason=reason)
+
+    def _record_failure(self, work: JSON, *, reason: str, message: str) -> None:
+        pool = ((work.get("metadata") or {}).get("labels") or {}).get(labels.LABEL_NODEPOOL)
+        if self.health is not None and pool:
+            self.health.record_failure(pool, reason=reason, message=message)
+
+    # -- launch -----------------------------------------------------------------------------------
+
+    async def _launch(self, work: JSON, conds: ConditionSet) -> None:
+        if conds.is_true(c.NODECLAIM_LAUNCHED):
+            return
+        try:
+            launched, fresh = await self.launcher.launch(NodeClaim.model_validate(work))
+        except InsufficientCapacityError as err:
+            self.events.publish(
+                _with_kind(work),
+                type=WARNING,
+                reason="InsufficientCapacityError",
+                message=_truncate(f"NodeClaim {work['metadata']['name']} event: {err}"),
+            )
+            log.error("failed launching nodeclaim", error=str(err))
+            await self._delete(work, reason="insufficient_capacity")
+            raise _Stop from None
+        except NodeClassNotReadyError as err:
+            log.error("failed launching nodeclaim", error=str(err))
+            self.events.publish(
+                _with_kind(work),
+                type=WARNING,
+                reason="NodeClassNotReady",
+                message=_truncate(f"NodeClaim {work['metadata']['name']} event: {err}"),
+            )
+            await self._delete(work, reason="nodeclass_not_ready")
+            raise _Stop from None
+        except CreateError as err:
+            conds.set_unknown(c.NODECLAIM_LAUNCHED, reason=err.reason, message=_truncate(str(err)))
+            self._record_failure(work, reason=err.reason, message=_truncate(str(err)))
+            raise
+        except Exception as err:
+            conds.set_unknown(
+                c.NODECLAIM_LAUNCHED,
+                reason=c.REASON_LAUNCH_FAILED,
+                message=_truncate(str(err) or type(err).__name__),
+            )
+            raise
+        meta = work.setdefault("metadata", {})
+        meta["labels"] = {**(launched.metadata.labels or {}), **(meta.get("labels") or {})}
+        status = work["status"]
+        details = launched.status.to_dict() if launched.status else {}
+        for field in ("providerID", "imageID", "capacity", "allocatable"):
+            if details.get(field):
+                status[field] = details[field]
+        conds.set_true(c.NODECLAIM_LAUNCHED)
+        if not fresh:
+            return
+        log.info(
+            "launched nodeclaim",
+            **{
+                "provider-id": status.get("providerID"),
+                "instance-type": meta["labels"].get(labels.LABEL_INSTANCE_TYPE),
+                "zone": meta["labels"].get(labels.LABEL_TOPOLOGY_ZONE),
+                "capacity-type": meta["labels"].get(labels.LABEL_CAPACITY_TYPE),
+                "allocatable": status.get("allocatable"),
+            },
+        )
+
+    # -- registration -----------------------------------------------------------------------------
+
+    def _node_for(self, work: JSON, conds: ConditionSet) -> JSON | None:
+        if not conds.is_true(c.NODECLAIM_LAUNCHED):
+            return None
+        provider_id = str((work.get("status") or {}).get("providerID") or "")
+        nodes = self.nodes.by_index(INDEX_PROVIDER_ID, provider_id) if provider_id else []
+        if not nodes:
+            if not conds.is_true(c.NODECLAIM_REGISTERED):
+                conds.set_unknown(
+                    c.NODECLAIM_REGISTERED,
+                    reason=c.REASON_NODE_NOT_FOUND,
+                    message="Node not registered with cluster",
+                )
+            elif not conds.is_true(c.NODECLAIM_INITIALIZED):
+                conds.set_unknown(
+                    c.NODECLAIM_INITIALIZED,
+                    reason=c.REASON_NODE_NOT_FOUND,
+                    message="Node not registered with cluster",
+                )
+            return None
+        if len(nodes) > 1:
+            conds.set_false(
+                c.NODECLAIM_REGISTERED,
+                reason=c.REASON_MULTIPLE_NODES_FOUND,
+                message=f"invariant violated, matched multiple nodes for {provider_id}",
+            )
+            return None
+        return nodes[0]
+
+    async def _register(self, work: JSON, node: JSON, conds: ConditionSet) -> None:
+        node_meta = node.get("metadata") or {}
+        node_name = str(node_meta.get("name"))
+        if conds.is_true(c.NODECLAIM_REGISTERED):
+            work["status"]["nodeName"] = node_name
+            return
+        node_labels = node_meta.get("labels") or {}
+        tainted = any(
+            t.get("key") == labels.TAINT_UNREGISTERED_KEY
+            for t in (node.get("spec") or {}).get("taints") or ()
+        )
+        if node_labels.get(labels.LABEL_NODE_REGISTERED) != "true" and not tainted:
+            log.info(
+                "node registered without the unregistered taint; it may have taken pods "
+                "before karpy synced it",
+                Node={"name": node_name},
+            )
+        await self.client.patch(NODES, node_name, registration_patch(node, work))
+        work["status"]["nodeName"] = node_name
+        conds.set_true(c.NODECLAIM_REGISTERED)
+        uid = str((work.get("metadata") or {}).get("uid") or "")
+        if uid in self._registered:
+            return  # a repeat after a failed status write: counted and logged already
+        self._registered[uid] = None
+        if len(self._registered) > REGISTERED_MEMORY:
+            self._registered.pop(next(iter(self._registered)))
+        pool = ((work.get("metadata") or {}).get("labels") or {}).get(labels.LABEL_NODEPOOL, "")
+        NODES_CREATED.labels(pool).inc()
+        if self.health is not None and pool:
+            self.health.record_success(pool)
+        log.info(
+            "registered nodeclaim",
+            Node={"name": node_name},
+            **{"provider-id": (work.get("status") or {}).get("providerID")},
+        )
+
+    # -- initialization ---------------------------------------------------------------------------
+
+    async def _initialize(self, work: JSON, node: JSON, conds: ConditionSet) -> None:
+        if not conds.is_true(c.NODECLAIM_REGISTERED) or conds.is_true(c.NODECLAIM_INITIALIZED):
+            return
+        # The registration patch may not be in the cache yet: judge the node as patched.
+        current = self.nodes.get(str((node.get("metadata") or {}).get("name"))) or node
+        if any(
+            t.get("key") == labels.TAINT_UNREGISTERED_KEY
+            for t in (current.get("spec") or {}).get("taints") or ()
+        ):
+            conds.set_unknown(
+                c.NODECLAIM_INITIALIZED,
+                reason=c.REASON_KNOWN_EPHEMERAL_TAINTS_EXIST,
+                message=f'KnownEphemeralTaint "{labels.TAINT_UNREGISTERED_KEY}:NoExecute" still '
+                "exists",
+            )
+            return
+        blocked = why_not_initialized(current, work)
+        if blocked is not None:
+            conds.set_unknown(c.NODECLAIM_INITIALIZED, reason=blocked[0], message=blocked[1])
+            return
+        name = str((current.get("metadata") or {}).get("name"))
+        await self.client.patch(
+            NODES, name, {"metadata": {"labels": {labels.LABEL_NODE_INITIALIZED: "true"}}}
+        )
+        conds.set_true(c.NODECLAIM_INITIALIZED)
+        log.info(
+            "initialized nodeclaim",
+            Node={"name": name},
+            allocatable=(current.get("status") or {}).get("allocatable"),
+        )
+
+    # -- liveness ---------------------------------------------------------------------------------
+
+    async def _liveness(self, work: JSON, conds: ConditionSet) -> float | None:
+        now = conds.now
+        if not conds.is_true(c.NODECLAIM_LAUNCHED):
+            since = conds.since(c.NODECLAIM_LAUNCHED) or now
+            left = (since + self.launch_timeout - now).total_seconds()
+            if left > 0:
+                return left
+            launched = conds.get(c.NODECLAIM_LAUNCHED) or {}
+            self._record_failure(
+                work,
+                reason=str(launched.get("reason") or c.REASON_LAUNCH_FAILED),
+                message=str(launched.get("message") or "launch timed out"),
+            )
+            log.info("terminating due to launch timeout", timeout=str(self.launch_timeout))
+            await self._delete(work, reason="launch_timeout")
+            raise _Stop
+        if conds.is_true(c.NODECLAIM_REGISTERED):
+            return None
+        since = conds.since(c.NODECLAIM_REGISTERED) or now
+        left = (since + self.registration_timeout - now).total_seconds()
+        if left > 0:
+            return left
+        self._record_failure(
+            work, reason=c.REASON_REGISTRATION_FAILED, message="Failed to register node"
+        )
+        log.info("terminating due to registration timeout", timeout=str(self.registration_timeout))
+        await self._delete(work, reason="registration_timeout")
+        raise _Stop

@@ -1,0 +1,50 @@
+"""Provisioning: pending pods in, NodeClaims out (Karpenter's `provisioner` and its triggers).
+
+from karpy.controllers.provisioning import register
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from karpy.controllers.context import ControllerContext
+from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.provisioner import NAME, Provisioner
+from karpy.controllers.provisioning.triggers import node_trigger, pod_trigger
+from karpy.kube.controller import Controller, Result
+from karpy.kube.resources import NODES, PODS
+
+__all__ = ["Batcher", "Provisioner", "register"]
+
+
+def register(ctx: ControllerContext) -> None:
+    """The provisioner singleton plus the pod and node triggers that feed its batcher."""
+    batch = ctx.settings.batch
+    batcher = Batcher(
+        idle=batch.idle_duration.total_seconds(),
+        maximum=batch.max_duration.total_seconds(),
+        clock=ctx.clock,
+    )
+    provisioner = Provisioner.from_cache(
+        client=ctx.client,
+        cluster=ctx.cluster,
+        cloud_provider=ctx.cloud_provider,
+        events=ctx.events,
+        batcher=batcher,
+        clock=ctx.clock,
+        preference_policy=ctx.settings.preference_policy,
+        min_values_policy=ctx.settings.min_values_policy,
+    )
+    ctx.add_controller(
+        Controller.singleton(name=NAME, reconcile=_loop(provisioner), clock=ctx.clock)
+    )
+    ctx.add_controller(pod_trigger(pods=ctx.informer(PODS), batcher=batcher, clock=ctx.clock))
+    ctx.add_controller(node_trigger(nodes=ctx.informer(NODES), batcher=batcher, clock=ctx.clock))
+
+
+def _loop(provisioner: Provisioner) -> Callable[[str], Awaitable[Result]]:
+    async def reconcile(key: str) -> Result:
+        await provisioner.reconcile(key)
+        return Result(requeue_after=0.0)
+
+    return reconcile

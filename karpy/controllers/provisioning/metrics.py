@@ -1,0 +1,30 @@
+"""Provisioning metrics, with Karpenter's names and labels."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from karpy.kube.metrics import REGISTRY
+
+__all__ = ["NODECLAIMS_CREATED", "QUEUE_DEPTH", "SCHEDULING_DURATION"]
+
+NODECLAIMS_CREATED = Counter(
+    "karpenter_nodeclaims_created_total",
+    "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was "
+    "created, the owning nodepool, and if min values was relaxed for this nodeclaim.",
+    ["reason", "nodepool", "min_values_relaxed"],
+    registry=REGISTRY,
+)
+SCHEDULING_DURATION = Histogram(
+    "karpenter_scheduler_scheduling_duration_seconds",
+    "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
+    ["controller"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120),
+    registry=REGISTRY,
+)
+QUEUE_DEPTH = Gauge(
+    "karpenter_scheduler_queue_depth",
+    "The number of pods currently waiting to be scheduled.",
+    ["controller", "schedulingID"],
+    registry=REGISTRY,
+)

@@ -1,0 +1,86 @@
+"""The NodeClaim object for a planned node, as Karpenter's `NodeClaimTemplate.ToNodeClaim`.
+
+`generateName: <nodepool>-`, an owner reference to the NodePool, the template's labels and
+annotations plus the NodePool hash, requirements narrowed to the instance types that fit,
+resource requests (pods plus DaemonSet overhead), taints, startup taints, the NodeClass
+reference, expireAfter and terminationGracePeriod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from karpy.apis.v1 import group_of_ref, labels
+from karpy.apis.v1.nodepool import API_VERSION as NODEPOOL_API_VERSION
+from karpy.apis.v1.nodepool import KIND as NODEPOOL_KIND
+from karpy.controllers.nodepool.hash import hash_annotations
+from karpy.scheduling.model import NewNodeClaim
+from karpy.scheduling.resources import format_resources
+
+__all__ = ["nodeclaim_for", "requirements_for"]
+
+JSON = dict[str, Any]
+_ALLOWED_KARPENTER_KEYS = labels.ALLOWED_KARPENTER_LABELS
+
+
+def requirements_for(claim: NewNodeClaim) -> list[JSON]:
+    """The planned node's requirements as NodeClaim requirements (keys a NodeClaim may hold)."""
+    out: list[JSON] = []
+    for req in claim.requirements.to_list():
+        key = str(req["key"])
+        if key == labels.LABEL_HOSTNAME:
+            continue
+        if key.split("/", 1)[0].endswith(labels.GROUP) and key not in _ALLOWED_KARPENTER_KEYS:
+            continue
+        out.append(req)
+    return out
+
+
+def nodeclaim_for(claim: NewNodeClaim, nodepool: Mapping[str, Any]) -> JSON:
+    meta = nodepool.get("metadata") or {}
+    spec = nodepool.get("spec") or {}
+    template = spec.get("template") or {}
+    tmeta = template.get("metadata") or {}
+    tspec = template.get("spec") or {}
+    ref = dict(tspec.get("nodeClassRef") or {})
+    group = group_of_ref(ref)
+    node_labels = dict(claim.labels)
+    node_labels[labels.LABEL_NODEPOOL] = claim.nodepool
+    if group and ref.get("kind") and ref.get("name"):
+        node_labels[f"{group}/{str(ref['kind']).lower()}"] = str(ref["name"])
+    annotations = dict(tmeta.get("annotations") or {})
+    annotations.update(hash_annotations(nodepool))
+    if claim.min_values_relaxed:
+        annotations[labels.ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED] = "true"
+    body: JSON = {
+        "requirements": requirements_for(claim),
+        "resources": {"requests": format_resources(claim.requests)},
+        "nodeClassRef": ref,
+        "expireAfter": tspec.get("expireAfter") or "720h",
+    }
+    if claim.taints:
+        body["taints"] = [t.to_dict() for t in claim.taints]
+    if claim.startup_taints:
+        body["startupTaints"] = [t.to_dict() for t in claim.startup_taints]
+    if tspec.get("terminationGracePeriod"):
+        body["terminationGracePeriod"] = tspec["terminationGracePeriod"]
+    return {
+        "apiVersion": f"{labels.GROUP}/v1",
+        "kind": "NodeClaim",
+        "metadata": {
+            "generateName": f"{claim.nodepool}-",
+            "labels": node_labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": NODEPOOL_API_VERSION,
+                    "kind": NODEPOOL_KIND,
+                    "name": meta.get("name", ""),
+                    "uid": meta.get("uid", ""),
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": body,
+    }

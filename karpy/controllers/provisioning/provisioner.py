@@ -1,0 +1,427 @@
+"""The provisioner: turn a batch of pending pods into NodeClaims.
+
+A singleton loop (`provisioner`): wait for a batch of triggers, wait until cluster state is
+synced (no NodeClaim created but not launched, so nothing is launched twice), then
+
+1. snapshot the nodes (before listing pods, so a pod bound meanwhile is under-, never
+   over-provisioned for);
+2. gather pending pods kube-scheduler gave up on, validate them (ignored pods get an event),
+   and add the pods of nodes being deleted;
+3. schedule them off the event loop against the snapshot and the Ready NodePools;
+4. create the NodeClaims (limits re-checked against live state before each create), record
+   each in cluster state at once, and publish `Nominated` events; pods that cannot be placed get
+   a `FailedScheduling` event saying why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from karpy.apis.v1 import NodePool, conditions, labels
+from karpy.cloudprovider.types import CloudProvider
+from karpy.controllers.provisioning import metrics
+from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
+from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
+from karpy.kube.client import Client
+from karpy.kube.clock import Clock, RealClock
+from karpy.kube.errors import KubeError, OutcomeUnknownError
+from karpy.kube.events import NORMAL, WARNING, EventRecorder
+from karpy.kube.informer import Informer
+from karpy.kube.offload import run_off_loop
+from karpy.kube.resources import PERSISTENTVOLUMECLAIMS, STORAGECLASSES
+from karpy.scheduling.catalog import KWOK_LABELS
+from karpy.scheduling.model import (
+    MinValuesPolicy,
+    NewNodeClaim,
+    NodePoolTemplate,
+    PreferencePolicy,
+    SchedulingInput,
+    SchedulingResult,
+)
+from karpy.scheduling.pods import PodError
+from karpy.scheduling.resources import format_resources, parse_resources
+from karpy.scheduling.scheduler import schedule
+from karpy.state import NODECLAIMS, Cluster, ClusterSnapshot, PodViews, existing_node
+from karpy.state import pods as podutil
+
+__all__ = ["NAME", "Provisioner", "limits_exceeded"]
+
+JSON = dict[str, Any]
+NAME = "provisioner"
+log = structlog.get_logger("karpy.controllers.provisioning")
+
+MAX_LOGGED = 20
+CREATE_CONCURRENCY = 25
+SYNC_POLL = 0.2
+UNSYNCED_LOG_EVERY = 30.0
+WELL_KNOWN = labels.WELL_KNOWN_LABELS | KWOK_LABELS
+
+
+def _ref(obj: Mapping[str, Any]) -> dict[str, str]:
+    meta = obj.get("metadata") or {}
+    out = {"name": str(meta.get("name") or "")}
+    if meta.get("namespace"):
+        out["namespace"] = str(meta["namespace"])
+    return out
+
+
+def _names(keys: Sequence[str]) -> str:
+    shown = ", ".join(keys[:MAX_LOGGED])
+    if len(keys) > MAX_LOGGED:
+        shown += f" and {len(keys) - MAX_LOGGED} other(s)"
+    return shown
+
+
+def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) -> str | None:
+    """Which limit `usage` already exceeds (Karpenter's `ExceededBy`), or None."""
+    if not limits:
+        return None
+    parsed = parse_resources(limits, field="spec.limits")
+    for name, limit in sorted(parsed.items()):
+        if usage.get(name, 0) > limit:
+            shown = format_resources({name: usage.get(name, 0)}).get(name)
+            return f"{name} resource usage of {shown} exceeds limit of {limits[name]}"
+    return None
+
+
+def _ready(nodepool: Mapping[str, Any]) -> bool:
+    for condition in (nodepool.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == conditions.CONDITION_READY:
+            return bool(condition.get("status") == conditions.STATUS_TRUE)
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What one provisioning pass schedules."""
+
+    snapshot: ClusterSnapshot
+    pods: tuple[JSON, ...]
+    templates: tuple[NodePoolTemplate, ...]
+
+
+class Provisioner:
+    """The `provisioner` singleton's reconcile, and the steps it is made of."""
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        cluster: Cluster,
+        cloud_provider: CloudProvider,
+        events: EventRecorder,
+        batcher: Batcher,
+        pvcs: Informer | None = None,
+        storage_classes: Informer | None = None,
+        clock: Clock | None = None,
+        preference_policy: PreferencePolicy = "Respect",
+        min_values_policy: MinValuesPolicy = "Strict",
+    ) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.cloud_provider = cloud_provider
+        self.events = events
+        self.batcher = batcher
+        self.pvcs = pvcs
+        self.storage_classes = storage_classes
+        self.clock = clock or RealClock()
+        self.preference_policy: PreferencePolicy = preference_policy
+        self.min_values_policy: MinValuesPolicy = min_values_policy
+        self.views = PodViews()
+        self._batched = False
+        self._unsynced_since: float | None = None
+        self._last_unsynced_log = float("-inf")
+
+    @classmethod
+    def from_cache(
+        cls,
+        *,
+        client: Client,
+        cluster: Cluster,
+        cloud_provider: CloudProvider,
+        events: EventRecorder,
+        batcher: Batcher,
+        clock: Clock | None = None,
+        preference_policy: PreferencePolicy = "Respect",
+        min_values_policy: MinValuesPolicy = "Strict",
+    ) -> Provisioner:
+        cache = cluster.cache
+        return cls(
+            client=client,
+            cluster=cluster,
+            cloud_provider=cloud_provider,
+            events=events,
+            batcher=batcher,
+            pvcs=cache.informer(PERSISTENTVOLUMECLAIMS),
+            storage_classes=cache.informer(STORAGECLASSES),
+            clock=clock,
+            preference_policy=preference_policy,
+            min_values_policy=min_values_policy,
+        )
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    async def reconcile(self, _key: str) -> None:
+        """One turn of the singleton: a batch, the sync gate, then a provisioning pass."""
+        if not self._batched:
+            self._batched = await self.batcher.wait()
+            if not self._batched:
+                return
+        if not self.cluster.synced():
+            self._log_unsynced()
+            await self.clock.sleep(SYNC_POLL)
+            return
+        self._unsynced_since = None
+        self._batched = False
+        await self.provision()
+
+    def _log_unsynced(self) -> None:
+        now = self.clock.now()
+        if self._unsynced_since is None:
+            self._unsynced_since = now
+        if now - self._unsynced_since >= UNSYNCED_LOG_EVERY and (
+            now - self._last_unsynced_log >= UNSYNCED_LOG_EVERY
+        ):
+            self._last_unsynced_log = now
+            log.info(
+                "waiting on cluster sync",
+                unlaunched=self.cluster.unlaunched_nodeclaims()[:MAX_LOGGED],
+            )
+
+    async def provision(self) -> list[str]:
+        """Schedule the pending pods and create NodeClaims; returns the created names."""
+        batch = await self.gather()
+        if batch is None:
+            return []
+        scheduling_id = str(uuid.uuid4())
+        metrics.QUEUE_DEPTH.labels(NAME, scheduling_id).set(len(batch.pods))
+        started = time.perf_counter()
+        try:
+            result = await run_off_loop(self._solve, batch)
+        finally:
+            metrics.SCHEDULING_DURATION.labels(NAME).observe(time.perf_counter() - started)
+            metrics.QUEUE_DEPTH.remove(NAME, scheduling_id)
+        return await self.apply(batch, result)
+
+    # -- 1 and 2: what to schedule ----------------------------------------------------------------
+
+    async def gather(self) -> _Batch | None:
+        started = time.perf_counter()
+        snapshot = self.cluster.snapshot()
+        pods: dict[str, JSON] = {}
+        for pod in self.cluster.provisionable_pods():
+            try:
+                validate_pod(
+                    pod, well_known=WELL_KNOWN, pvc=self._pvc, storage_class=self._storage_class
+                )
+            except PodValidationError as err:
+                self._ignore(pod, str(err))
+                continue
+            pods[podutil.pod_key(pod)] = pod
+        for pod in self.cluster.pods_on_deleting_nodes(snapshot.nodes):
+            pods.setdefault(podutil.pod_key(pod), pod)
+        if not pods:
+            return None
+        keys = sorted(pods)
+        log.info(
+            "found provisionable pod(s)",
+            Pods=_names(keys),
+            duration=f"{time.perf_counter() - started:.3f}s",
+        )
+        templates = await self.templates()
+        if not templates:
+            log.info("no nodepools found")
+            for pod in pods.values():
+                self._failed(pod, "no nodepools found")
+            return None
+        return _Batch(snapshot=snapshot, pods=tuple(pods.values()), templates=tuple(templates))
+
+    def _pvc(self, namespace: str, name: str) -> JSON | None:
+        return self.pvcs.get(f"{namespace}/{name}") if self.pvcs is not None else {}
+
+    def _storage_class(self, name: str) -> JSON | None:
+        return self.storage_classes.get(name) if self.storage_classes is not None else {}
+
+    def _ignore(self, pod: JSON, reason: str) -> None:
+        log.debug("ignoring pod", Pod=_ref(pod), reason=reason)
+        self._failed(pod, f"ignoring pod, {reason}")
+
+    def _failed(self, pod: JSON, reason: str) -> None:
+        self.events.publish(
+            _with_kind(pod, "Pod", "v1"),
+            type=WARNING,
+            reason="FailedScheduling",
+            message=f"Failed to schedule pod, {reason}",
+        )
+
+    async def templates(self) -> list[NodePoolTemplate]:
+        """The NodePools pods may go to: Ready, not deleting, not static."""
+        out: list[NodePoolTemplate] = []
+        for raw in self.cluster.nodepools():
+            meta = raw.get("metadata") or {}
+            if meta.get("deletionTimestamp") or not _ready(raw):
+                continue
+            if (raw.get("spec") or {}).get("replicas") is not None:
+                continue
+            try:
+                pool = NodePool.model_validate(raw)
+                types = await self.cloud_provider.get_instance_types(pool)
+                out.append(NodePoolTemplate.from_nodepool(raw, types))
+            except Exception as err:  # one broken NodePool must not stop the others
+                log.error("skipping nodepool", NodePool=_ref(raw), error=str(err))
+        return out
+
+    # -- 3: simulate (worker thread) -----------------------------------------------------------
+
+    def _solve(self, batch: _Batch) -> SchedulingResult:
+        pods = self.views.views(batch.pods)
+        existing = [existing_node(n, self.views) for n in batch.snapshot.active_nodes()]
+        daemons = []
+        for raw in batch.snapshot.daemonset_pods:
+            try:
+                daemons.append(self.views.view(raw, daemon=True))
+            except PodError:
+                continue
+        return schedule(
+            SchedulingInput(
+                pods=pods,
+                templates=batch.templates,
+                existing_nodes=existing,
+                daemonset_pods=daemons,
+                namespace_labels=batch.snapshot.namespace_labels,
+                pool_usage=batch.snapshot.nodepool_resources,
+                preference_policy=self.preference_policy,
+                min_values_policy=self.min_values_policy,
+            )
+        )
+
+    # -- 4: act -----------------------------------------------------------------------------------
+
+    async def apply(self, batch: _Batch, result: SchedulingResult) -> list[str]:
+        by_key = {podutil.pod_key(p): p for p in batch.pods}
+        if result.node_claims:
+            log.info(
+                "computed new nodeclaim(s) to fit pod(s)",
+                nodeclaims=len(result.node_claims),
+                pods=sum(len(c.pods) for c in result.node_claims),
+            )
+        self._nominate_existing(batch, result, by_key)
+        for key, reason in sorted(result.errors.items()):
+            pod = by_key.get(key)
+            if pod is not None:
+                log.info("could not schedule pod", Pod=_ref(pod), error=reason)
+                self._failed(pod, reason)
+        semaphore = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+        async def create(claim: NewNodeClaim) -> str | None:
+            async with semaphore:
+                return await self.create(claim, by_key)
+
+        names = await asyncio.gather(*(create(c) for c in result.node_claims))
+        return [n for n in names if n]
+
+    def _nominate_existing(
+        self, batch: _Batch, result: SchedulingResult, by_key: Mapping[str, JSON]
+    ) -> None:
+        if not result.existing:
+            return
+        nodes = {n.name: n for n in batch.snapshot.nodes}
+        unready = 0
+        placed = 0
+        for name, views in result.existing.items():
+            node = nodes.get(name)
+            if node is None:
+                continue
+            self.cluster.nominate(node.key)
+            placed += len(views)
+            if not node.initialized:
+                unready += 1
+            target = f"node/{node.node_name}" if node.node_name else f"nodeclaim/{name}"
+            for view in views:
+                pod = by_key.get(view.key)
+                if pod is not None:
+                    self._nominated(pod, target)
+        if unready:
+            log.info(f"computed {unready} unready node(s) will fit {placed} pod(s)")
+
+    def _nominated(self, pod: JSON, target: str) -> None:
+        self.events.publish(
+            _with_kind(pod, "Pod", "v1"),
+            type=NORMAL,
+            reason="Nominated",
+            message=f"Pod should schedule on: {target}",
+        )
+
+    async def create(self, claim: NewNodeClaim, pods: Mapping[str, JSON]) -> str | None:
+        """Create one NodeClaim, unless its NodePool is gone or already over its limits."""
+        nodepool = self.cluster.nodepool_informer.get(claim.nodepool)
+        if nodepool is None or (nodepool.get("metadata") or {}).get("deletionTimestamp"):
+            log.info("nodepool is gone; not creating nodeclaim", NodePool={"name": claim.nodepool})
+            return None
+        usage = self.cluster.nodepool_resources(claim.nodepool)
+        exceeded = limits_exceeded((nodepool.get("spec") or {}).get("limits"), usage)
+        if exceeded:
+            log.error(
+                "failed launching nodeclaim",
+                NodePool={"name": claim.nodepool},
+                error=f"nodepool {claim.nodepool} has exceeded its limits: {exceeded}",
+            )
+            self.events.publish(
+                _with_kind(nodepool, "NodePool", f"{labels.GROUP}/v1"),
+                type=WARNING,
+                reason="NodePoolLimitExceeded",
+                message=f"NodePool {claim.nodepool} has exceeded its limits: {exceeded}",
+            )
+            for view in claim.pods:
+                pod = pods.get(view.key)
+                if pod is not None:
+                    self._failed(pod, f"nodepool {claim.nodepool} has exceeded its limits")
+            return None
+        body = nodeclaim_for(claim, nodepool)
+        try:
+            created = await self.client.create(NODECLAIMS, body)
+        except OutcomeUnknownError as err:
+            # Never repeated blindly: the next pass sees the NodeClaim if it was created.
+            log.error(
+                "failed launching nodeclaim", NodePool={"name": claim.nodepool}, error=str(err)
+            )
+            return None
+        except KubeError as err:
+            log.error(
+                "failed launching nodeclaim", NodePool={"name": claim.nodepool}, error=str(err)
+            )
+            return None
+        self.cluster.update_nodeclaim(created)
+        name = str((created.get("metadata") or {}).get("name") or "")
+        metrics.NODECLAIMS_CREATED.labels(
+            "provisioning", claim.nodepool, str(claim.min_values_relaxed).lower()
+        ).inc()
+        types = [t.name for t in claim.instance_types]
+        shown = ", ".join(types[:5]) + (f" and {len(types) - 5} other(s)" if len(types) > 5 else "")
+        log.info(
+            "created nodeclaim",
+            NodePool={"name": claim.nodepool},
+            NodeClaim={"name": name},
+            requests=format_resources(claim.requests),
+            **{"instance-types": shown},
+        )
+        for view in claim.pods:
+            pod = pods.get(view.key)
+            if pod is not None:
+                self._nominated(pod, f"nodeclaim/{name}")
+        return name
+
+
+def _with_kind(obj: JSON, kind: str, api_version: str) -> JSON:
+    """Informer objects may lack apiVersion/kind; events need them in involvedObject."""
+    if obj.get("kind") and obj.get("apiVersion"):
+        return obj
+    return {**obj, "kind": kind, "apiVersion": api_version}
