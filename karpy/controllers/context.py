@@ -23,6 +23,7 @@ from karpy.kube.resources import Resource
 from karpy.settings import Settings
 from karpy.state import Cluster
 from karpy.state.nodepoolhealth import NodePoolHealth
+from karpy.state.nodepoolhealth import NodePoolHealth
 
 __all__ = ["ControllerContext"]
 
@@ -47,6 +48,11 @@ class ControllerContext:
     def cache(self) -> Cache:
         """The shared informer cache."""
         return self.manager.cache
+
+    @property
+    def nodepool_health(self) -> NodePoolHealth:
+        """Recent launch/registration outcomes per NodePool (held by the cluster state)."""
+        return self.cluster.nodepool_health
 
     def informer(self, resource: Resource) -> Informer:
         """The process's shared informer of `resource` (created on first use)."""
