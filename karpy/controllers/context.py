@@ -10,7 +10,7 @@ leader; informers and the cluster state run on every replica.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from karpy.cloudprovider.types import CloudProvider
 from karpy.kube.cache import Cache
@@ -22,7 +22,6 @@ from karpy.kube.manager import Manager, Runnable
 from karpy.kube.resources import Resource
 from karpy.settings import Settings
 from karpy.state import Cluster
-from karpy.state.nodepoolhealth import NodePoolHealth
 from karpy.state.nodepoolhealth import NodePoolHealth
 
 __all__ = ["ControllerContext"]
@@ -40,9 +39,6 @@ class ControllerContext:
     cloud_provider: CloudProvider
     cluster: Cluster
     identity: str = ""
-    nodepool_health: NodePoolHealth = field(default_factory=NodePoolHealth)
-    """Launch/registration outcomes per NodePool: the NodeClaim lifecycle records them
-    (`record_success` / `record_failure`), `nodepool.registrationhealth` reports them."""
 
     @property
     def cache(self) -> Cache:
@@ -51,7 +47,8 @@ class ControllerContext:
 
     @property
     def nodepool_health(self) -> NodePoolHealth:
-        """Recent launch/registration outcomes per NodePool (held by the cluster state)."""
+        """Launch/registration outcomes per NodePool, held by the cluster state: the NodeClaim
+        lifecycle records them, `nodepool.registrationhealth` reports them."""
         return self.cluster.nodepool_health
 
     def informer(self, resource: Resource) -> Informer:
