@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import structlog
 import uvloop
 
+from karpy.cloudprovider import faults
 from karpy.cloudprovider.kwok import KwokCloudProvider, KwokSimulator
 from karpy.cloudprovider.metrics import MetricsCloudProvider
 from karpy.cloudprovider.types import CloudProvider
@@ -146,7 +147,8 @@ def build_provider(settings: Settings, *, client: Client, cache: Cache) -> Cloud
     """The cloud provider of `PROVIDER`, wrapped in the metrics decorator."""
     check_provider(settings)
     inner = KwokCloudProvider(client=client, cache=cache, instance_types=instance_types(settings))
-    return MetricsCloudProvider(inner)
+    # Test-only fault injection (KARPY_TEST_PROVIDER_FAULTS); the provider itself when unset.
+    return MetricsCloudProvider(faults.from_env(inner))
 
 
 def register_informers(operator: Operator) -> None:
@@ -157,8 +159,9 @@ def register_informers(operator: Operator) -> None:
 
 def register_simulator(operator: Operator) -> None:
     """With the kwok provider, karpy plays the kubelet of its fake nodes (leader only)."""
-    provider = operator.cloud_provider
-    inner = provider.inner if isinstance(provider, MetricsCloudProvider) else provider
+    inner = operator.cloud_provider
+    while isinstance(inner, MetricsCloudProvider | faults.FaultyCloudProvider):
+        inner = inner.inner
     if not isinstance(inner, KwokCloudProvider):
         return
     simulator = KwokSimulator(

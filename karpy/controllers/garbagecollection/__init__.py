@@ -1,8 +1,34 @@
-"""Garbage collection: NodeClaims whose instance is gone, instances no NodeClaim owns."""
+"""Garbage collection: NodeClaims whose instance is gone (`nodeclaim.garbagecollection`) and
+instances no NodeClaim owns (`instance.garbagecollection`).
+
+Stale in-flight state (a NodeClaim karpy created that never launched and no longer exists) is
+dropped by the cluster state itself, 15 s after the create (`karpy.state.Cluster`).
+"""
 
 from __future__ import annotations
 
+from karpy.controllers.context import ControllerContext
+from karpy.controllers.garbagecollection.disrupted import count_disrupted
 from karpy.controllers.garbagecollection.instance import InstanceGarbageCollection
 from karpy.controllers.garbagecollection.nodeclaim import NodeClaimGarbageCollection
+from karpy.kube import NODES
 
-__all__ = ["InstanceGarbageCollection", "NodeClaimGarbageCollection"]
+__all__ = ["InstanceGarbageCollection", "NodeClaimGarbageCollection", "register"]
+
+
+def register(ctx: ControllerContext) -> None:
+    nodes = ctx.informer(NODES)
+    ctx.add_controller(
+        NodeClaimGarbageCollection(
+            client=ctx.client,
+            nodes=nodes,
+            cloud_provider=ctx.cloud_provider,
+            clock=ctx.clock,
+            on_disrupted=count_disrupted,
+        )
+    )
+    ctx.add_controller(
+        InstanceGarbageCollection(
+            client=ctx.client, nodes=nodes, cloud_provider=ctx.cloud_provider, clock=ctx.clock
+        )
+    )

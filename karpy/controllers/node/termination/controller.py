@@ -41,10 +41,10 @@ from karpy.controllers.node.termination.eviction import FORCEFUL_TERMINATION, Ev
 from karpy.controllers.nodeclaim.termination.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
+    ensure_provider_id_index,
     format_time,
     get_condition,
     has_finalizer,
-    index_nodeclaim_provider_id,
     is_condition_true,
     is_deleting,
     is_node_ready,
@@ -118,7 +118,7 @@ class NodeTerminationController:
         self.eviction_queue = eviction_queue
         self.clock = clock
         self.min_drain_time = min_drain_time
-        nodeclaims.add_indexer(INDEX_NODECLAIM_PROVIDER_ID, index_nodeclaim_provider_id)
+        ensure_provider_id_index(nodeclaims)
         self.controller: Controller[str] = Controller[str](
             name=self.name,
             reconcile=self.reconcile,

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+from karpy.controllers.context import ControllerContext
+from karpy.controllers.garbagecollection.disrupted import count_disrupted
 from karpy.controllers.nodeclaim.expiration.controller import REASON_EXPIRED, ExpirationController
+from karpy.state.resources import NODECLAIMS
 
-__all__ = ["REASON_EXPIRED", "ExpirationController"]
+__all__ = ["REASON_EXPIRED", "ExpirationController", "register"]
+
+
+def register(ctx: ControllerContext) -> None:
+    ctx.add_controller(
+        ExpirationController(
+            client=ctx.client,
+            nodeclaims=ctx.informer(NODECLAIMS),
+            clock=ctx.clock,
+            on_disrupted=count_disrupted,
+        )
+    )

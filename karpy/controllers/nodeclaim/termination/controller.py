@@ -30,11 +30,11 @@ from karpy.controllers.nodeclaim.termination import metrics
 from karpy.controllers.nodeclaim.termination.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
+    ensure_provider_id_index,
     format_time,
     get_condition,
     grace_period,
     has_finalizer,
-    index_nodeclaim_provider_id,
     is_condition_true,
     is_deleting,
     meta,
@@ -86,7 +86,7 @@ class NodeClaimTermination:
         self.nodes = nodes
         self.cloud_provider = cloud_provider
         self.clock = clock
-        nodeclaims.add_indexer(INDEX_NODECLAIM_PROVIDER_ID, index_nodeclaim_provider_id)
+        ensure_provider_id_index(nodeclaims)
         self.controller: Controller[str] = Controller[str](
             name=self.name,
             reconcile=self.reconcile,

@@ -16,12 +16,14 @@ from typing import Any, Final
 
 from karpy.apis.duration import DurationError, parse_duration, parse_nillable_duration
 from karpy.apis.v1 import NodeClaim, conditions, labels
-from karpy.kube import NODES, Client, PatchType, Resource
-from karpy.kube.store import field_indexer
+from karpy.kube import NODES, Client, Informer, PatchType
+from karpy.kube.store import INDEX_PROVIDER_ID, field_indexer
+from karpy.state.resources import NODECLAIMS
 
 __all__ = [
     "INDEX_NODECLAIM_PROVIDER_ID",
     "NODECLAIMS",
+    "ensure_provider_id_index",
     "expire_after",
     "format_time",
     "get_condition",
@@ -44,12 +46,18 @@ __all__ = [
 
 JSON = dict[str, Any]
 
-NODECLAIMS: Final = Resource(labels.GROUP, "v1", "NodeClaim", "nodeclaims", namespaced=False)
-"""NodeClaims as the Kubernetes client addresses them."""
 
-INDEX_NODECLAIM_PROVIDER_ID: Final = "status.providerID"
-"""Index of NodeClaims by the instance they launched (their Node's `spec.providerID`)."""
+INDEX_NODECLAIM_PROVIDER_ID: Final = INDEX_PROVIDER_ID
+"""Index of NodeClaims by the instance they launched (their Node's `spec.providerID`); the same
+index name the cluster state registers on the shared NodeClaim informer."""
 index_nodeclaim_provider_id: Final = field_indexer("status", "providerID")
+
+
+def ensure_provider_id_index(nodeclaims: Informer) -> None:
+    """Index NodeClaims by providerID unless the informer already is (the cluster state adds the
+    same index; an informer takes one function per index name)."""
+    if INDEX_NODECLAIM_PROVIDER_ID not in nodeclaims.store.indexers:
+        nodeclaims.add_indexer(INDEX_NODECLAIM_PROVIDER_ID, index_nodeclaim_provider_id)
 
 
 # -- small readers ----------------------------------------------------------------------------
