@@ -1,9 +1,10 @@
 """Admit or reject an object against a CRD's structural schema, the way the apiserver does.
 
 Order, as in kube-apiserver: fill in schema defaults, reject unknown fields (kubectl's strict field
-validation), check the OpenAPI constraints, and only when those pass evaluate the CEL rules
-(`x-kubernetes-validations`), transition rules included when the stored object is given.
-Errors carry the apiserver's field paths so both sides report the same thing.
+validation), check the OpenAPI constraints, then evaluate the CEL rules
+(`x-kubernetes-validations`, transition rules only when the stored object is given) unless a
+blocking error (wrong type, missing field, enum, too long, too many) came first. Errors carry the
+apiserver's field paths and messages, so both sides report the same lines.
 """
 
 from __future__ import annotations
