@@ -198,3 +198,55 @@ async def create_node(
             ],
         },
     )
+
+
+HOLD: str = "test.karpy.sh/hold"
+"""A finalizer tests put on NodeClaims to keep deleted ones around (nothing removes it)."""
+
+
+async def managed_node(
+    env: Env,
+    name: str,
+    *,
+    pool: str = "pool",
+    consolidatable: bool = True,
+    hold: bool = False,
+    node_annotations: dict[str, str] | None = None,
+) -> None:
+    """A NodeClaim (launched, registered, initialized, maybe Consolidatable) and its Ready Node,
+    as karpy's lifecycle leaves them."""
+    from karpy.state.resources import NODECLAIMS
+
+    provider_id = f"kwok://{name}"
+    claim = nodeclaim(name, pool=pool)
+    claim["metadata"]["labels"]["karpenter.sh/capacity-type"] = "on-demand"
+    claim["metadata"]["labels"]["node.kubernetes.io/instance-type"] = "c-1x-amd64-linux"
+    if hold:
+        claim["metadata"]["finalizers"] = [HOLD]
+    await env.create(NODECLAIMS, claim)
+    status = initialized("2026-01-01T00:00:00Z")
+    if consolidatable:
+        status["conditions"].append(
+            {
+                "type": "Consolidatable",
+                "status": "True",
+                "reason": "Consolidatable",
+                "message": "",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        )
+    status.update(providerID=provider_id, nodeName=name)
+    await env.patch_status(NODECLAIMS, name, status)
+    await create_node(
+        env,
+        name,
+        provider_id=provider_id,
+        labels={
+            "karpenter.sh/nodepool": pool,
+            "karpenter.sh/registered": "true",
+            "karpenter.sh/initialized": "true",
+            "karpenter.sh/capacity-type": "on-demand",
+            "node.kubernetes.io/instance-type": "c-1x-amd64-linux",
+        },
+        annotations=node_annotations,
+    )

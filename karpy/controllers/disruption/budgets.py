@@ -1,0 +1,75 @@
+"""Disruption budgets per NodePool: how many more nodes a disruption reason may take now.
+
+For each NodePool, `nodes` counts its managed, initialized nodes whose instance is not already
+terminating; `disrupting` counts those of them that are not Ready or are being deleted. The
+NodePool's budgets for the reason give `allowed` (percentages of `nodes`, rounded up; inactive
+budgets allow everything; a cron schedule that does not parse allows nothing), and what a
+method may still start is `allowed - disrupting`, never negative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from karpy.apis.v1 import NodePool
+from karpy.apis.v1 import conditions as cond
+from karpy.state import StateNode, claim_condition
+
+__all__ = ["BudgetState", "budget_states", "node_ready"]
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetState:
+    """One NodePool's budget for one reason at one moment."""
+
+    nodes: int
+    disrupting: int
+    allowed: int
+
+    @property
+    def remaining(self) -> int:
+        """How many more nodes may start disrupting now."""
+        return max(self.allowed - self.disrupting, 0)
+
+
+def node_ready(node: Mapping[str, Any] | None) -> bool:
+    """The Node's `Ready` condition is True."""
+    found = claim_condition(node, "Ready")
+    return found is not None and found.get("status") == cond.STATUS_TRUE
+
+
+def _counts(node: StateNode) -> bool:
+    if not node.managed or not node.initialized:
+        return False
+    terminating = claim_condition(node.nodeclaim, cond.NODECLAIM_INSTANCE_TERMINATING)
+    return terminating is None or terminating.get("status") != cond.STATUS_TRUE
+
+
+def budget_states(
+    nodes: Iterable[StateNode],
+    nodepools: Mapping[str, NodePool],
+    *,
+    reason: str,
+    now: datetime,
+) -> dict[str, BudgetState]:
+    """Every NodePool's budget for `reason` at `now` (NodePools without nodes included)."""
+    totals: dict[str, int] = dict.fromkeys(nodepools, 0)
+    disrupting: dict[str, int] = dict.fromkeys(nodepools, 0)
+    for node in nodes:
+        pool = node.nodepool
+        if pool is None or pool not in nodepools or not _counts(node):
+            continue
+        totals[pool] += 1
+        if node.marked_for_deletion or not node_ready(node.node):
+            disrupting[pool] += 1
+    return {
+        name: BudgetState(
+            nodes=totals[name],
+            disrupting=disrupting[name],
+            allowed=pool.allowed_disruptions(now=now, num_nodes=totals[name], reason=reason),
+        )
+        for name, pool in nodepools.items()
+    }

@@ -1,0 +1,220 @@
+"""Which nodes a graceful disruption (emptiness) may take, and why the others may not.
+
+A candidate is a node karpy launched that has registered and initialized, is not being deleted
+or nominated for pending pods, is not annotated `karpenter.sh/do-not-disrupt: "true"`, belongs to
+a NodePool that exists, and has no pod that may not be evicted now: none with an active
+`karpenter.sh/do-not-disrupt` annotation (`"true"`, or a duration from the pod's start that has
+not passed) and none a PodDisruptionBudget protects at the moment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from karpy.apis.duration import DurationError, parse_duration
+from karpy.apis.v1 import NodePool
+from karpy.apis.v1.labels import (
+    ANNOTATION_DO_NOT_DISRUPT,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+)
+from karpy.controllers.nodeclaim.disruption.consolidatable import parse_time
+from karpy.scheduling.selectors import LabelSelector, SelectorError
+from karpy.state import StateNode
+from karpy.state import pods as podutil
+
+__all__ = [
+    "Candidate",
+    "NotCandidate",
+    "PdbLimits",
+    "candidate",
+    "do_not_disrupt_active",
+]
+
+JSON = dict[str, Any]
+
+
+class NotCandidate(Exception):
+    """A node may not be disrupted now; the message says why, in Karpenter's words."""
+
+    def __init__(self, message: str, *, publish: bool = True) -> None:
+        super().__init__(message)
+        self.publish = publish
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A node the disruption loop may act on, with its NodePool."""
+
+    node: StateNode
+    nodepool: NodePool
+
+    @property
+    def key(self) -> str:
+        return self.node.key
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def nodeclaim_name(self) -> str:
+        return self.node.nodeclaim_name or ""
+
+    @property
+    def nodepool_name(self) -> str:
+        return self.nodepool.name
+
+    @property
+    def capacity_type(self) -> str:
+        return self.node.labels.get(LABEL_CAPACITY_TYPE, "")
+
+    @property
+    def instance_type(self) -> str:
+        return self.node.labels.get(LABEL_INSTANCE_TYPE, "")
+
+    @property
+    def created(self) -> str:
+        meta = (self.node.nodeclaim or {}).get("metadata") or {}
+        return str(meta.get("creationTimestamp") or "")
+
+    def is_empty(self) -> bool:
+        """No pod that would need a new place: only DaemonSet, static, finished or
+        terminating pods are left."""
+        return not self.node.reschedulable_pods() and self.node.is_empty()
+
+
+def do_not_disrupt_active(pod: Mapping[str, Any], now: datetime) -> bool:
+    """The pod is running and its `karpenter.sh/do-not-disrupt` annotation holds right now:
+    `"true"`, or a duration since the pod started (its creation, if the start is unknown) that
+    has not yet passed. A value that is neither blocks, as the user asked for something."""
+    if not podutil.is_active(pod):
+        return False
+    meta = pod.get("metadata") or {}
+    value = (meta.get("annotations") or {}).get(ANNOTATION_DO_NOT_DISRUPT)
+    if value is None or value in ("", "false"):
+        return False
+    if value == "true":
+        return True
+    try:
+        window = parse_duration(str(value))
+    except DurationError:
+        return True
+    if window <= timedelta(0):
+        return False
+    started = parse_time((pod.get("status") or {}).get("startTime")) or parse_time(
+        meta.get("creationTimestamp")
+    )
+    return started is None or now < started + window
+
+
+def _pod_ready(pod: Mapping[str, Any]) -> bool:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "Ready":
+            return bool(condition.get("status") == "True")
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Pdb:
+    key: str
+    namespace: str
+    selector: LabelSelector
+    disruptions_allowed: int
+    always_allow_unhealthy: bool
+
+
+class PdbLimits:
+    """The PodDisruptionBudgets of the cluster, asked whether a pod may be evicted now."""
+
+    def __init__(self, pdbs: Iterable[Mapping[str, Any]]) -> None:
+        self._by_namespace: dict[str, list[_Pdb]] = {}
+        for pdb in pdbs:
+            meta = pdb.get("metadata") or {}
+            spec = pdb.get("spec") or {}
+            status = pdb.get("status") or {}
+            namespace = str(meta.get("namespace") or "default")
+            try:
+                selector = LabelSelector.from_dict(spec.get("selector"))
+            except SelectorError:
+                continue  # the apiserver rejects these; nothing can match
+            self._by_namespace.setdefault(namespace, []).append(
+                _Pdb(
+                    key=f"{namespace}/{meta.get('name', '')}",
+                    namespace=namespace,
+                    selector=selector,
+                    disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
+                    always_allow_unhealthy=spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow",
+                )
+            )
+
+    def blocking(self, pod: Mapping[str, Any]) -> str | None:
+        """Why evicting `pod` would be refused now, or None."""
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        matching = [
+            p
+            for p in self._by_namespace.get(str(meta.get("namespace") or "default"), ())
+            if p.selector.matches(labels)
+        ]
+        if len(matching) > 1:
+            keys = ", ".join(sorted(p.key for p in matching))
+            return f"pod {podutil.pod_key(pod)!r} is selected by multiple pdbs ({keys})"
+        for pdb in matching:
+            if pdb.disruptions_allowed > 0:
+                continue
+            if pdb.always_allow_unhealthy and not _pod_ready(pod):
+                continue
+            return f"pdb {pdb.key!r} prevents pod evictions"
+        return None
+
+
+def _evictable(pod: Mapping[str, Any]) -> bool:
+    return podutil.is_active(pod) and not podutil.is_owned_by_node(pod)
+
+
+def candidate(
+    node: StateNode,
+    *,
+    nodepools: Mapping[str, NodePool],
+    pdbs: PdbLimits,
+    now: datetime,
+    in_flight: Sequence[str] = (),
+) -> Candidate:
+    """`node` as a candidate, or `NotCandidate` saying why it is not one."""
+    if not node.managed:
+        raise NotCandidate("node isn't managed by karpenter", publish=False)
+    if node.node is None:
+        raise NotCandidate("nodeclaim does not have an associated node")
+    if not node.initialized:
+        raise NotCandidate("node isn't initialized")
+    if node.marked_for_deletion or node.key in in_flight:
+        raise NotCandidate("node is deleting or marked for deletion")
+    if node.nominated:
+        raise NotCandidate("node is nominated for a pending pod")
+    if node.annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true":
+        raise NotCandidate(
+            f'disruption is blocked through the "{ANNOTATION_DO_NOT_DISRUPT}" annotation',
+            publish=False,
+        )
+    pool_name = node.nodepool
+    if not pool_name:
+        raise NotCandidate("node doesn't have required label karpenter.sh/nodepool")
+    pool = nodepools.get(pool_name)
+    if pool is None:
+        raise NotCandidate(f"NodePool {pool_name!r} not found")
+    for pod in node.pods:
+        if do_not_disrupt_active(pod, now):
+            raise NotCandidate(
+                f'pod {podutil.pod_key(pod)!r} has "{ANNOTATION_DO_NOT_DISRUPT}" annotation',
+                publish=False,
+            )
+    for pod in node.pods:
+        if _evictable(pod):
+            reason = pdbs.blocking(pod)
+            if reason is not None:
+                raise NotCandidate(reason)
+    return Candidate(node=node, nodepool=pool)

@@ -1,0 +1,67 @@
+"""The disruption loop's events, in Karpenter's words, each published at most once per
+dedupe window (the loop looks every 10 seconds; people need one line, not a stream)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from karpy.kube import NORMAL, Clock, EventRecorder
+
+__all__ = ["DedupingEvents", "involved_node", "involved_nodeclaim", "involved_nodepool"]
+
+DEFAULT_DEDUPE: Final = 120.0
+JSON = dict[str, Any]
+
+
+def _involved(api_version: str, kind: str, obj: Mapping[str, Any] | None) -> JSON:
+    meta = (obj or {}).get("metadata") or {}
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": meta.get("name", ""), "uid": meta.get("uid", "")},
+    }
+
+
+def involved_node(node: Mapping[str, Any] | None) -> JSON:
+    return _involved("v1", "Node", node)
+
+
+def involved_nodeclaim(claim: Mapping[str, Any] | None) -> JSON:
+    return _involved("karpenter.sh/v1", "NodeClaim", claim)
+
+
+def involved_nodepool(pool: Mapping[str, Any] | None) -> JSON:
+    return _involved("karpenter.sh/v1", "NodePool", pool)
+
+
+class DedupingEvents:
+    """Publishes through an `EventRecorder`, skipping repeats of the same key within a window."""
+
+    def __init__(self, recorder: EventRecorder, *, clock: Clock, max_entries: int = 10_000):
+        self.recorder = recorder
+        self.clock = clock
+        self.max_entries = max_entries
+        self._sent: dict[tuple[str, ...], float] = {}
+
+    def publish(
+        self,
+        obj: JSON,
+        *,
+        reason: str,
+        message: str,
+        dedupe: tuple[str, ...],
+        window: float = DEFAULT_DEDUPE,
+        type: str = NORMAL,
+    ) -> None:
+        now = self.clock.now()
+        key = (reason, *dedupe)
+        last = self._sent.get(key)
+        if last is not None and now - last < window:
+            return
+        if len(self._sent) >= self.max_entries:
+            self._sent = {k: t for k, t in self._sent.items() if now - t < window}
+            if len(self._sent) >= self.max_entries:
+                self._sent.clear()
+        self._sent[key] = now
+        self.recorder.publish(obj, type=type, reason=reason, message=message)

@@ -1,0 +1,51 @@
+"""Disruption metrics, with Karpenter's names and labels (reasons in lower case)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+from karpy.kube.metrics import REGISTRY
+
+__all__ = [
+    "ALLOWED_DISRUPTIONS",
+    "DECISIONS_TOTAL",
+    "ELIGIBLE_NODES",
+    "FAILED_VALIDATIONS_TOTAL",
+    "NODECLAIMS_DISRUPTED_TOTAL",
+]
+
+DECISIONS_TOTAL = Counter(
+    "karpenter_voluntary_disruption_decisions_total",
+    "Number of disruption decisions performed. Labeled by disruption decision, reason, and "
+    "consolidation type.",
+    ["decision", "reason", "consolidation_type"],
+    registry=REGISTRY,
+)
+NODECLAIMS_DISRUPTED_TOTAL = Counter(
+    "karpenter_nodeclaims_disrupted_total",
+    "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was "
+    "disrupted and the owning nodepool.",
+    ["reason", "nodepool", "capacity_type"],
+    registry=REGISTRY,
+)
+ALLOWED_DISRUPTIONS = Gauge(
+    "karpenter_nodepools_allowed_disruptions",
+    "The number of nodes for a given NodePool that can be concurrently disrupting at a point in "
+    "time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new "
+    "nodes may be created and others may be deleted at any point.",
+    ["nodepool", "reason"],
+    registry=REGISTRY,
+)
+ELIGIBLE_NODES = Gauge(
+    "karpenter_voluntary_disruption_eligible_nodes",
+    "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
+FAILED_VALIDATIONS_TOTAL = Counter(
+    "karpenter_voluntary_disruption_failed_validations_total",
+    "Number of candidates that were selected for disruption but failed validation. Labeled by "
+    "consolidation type.",
+    ["consolidation_type"],
+    registry=REGISTRY,
+)
