@@ -63,14 +63,15 @@ class FakeCloud:
     terminating_calls: int = 0
     _pending: dict[str, int] = field(default_factory=dict)
 
-    def add(self, provider_id: str, *, claim_name: str, age: timedelta = timedelta(0)) -> None:
-        created = datetime.now(UTC) - age
+    def add(
+        self, provider_id: str, *, claim_name: str, age: timedelta | None = timedelta(0)
+    ) -> None:
+        """An instance launched `age` ago (None: the cloud reports no launch time)."""
+        meta: JSON = {"name": claim_name}
+        if age is not None:
+            meta["creationTimestamp"] = format_time(datetime.now(UTC) - age)
         self.instances[provider_id] = NodeClaim.model_validate(
-            {
-                "metadata": {"name": claim_name, "creationTimestamp": format_time(created)},
-                "spec": claim_spec(),
-                "status": {"providerID": provider_id},
-            }
+            {"metadata": meta, "spec": claim_spec(), "status": {"providerID": provider_id}}
         )
 
     async def create(self, claim: NodeClaim) -> NodeClaim:
