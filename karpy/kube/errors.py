@@ -140,9 +140,10 @@ class InvalidError(ApiError):
     """422: the object failed validation; `causes` names the fields."""
 
     def __str__(self) -> str:
-        fields = "; ".join(f"{c.field}: {c.message}" for c in self.causes if c.field)
         base = super().__str__()
-        return f"{base} ({fields})" if fields and fields not in base else base
+        missing = [c for c in self.causes if c.field and c.field not in base]
+        fields = "; ".join(f"{c.field}: {c.message}" for c in missing)
+        return f"{base} ({fields})" if fields else base
 
 
 class TooManyRequestsError(ApiError):
