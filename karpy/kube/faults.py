@@ -4,7 +4,8 @@ Real apiservers cannot be asked to drop one response or throttle one verb; this 
 without touching the client's internals. Rules match requests (method, path substring, or any
 predicate) and then answer with a status, fail to connect, forward the request and then lose the
 answer (the server did act: the "outcome unknown" case), or delay. `partition()` fails every
-request until `heal()`. Every request seen is recorded in `requests`.
+request until `heal()`, and breaks open watch streams as a network cut would. Every request seen
+is recorded in `requests`.
 """
 
 from __future__ import annotations
@@ -80,6 +81,46 @@ class _FakeStream:
                 yield line
 
 
+class _CuttableStream:
+    """Passes a real stream through until the transport is partitioned."""
+
+    def __init__(self, inner: StreamResponse, cut: asyncio.Event, what: str) -> None:
+        self._inner = inner
+        self._cut = cut
+        self._what = what
+
+    @property
+    def status(self) -> int:
+        return self._inner.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._inner.headers
+
+    async def read(self) -> bytes:
+        return await self._inner.read()
+
+    async def lines(self) -> AsyncIterator[bytes]:
+        source = self._inner.lines().__aiter__()
+        cut = asyncio.ensure_future(self._cut.wait())
+        try:
+            while True:
+                following = asyncio.ensure_future(anext(source))
+                await asyncio.wait({following, cut}, return_when=asyncio.FIRST_COMPLETED)
+                if cut.done():
+                    following.cancel()
+                    raise KubeConnectionError(
+                        f"{self._what}: injected partition", request_sent=True
+                    )
+                try:
+                    line = following.result()
+                except StopAsyncIteration:
+                    return
+                yield line
+        finally:
+            cut.cancel()
+
+
 class FaultInjectingTransport:
     """Wraps a real `Transport`; unmatched requests pass straight through."""
 
@@ -88,6 +129,7 @@ class FaultInjectingTransport:
         self.rules: list[Rule] = []
         self.requests: list[Request] = []
         self._partitioned = False
+        self._cut = asyncio.Event()
 
     def inject(
         self,
@@ -127,11 +169,13 @@ class FaultInjectingTransport:
         self.rules.clear()
 
     def partition(self) -> None:
-        """Fail every request (and new watch) as unreachable until `heal()`."""
+        """Break open watch streams and fail every request as unreachable until `heal()`."""
         self._partitioned = True
+        self._cut.set()
 
     def heal(self) -> None:
         self._partitioned = False
+        self._cut = asyncio.Event()
 
     def _rule_for(self, request: Request) -> Rule | None:
         return next((rule for rule in self.rules if rule.take(request)), None)
@@ -176,7 +220,7 @@ class FaultInjectingTransport:
         if rule is not None and rule.kind is FaultKind.DELAY:
             await asyncio.sleep(rule.delay)
         async with self.inner.stream(request) as stream:
-            yield stream
+            yield _CuttableStream(stream, self._cut, what)
 
     async def close(self) -> None:
         await self.inner.close()
