@@ -40,11 +40,20 @@ from karpy.cloudprovider.types import (
 )
 from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["ENV_VAR", "FaultPlan", "FaultPlanError", "FaultyCloudProvider", "from_env"]
+__all__ = [
+    "ENV_VAR",
+    "PHANTOM_PREFIX",
+    "FaultPlan",
+    "FaultPlanError",
+    "FaultyCloudProvider",
+    "from_env",
+]
 
 ENV_VAR: Final = "KARPY_TEST_PROVIDER_FAULTS"
 """Test-only: the fault plan `karpy run` wraps its provider with (unset: no faults)."""
 ALL: Final = -1
+PHANTOM_PREFIX: Final = "phantom://"
+"""ProviderIDs of phantom instances: no provider (nor the kwok node simulator) knows them."""
 REASON_FAULT_INJECTED: Final = "FaultInjected"
 log = structlog.get_logger("karpy.cloudprovider.faults")
 _FAULTS: Final = {
@@ -136,7 +145,7 @@ class FaultyCloudProvider:
 
     def _phantom(self, claim: NodeClaim) -> NodeClaim:
         """An instance that exists only here: launched, but no Node will ever register."""
-        provider_id = f"{self.inner.name}://phantom-{claim.name}"
+        provider_id = f"{PHANTOM_PREFIX}{claim.name}"
         existing = self.phantoms.get(provider_id)
         if existing is not None:
             return existing.claim.model_copy(deep=True)

@@ -124,7 +124,7 @@ async def test_never_register_launches_a_phantom_the_provider_still_knows() -> N
     assert inner.created == []
     assert phantom.status is not None
     provider_id = phantom.status.provider_id
-    assert provider_id == "inner://phantom-c1"
+    assert provider_id == "phantom://c1"
     assert phantom.status.capacity == {"cpu": "1", "memory": "1Gi"}
     assert (phantom.metadata.labels or {})["node.kubernetes.io/instance-type"] == "a"
     assert (await provider.create(claim())).status.provider_id == "inner://c1"  # type: ignore[union-attr]
