@@ -9,6 +9,7 @@ not passed) and none a PodDisruptionBudget protects at the moment.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,9 +33,15 @@ __all__ = [
     "PdbLimits",
     "candidate",
     "do_not_disrupt_active",
+    "quoted",
 ]
 
 JSON = dict[str, Any]
+
+
+def quoted(text: str) -> str:
+    """`text` in double quotes, as Go's `%q` writes it in Karpenter's messages."""
+    return json.dumps(text)
 
 
 class NotCandidate(Exception):
@@ -162,13 +169,13 @@ class PdbLimits:
         ]
         if len(matching) > 1:
             keys = ", ".join(sorted(p.key for p in matching))
-            return f"pod {podutil.pod_key(pod)!r} is selected by multiple pdbs ({keys})"
+            return f"pod {quoted(podutil.pod_key(pod))} is selected by multiple pdbs ({keys})"
         for pdb in matching:
             if pdb.disruptions_allowed > 0:
                 continue
             if pdb.always_allow_unhealthy and not _pod_ready(pod):
                 continue
-            return f"pdb {pdb.key!r} prevents pod evictions"
+            return f"pdb {quoted(pdb.key)} prevents pod evictions"
         return None
 
 
@@ -205,11 +212,11 @@ def candidate(
         raise NotCandidate("node doesn't have required label karpenter.sh/nodepool")
     pool = nodepools.get(pool_name)
     if pool is None:
-        raise NotCandidate(f"NodePool {pool_name!r} not found")
+        raise NotCandidate(f"NodePool {quoted(pool_name)} not found")
     for pod in node.pods:
         if do_not_disrupt_active(pod, now):
             raise NotCandidate(
-                f'pod {podutil.pod_key(pod)!r} has "{ANNOTATION_DO_NOT_DISRUPT}" annotation',
+                f'pod {quoted(podutil.pod_key(pod))} has "{ANNOTATION_DO_NOT_DISRUPT}" annotation',
                 publish=False,
             )
     for pod in node.pods:

@@ -35,6 +35,7 @@ from karpy.controllers.disruption.candidates import (
     NotCandidate,
     PdbLimits,
     candidate,
+    quoted,
 )
 from karpy.controllers.disruption.events import (
     DedupingEvents,
@@ -221,7 +222,7 @@ class DisruptionController:
         """Emptiness's filter: consolidation enabled, the node empty and Consolidatable."""
         if c.nodepool.spec.disruption.consolidate_after_duration() is None:
             if publish:
-                message = f"NodePool {c.nodepool_name!r} has consolidation disabled"
+                message = f"NodePool {quoted(c.nodepool_name)} has consolidation disabled"
                 for obj, ref in (
                     (c.node.node, involved_node(c.node.node)),
                     (c.node.nodeclaim, involved_nodeclaim(c.node.nodeclaim)),

@@ -189,7 +189,7 @@ async def test_consolidation_disabled_keeps_empty_nodes(env: Env) -> None:
     assert not _deleting(env, cluster)
     await recorder.flush()
     messages = {e["message"] for e in await _events(env, "Unconsolidatable")}
-    assert messages == {"NodePool 'pool' has consolidation disabled"}
+    assert messages == {'NodePool "pool" has consolidation disabled'}
 
 
 async def test_stale_disruption_marks_are_removed(env: Env) -> None:

@@ -84,7 +84,7 @@ def pdb(
 
 def test_pdb_with_no_disruptions_allowed_blocks() -> None:
     limits = PdbLimits([pdb("web", 0, selector={"matchLabels": {"app": "web"}})])
-    assert limits.blocking(pod()) == "pdb 'ns/web' prevents pod evictions"
+    assert limits.blocking(pod()) == 'pdb "ns/web" prevents pod evictions'
     assert limits.blocking(pod(labels={"app": "db"})) is None
 
 
