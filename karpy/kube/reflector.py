@@ -72,6 +72,7 @@ class Reflector:
         self.resource_version: str | None = None
         self.lists = 0
         self.watches = 0
+        self.expired = 0
         self.last_error: BaseException | None = None
         self._log = log.bind(resource=resource.display, namespace=namespace or "")
 
@@ -92,6 +93,7 @@ class Reflector:
             except asyncio.CancelledError:
                 raise
             except GoneError as exc:
+                self.expired += 1
                 self._log.info("watch expired; relisting", reason=str(exc))
                 self.last_error = exc
                 relisted_quickly = self.resource_version is None
