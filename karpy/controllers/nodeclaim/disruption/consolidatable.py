@@ -84,6 +84,7 @@ class ConsolidatableController:
         self.nodeclaims = nodeclaims
         self.nodepools = nodepools
         self.clock = clock or RealClock()
+        self._pool_generations: dict[str, object] = {}
 
     def controller(self) -> Controller[str]:
         controller = Controller[str](
@@ -94,7 +95,14 @@ class ConsolidatableController:
         return controller
 
     def _claims_of(self, pool: JSON) -> Iterable[str]:
-        name = (pool.get("metadata") or {}).get("name")
+        """A NodePool's NodeClaims, when its spec changed (status writes are frequent and
+        never change consolidateAfter)."""
+        meta = pool.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        generation = (meta.get("uid"), meta.get("generation"))
+        if self._pool_generations.get(name) == generation and generation[1] is not None:
+            return []
+        self._pool_generations[name] = generation
         return [
             str((c.get("metadata") or {}).get("name"))
             for c in self.nodeclaims.list()
