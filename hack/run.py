@@ -1,14 +1,17 @@
-"""`make run`: a cluster with karpy's CRDs and examples, ready to look at.
+"""`make run`: karpy with the kwok provider on a local cluster, in the foreground.
 
-Uses ``$KUBECONFIG`` when set, else the `make cluster-up` cluster, starting it if needed. Then
-installs ``manifests/crds/`` and ``manifests/examples/`` and prints the kubectl commands to look
-at them. Until the controller exists this is where it stops; later the controller runs here in
-the foreground with the kwok provider (see ``run_controller``).
+Uses ``$KUBECONFIG`` when set (a kind cluster, say), else the `make cluster-up` cluster,
+starting it if needed. Installs ``manifests/crds/`` and the kwok examples
+(``manifests/examples/kwok/``: KWOKNodeClass and NodePool ``local``, the ``inflate`` demo
+Deployment), then runs ``karpy run`` with ``PROVIDER=kwok`` in the foreground with readable
+logs. Ctrl-C stops karpy, and the local control plane too if this run started it.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -18,26 +21,27 @@ import controlplane
 from kubetest import Kubectl
 
 CRDS = cluster.REPO / "manifests" / "crds"
-EXAMPLES = cluster.REPO / "manifests" / "examples"
+EXAMPLES = cluster.REPO / "manifests" / "examples" / "kwok"
+STOP_GRACE = 30.0
 
 
 class RunError(RuntimeError):
     """A step of `make run` failed; the message says which and why."""
 
 
-def ensure_cluster() -> Path:
-    """Return the kubeconfig of the cluster to use, starting the local one if needed."""
+def ensure_cluster() -> tuple[Path, bool]:
+    """The kubeconfig of the cluster to use, and whether this run started it."""
     env = os.environ.get("KUBECONFIG")
     if env and Path(env).resolve() != cluster.KUBECONFIG.resolve():
         print(f"using the cluster of $KUBECONFIG ({env})")
-        return Path(env)
+        return Path(env), False
     if not cluster.is_up():
         print("starting the local control plane (make cluster-up)")
         if cluster.up() != 0:
             raise RunError("the local control plane did not start")
-    else:
-        print(f"reusing the local control plane ({cluster.KUBECONFIG})")
-    return cluster.KUBECONFIG
+        return cluster.KUBECONFIG, True
+    print(f"reusing the local control plane ({cluster.KUBECONFIG})")
+    return cluster.KUBECONFIG, False
 
 
 def _yaml_files(directory: Path) -> list[Path]:
@@ -71,34 +75,80 @@ def install_examples(kubectl: Kubectl, *, crds_installed: bool) -> list[str]:
     return failures
 
 
-def run_controller(kubeconfig: Path) -> int:
-    """Placeholder for the controller with the kwok provider in the foreground."""
-    print(
-        "\nThe controller does not exist yet. Look at what is installed:\n"
-        '  eval "$(hack/env)"    # PATH and KUBECONFIG for the local cluster\n'
-        "  kubectl get crd\n"
-        "  kubectl get nodepools,nodeclaims,ec2nodeclasses,kwoknodeclasses\n"
-        "  kubectl get deployments,pods -A\n"
-        "  kubectl explain nodepool.spec.template.spec\n"
-        "Stop the local cluster with: make cluster-down"
+def _port(preferred: int) -> int:
+    """`preferred` if it is free on 127.0.0.1, else any free port."""
+    for candidate in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", candidate))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise RunError("no free port on 127.0.0.1")
+
+
+def _hints(kubeconfig: Path, metrics_port: int) -> str:
+    if kubeconfig.resolve() == cluster.KUBECONFIG.resolve():
+        shell = 'eval "$(hack/env)"        # kubectl and KUBECONFIG for the local cluster'
+    else:
+        shell = f"export KUBECONFIG={kubeconfig}"
+    return (
+        "\nkarpy is starting with the kwok provider. In another terminal:\n"
+        f"  {shell}\n"
+        "  kubectl scale deployment/inflate --replicas 5\n"
+        "  kubectl get nodeclaims,nodes -l karpenter.sh/nodepool -w\n"
+        "  kubectl scale deployment/inflate --replicas 0   # empty nodes go after 30s\n"
+        f"  curl -s 127.0.0.1:{metrics_port}/metrics | grep ^karpenter_\n"
+        "Ctrl-C stops karpy.\n"
     )
-    del kubeconfig
-    return 0
+
+
+def run_controller(kubeconfig: Path) -> int:
+    """`karpy run` with the kwok provider in the foreground until Ctrl-C."""
+    metrics_port = _port(8080)
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        "PROVIDER": "kwok",
+        "BIND_ADDRESS": "127.0.0.1",
+        "METRICS_PORT": str(metrics_port),
+        "HEALTH_PROBE_PORT": str(_port(8081)),
+    }
+    print(_hints(kubeconfig, metrics_port), flush=True)
+    proc = subprocess.Popen([sys.executable, "-m", "karpy.cli", "run"], cwd=cluster.REPO, env=env)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        # Stop gracefully (karpy releases its lease), whether or not the terminal's SIGINT
+        # reached it too.
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(STOP_GRACE)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            proc.send_signal(signal.SIGKILL)
+            return proc.wait()
 
 
 def main() -> int:
+    started = False
     try:
-        kubeconfig = ensure_cluster()
+        kubeconfig, started = ensure_cluster()
         kubectl = Kubectl(controlplane.cache_dir() / "kubectl", kubeconfig)
         crds = install_crds(kubectl)
         failures = install_examples(kubectl, crds_installed=crds)
+        if failures:
+            print("failed to apply:", *failures, sep="\n  ", file=sys.stderr)
+            return 1
+        return run_controller(kubeconfig)
     except (RunError, controlplane.ControlPlaneError, subprocess.CalledProcessError) as err:
         print(f"make run: {err}", file=sys.stderr)
         return 1
-    if failures and crds:
-        print("failed to apply:", *failures, sep="\n  ", file=sys.stderr)
-        return 1
-    return run_controller(kubeconfig)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if started:
+            print("stopping the local control plane this run started")
+            cluster.down()
 
 
 if __name__ == "__main__":
