@@ -12,7 +12,8 @@ Bound = max(fluid LP, item bound), where
   ceil(n/s) (Karpenter's reading: a fresh node is an empty domain). Each node then also pays
   its DaemonSet overhead, which is what makes the floor bite.
 * the item bound: a pod that fits no existing node needs at least the cheapest type that
-  holds it.
+  holds it. Likewise pods that need more than half of the largest node's capacity of one
+  resource repel each other like hostname anti-affinity, and count towards a node floor.
 
 Every real plan is feasible for the LP (route each pod's requests to its node), so neither
 term can exceed the cost of any plan. Preferences are ignored here (a plan may drop them), and
@@ -65,6 +66,7 @@ def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
         for t in range(len(pool.types)):
             columns.append(Column(pool.base_price[t], tuple(max(0, a) for a in pool.alloc[t])))
     dims = len(s.dims.names)
+    max_cap = [max((col.capacity[r] for col in columns), default=0) for r in range(dims)]
     groups: dict[tuple[int, ...], list[int]] = {}
     item_bound = 0.0
     seeds: list[tuple[object, frozenset[int], int]] = []
@@ -80,11 +82,23 @@ def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
             for alt in pod.requirement_alternatives():
                 if pool.node_reqs.compatible(alt, well_known=pool.well_known) is not None:
                     continue
-                mask = pool.fit_mask(pool.node_reqs.union(alt), c.vec)
-                for t in bits(mask):
+                merged = pool.node_reqs.union(alt)
+                # columns by requirements only: smaller types relax the LP, which stays valid
+                for t in bits(pool.compatible_mask(merged)):
                     cols.add(offsets[pool.index] + t)
+                for t in bits(pool.fit_mask(merged, c.vec)):
                     cheapest = min(cheapest, pool.base_price[t])
         key = tuple(sorted(cols))
+        # Pods needing more than half of the largest node in some resource cannot share a node
+        # with each other: they are seeds too, one group per resource.
+        for r in range(dims):
+            if 2 * c.vec[r] > max_cap[r]:
+                fitting = frozenset(
+                    i
+                    for i in key
+                    if all(v <= cap for v, cap in zip(c.vec, columns[i].capacity, strict=True))
+                )
+                seeds.append((("half", r), fitting, n))
         for term in pod.anti_affinity:
             if term.topology_key == LABEL_HOSTNAME and term.selector.matches(pod.labels):
                 fitting = frozenset(

@@ -8,10 +8,17 @@ packed as a whole:
 1. The fluid covering LP (`lp.py`) over the pods sent to this pool says which node types an
    optimal fractional plan buys, how many, and the dual price of each resource.
 2. That many nodes are opened up front, each aiming at one of those types.
-3. Pods are placed largest first (by dual value), each on the least-loaded open node that can
-   take it, so every node receives a similar mix and the resources run out together. Node-level
-   constraints (hostname anti-affinity and spread, host ports, requirements pinned by earlier
-   pods) are checked per node. Pods that fit nowhere open a node of the type the LP values most.
+3. Pods are placed largest first (by their share of the batch's demand), each on the
+   least-loaded open node that can take it, so every node receives a similar mix and the
+   resources run out together. Node-level constraints (hostname anti-affinity and spread, host
+   ports, requirements pinned by earlier pods) are checked per node. Pods that fit nowhere open
+   a node of the type the LP values most.
+
+When pods are large relative to nodes, balancing strands capacity in every node, and the LP's
+fractional mix of types can mislead (it does not know that only four 28Gi pods fit a 128Gi
+node). So a batch is packed several ways - balanced, first fit decreasing, or best-aligned fit, with
+the LP's node counts rounded down, up, or no nodes opened up front - and the cheapest plan is
+kept. Batches above a few thousand pods get only the two balanced packings, which are cheap.
 4. Each node finally gets every type that holds its pods, cheapest first, so the launch buys
    the cheapest type that fits what actually landed on it.
 """
@@ -23,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from karpy.scheduling.lp import Column, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.lp import Column, CoverSolution, DemandGroup, seed_floors, solve_cover
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.pools import PoolContext, bits
 from karpy.scheduling.requirements import Requirements
@@ -33,7 +40,7 @@ __all__ = ["Item", "OpenNode", "Packer", "Term"]
 # How many open nodes may refuse one item (identical pods) before new nodes are opened for it.
 _MAX_REJECTIONS = 4096
 # How many of the least-filled nodes are considered for splitting.
-_MAX_SPLITS = 8
+_MAX_SPLITS = 32
 
 
 @dataclass(eq=False, slots=True)
@@ -110,8 +117,20 @@ class OpenNode:
 class Packer:
     """Packs the items of one pool; `run()` returns the filled nodes."""
 
-    def __init__(self, pool: PoolContext, items: Sequence[Item], *, floor: int = 0) -> None:
+    def __init__(
+        self,
+        pool: PoolContext,
+        items: Sequence[Item],
+        *,
+        floor: int = 0,
+        first_fit: bool = False,
+        aligned: bool = False,
+        preopen: str = "floor",
+    ) -> None:
         self.pool = pool
+        self.first_fit = first_fit or aligned
+        self.aligned = aligned
+        self.preopen = preopen
         self.items = list(items)
         self.floor = floor
         self.nodes: list[OpenNode] = []
@@ -134,6 +153,47 @@ class Packer:
 
     # ---- planning ---------------------------------------------------------------------------
 
+    def _solve(self, items: Sequence[Item]) -> CoverSolution | None:
+        """The fluid LP over `items` (with node floors from pods that repel each other)."""
+        pool = self.pool
+        n = len(pool.types)
+        dims = len(pool.dims.names)
+        columns = [
+            Column(price=pool.base_price[t], capacity=tuple(max(0, a) for a in pool.alloc[t]))
+            for t in range(n)
+        ]
+        # Group demand by the types pods may use by their requirements, not by size: letting a
+        # group use types too small for its pods only relaxes the LP (sizes are the floors'
+        # business), and it keeps the LP to a handful of groups instead of one per pod size.
+        by_mask: dict[int, list[int]] = {}
+        for item in items:
+            compat = pool.compatible_mask(pool.node_reqs.union(item.reqs)) & pool.all_mask
+            demand = by_mask.setdefault(compat or item.mask, [0] * dims)
+            k = len(item.pods)
+            for r in range(dims):
+                demand[r] += item.vec[r] * k
+        groups = [DemandGroup(tuple(d), bits(m)) for m, d in by_mask.items() if m]
+        if not groups:
+            return None
+        seeds: list[tuple[object, frozenset[int], int]] = [
+            (t, frozenset(bits(item.mask)), len(item.pods))
+            for item in items
+            for t in item.anti
+            if t in item.matched
+        ]
+        max_cap = [max((c.capacity[r] for c in columns), default=0) for r in range(dims)]
+        for item in items:
+            for r in range(dims):
+                if 2 * item.vec[r] > max_cap[r]:
+                    seeds.append((("half", r), frozenset(bits(item.mask)), len(item.pods)))
+        floors = seed_floors(seeds)
+        if self.floor and not seeds:
+            floor_mask = 0
+            for item in items:
+                floor_mask |= item.mask
+            floors.append((self.floor, bits(floor_mask)))
+        return solve_cover(columns, groups, floors=floors)
+
     def _plan(self) -> None:
         """Solve the fluid LP for this pool's items; rank types by dual value per price."""
         pool = self.pool
@@ -141,30 +201,7 @@ class Packer:
         if n == 0 or not self.items:
             return
         dims = len(pool.dims.names)
-        columns = [
-            Column(price=pool.base_price[t], capacity=tuple(max(0, a) for a in pool.alloc[t]))
-            for t in range(n)
-        ]
-        by_mask: dict[int, list[int]] = {}
-        for item in self.items:
-            demand = by_mask.setdefault(item.mask, [0] * dims)
-            k = len(item.pods)
-            for r in range(dims):
-                demand[r] += item.vec[r] * k
-        groups = [DemandGroup(tuple(d), bits(m)) for m, d in by_mask.items() if m]
-        seeds = [
-            (t, frozenset(bits(item.mask)), len(item.pods))
-            for item in self.items
-            for t in item.anti
-            if t in item.matched
-        ]
-        floors = seed_floors(seeds)
-        if self.floor:
-            floor_mask = 0
-            for item in self.items:
-                floor_mask |= item.mask
-            floors.append((self.floor, bits(floor_mask)))
-        sol = solve_cover(columns, groups, floors=floors) if groups else None
+        sol = self._solve(self.items)
         if sol is not None:
             # one dual vector for valuing pods: the demand-weighted average over groups
             if len(sol.duals) == 1:
@@ -278,6 +315,25 @@ class Packer:
                 return 0
         return max(k, 0)
 
+    def _merged_key(self, bucket: tuple[int, int], item: Item) -> tuple[int, Requirements] | None:
+        sig, target = bucket
+        key = (sig, target, id(item), item.reqs)
+        got = self._bucket_ok.get(key)
+        if got is None:
+            reqs = self.sig_reqs[sig]
+            if reqs.intersects(item.reqs) is not None or not (item.mask >> target) & 1:
+                got = -1
+            else:
+                merged = reqs.union(item.reqs)
+                if not (self.pool.compatible_mask(merged) >> target) & 1:
+                    got = -1
+                else:
+                    got = self._sig(merged)
+            self._bucket_ok[key] = got
+        if got < 0:
+            return None
+        return got, self.sig_reqs[got]
+
     def _merged(self, node: OpenNode, item: Item) -> tuple[int, Requirements] | None:
         """The node's signature after taking `item`, or None when they are incompatible."""
         key = (node.sig, node.target, id(item), item.reqs)
@@ -333,6 +389,27 @@ class Packer:
                 if x > load:
                     load = x
         node.load = load
+
+    @staticmethod
+    def _alignment(node: OpenNode, item: Item) -> float:
+        """Cosine between the pod's requests and the node's free capacity (both relative to
+        the node's size): high when the pod is shaped like the room left, so memory-heavy
+        pods go to memory-rich nodes and the mix the LP bought is used as intended."""
+        cap = node.cap
+        used = node.used
+        dot = nv = nf = 0.0
+        for r, v in enumerate(item.vec):
+            c = cap[r]
+            if c <= 0:
+                continue
+            a = v / c
+            b = (c - used[r]) / c
+            dot += a * b
+            nv += a * a
+            nf += b * b
+        if nv <= 0 or nf <= 0:
+            return 0.0
+        return dot / math.sqrt(nv * nf)
 
     def _load_after(self, node: OpenNode, item: Item) -> float:
         cap = node.cap
@@ -395,30 +472,71 @@ class Packer:
             self._add(node, item, k, merged)
             self._push(node)
 
+    def _place_first_fit(self, item: Item) -> None:
+        """First fit over the open nodes in opening order (LP nodes first), or the best-aligned
+        fullest node that fits; identical pods go in batches."""
+        total = len(item.pods)
+        while item.placed < total:
+            want = total - item.placed
+            best: OpenNode | None = None
+            best_merged: tuple[int, Requirements] | None = None
+            best_key = (0.0, 0.0)
+            for node in self.nodes:
+                merged = self._merged(node, item)
+                if merged is None or self._room(node, item, 1) <= 0:
+                    continue
+                if not self.aligned:
+                    best, best_merged = node, merged
+                    break
+                # best aligned, then fullest (best fit)
+                key = (-round(self._alignment(node, item), 2), -self._load_after(node, item))
+                if best is None or key < best_key:
+                    best, best_merged, best_key = node, merged, key
+            if best is not None and best_merged is not None:
+                self._add(best, item, self._room(best, item, want), best_merged)
+            else:
+                target = self._new_node_target(item)
+                fresh = self._open(target, self.pool.node_reqs) if target is not None else None
+                merged = self._merged(fresh, item) if fresh is not None else None
+                if fresh is None or merged is None or self._room(fresh, item, 1) <= 0:
+                    item.failed.extend(item.pods[item.placed :])
+                    item.placed = total
+                    return
+                self._add(fresh, item, self._room(fresh, item, want), merged)
+
     def _place(self, item: Item) -> None:
         if item.affinity:
             self._place_affinity(item)
+            return
+        if self.first_fit:
+            self._place_first_fit(item)
             return
         total = len(item.pods)
         rejected: list[OpenNode] = []
         rejected_ids: set[int] = set()
         refusals = 0
         buckets = self.buckets
+        merged_by_bucket: dict[tuple[int, int], tuple[int, Requirements] | None] = {}
         while item.placed < total:
             best: OpenNode | None = None
             best_merged: tuple[int, Requirements] | None = None
             best_score = 0.0
             for key in list(buckets):
                 heap = buckets[key]
+                if key in merged_by_bucket:
+                    merged = merged_by_bucket[key]
+                    if merged is None:
+                        continue  # the whole bucket is incompatible with this item
+                else:
+                    merged = merged_by_bucket[key] = self._merged_key(key, item)
+                    if merged is None:
+                        continue
                 while heap:
                     _, idx, version, _ = heap[0]
                     node = self.nodes[idx]
                     if node.version != version or idx in rejected_ids:
                         heapq.heappop(heap)
                         continue
-                    merged = self._merged(node, item)
-                    if merged is None:
-                        break  # the whole bucket is incompatible with this item
                     if self._room(node, item, 1) <= 0:
                         heapq.heappop(heap)
                         rejected.append(node)
@@ -471,40 +589,63 @@ class Packer:
             return t
         return None
 
-    def _lp_nodes(self) -> list[tuple[int, int]]:
-        """How many nodes of which type the LP optimum buys, rounded down.
+    def _lp_nodes(self, lp_x: Sequence[float], *, ceil: bool = False) -> list[tuple[int, int]]:
+        """How many nodes of which type the LP optimum buys, rounded down (or up).
 
         Types with the same allocatable and price (an amd64 and an arm64 twin) are one shape to
         the LP, which may split its purchase between them: sum those before rounding.
         """
-        if not self.lp_x:
+        if not lp_x:
             return []
         pool = self.pool
         shapes: dict[tuple[tuple[int, ...], float], tuple[float, int]] = {}
-        for t, x in enumerate(self.lp_x):
+        for t, x in enumerate(lp_x):
             if x <= 1e-9:
                 continue
             key = (pool.alloc[t], pool.base_price[t])
             total, best = shapes.get(key, (0.0, t))
-            if x > self.lp_x[best]:
+            if x > lp_x[best]:
                 best = t
             shapes[key] = (total + x, best)
         out = []
         for total, t in shapes.values():
             count = int(total + 1e-6)
-            if total - count > 0.9:
+            if total - count > (1e-6 if ceil else 0.9):
                 count += 1
             if count:
                 out.append((t, count))
         out.sort(key=lambda tc: self.ranking.index(tc[0]))
         return out
 
+    def _preopen(self, *, ceil: bool) -> None:
+        """Open the nodes the LP buys. Pods pinned to different domains (zones) cannot share
+        nodes, so without node floors each pinned group gets its own LP and its own pinned
+        nodes; otherwise one LP over the pool decides."""
+        pool = self.pool
+        single = self.floor or self.preopen == "global" or any(item.seed for item in self.items)
+        parts: dict[Requirements, list[Item]] = {}
+        for item in self.items:
+            parts.setdefault(Requirements() if single else item.reqs, []).append(item)
+        if len(parts) == 1:
+            for t, count in self._lp_nodes(self.lp_x, ceil=ceil):
+                for _ in range(count):
+                    self._open(t, pool.node_reqs)
+            return
+        for reqs, items in parts.items():
+            sol = self._solve(items)
+            if sol is None:
+                continue
+            merged = pool.node_reqs.union(reqs)
+            compat = pool.compatible_mask(merged)
+            for t, count in self._lp_nodes(sol.x, ceil=ceil):
+                node_reqs = merged if (compat >> t) & 1 else pool.node_reqs
+                for _ in range(count):
+                    self._open(t, node_reqs)
+
     def run(self) -> list[tuple[OpenNode, list[PodView]]]:
         self._plan()
-        pool = self.pool
-        for t, count in self._lp_nodes():
-            for _ in range(count):
-                self._open(t, pool.node_reqs)
+        if self.preopen:
+            self._preopen(ceil=self.preopen == "ceil")
         order = sorted(
             self.items,
             key=lambda it: (not it.seed, not it.affinity, -it.value, -sum(it.vec)),
@@ -517,6 +658,10 @@ class Packer:
             if pods:
                 out.append((node, pods))
         return self._split_underfilled(out)
+
+    def cost(self, nodes: Sequence[tuple[OpenNode, list[PodView]]]) -> float:
+        """What the nodes would cost, each at the cheapest type that holds its pods."""
+        return sum(self._cheapest_holding(node, node.used) for node, _ in nodes)
 
     # ---- splitting ----------------------------------------------------------------------------
 
@@ -601,7 +746,10 @@ class Packer:
     ) -> list[tuple[float, list[int], list[PodView]]] | None:
         pool = self.pool
         prices = pool.prices(node.reqs)
-        candidates = [t for t in bits(node.mask) if math.isfinite(prices[t]) and prices[t] > 0]
+        candidates = sorted(
+            (t for t in bits(node.mask) if math.isfinite(prices[t]) and prices[t] > 0),
+            key=lambda t: -sum(max(0, a) for a in pool.alloc[t]),
+        )
         remaining = entries
         plan: list[tuple[float, list[int], list[PodView]]] = []
         while remaining:
@@ -628,6 +776,6 @@ class Packer:
             chosen = set(taken)
             plan.append((prices[t], used, [remaining[j][2] for j in taken]))
             remaining = [e for j, e in enumerate(remaining) if j not in chosen]
-            if len(plan) > 8:
+            if len(plan) > 64:
                 return None
         return plan

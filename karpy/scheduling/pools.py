@@ -152,6 +152,11 @@ class PoolContext:
         )
         self.base_price = [it.price(self.node_reqs) for it in self.types]
         self.capacity = [dims.vec(it.capacity) for it in self.types]
+        self.max_capacity: dict[str, int] = {}
+        for it in self.types:
+            for k, v in it.capacity.items():
+                if v > self.max_capacity.get(k, 0):
+                    self.max_capacity[k] = v
         self._compat: dict[Requirements, int] = {}
         self._fit: dict[tuple[Requirements, tuple[int, ...]], int] = {}
         self._domains: dict[tuple[int, Requirements, str], frozenset[str]] = {}

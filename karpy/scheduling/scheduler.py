@@ -53,6 +53,8 @@ __all__ = ["Scheduler", "schedule"]
 
 _PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
 _NODES = "nodes"
+# Batches up to this many pods per pool are also packed first-fit decreasing (see packer.py).
+_FIRST_FIT_LIMIT = 2000
 
 
 def schedule(inp: SchedulingInput) -> SchedulingResult:
@@ -759,9 +761,7 @@ class Scheduler:
             units = by_pool.get(pool.index)
             if not units:
                 continue
-            items, floor = self._items(units)
-            packer = Packer(pool, items, floor=floor)
-            nodes = packer.run()
+            items, nodes = self._best_packing(pool, units)
             for item in items:
                 for p in item.failed:
                     self.errors[p.key] = (
@@ -773,7 +773,7 @@ class Scheduler:
             unit_of = {id(p): u for u in units for p in u.pods}
             for node, pods in nodes:
                 types, relaxed, why = self._finalize_types(pool, node)
-                if types and remaining is not None:
+                if types and remaining is not None and not _all_within(pool, remaining):
                     types = [t for t in types if _within(t, remaining)]
                     if not types:
                         why = (
@@ -789,6 +789,40 @@ class Scheduler:
             for unit, pods in self._regroup(spilled):
                 self._reassign(unit, pods, pool.index + 1, by_pool)
         return out
+
+    def _best_packing(
+        self, pool: PoolContext, units: list[_Unit]
+    ) -> tuple[list[Item], list[tuple[OpenNode, list[PodView]]]]:
+        """Pack the pool's pods several ways and keep the cheapest plan (see packer.py)."""
+        pods = sum(len(u.pods) for u in units)
+        # (first fit, aligned, nodes from the LP opened up front)
+        variants = [(False, False, "floor"), (False, False, "ceil")]
+        if pods <= _FIRST_FIT_LIMIT:
+            variants += [
+                (False, False, "global"),
+                (True, False, "floor"),
+                (True, False, "global"),
+                (False, False, ""),
+                (False, True, ""),
+            ]
+        best: tuple[int, float, list[Item], list[tuple[OpenNode, list[PodView]]]] | None = None
+        for first_fit, aligned, preopen in variants:
+            items, floor = self._items(units)
+            if aligned and floor > _FIRST_FIT_LIMIT // 10:
+                continue  # thousands of single-pod nodes: scanning them all per pod is too slow
+            if preopen == "ceil" and best is not None and len(best[3]) >= 100:
+                continue  # rounding up one node in a hundred cannot pay off
+
+            packer = Packer(
+                pool, items, floor=floor, first_fit=first_fit, aligned=aligned, preopen=preopen
+            )
+            nodes = packer.run()
+            failed = sum(len(i.failed) for i in items)
+            cost = packer.cost(nodes)
+            if best is None or (failed, cost) < (best[0], best[1] - 1e-9):
+                best = (failed, cost, items, nodes)
+        assert best is not None
+        return best[2], best[3]
 
     def _repair_spread(
         self, packed: list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]]
@@ -1045,6 +1079,13 @@ def _within(t: InstanceType, remaining: dict[str, int]) -> bool:
         all(t.capacity.get(k, 0) <= v for k, v in remaining.items() if k != _NODES)
         and remaining.get(_NODES, 1) >= 1
     )
+
+
+def _all_within(pool: PoolContext, remaining: dict[str, int]) -> bool:
+    """Even the pool's largest type is within the remaining limits (the common case)."""
+    if remaining.get(_NODES, 1) < 1:
+        return False
+    return all(pool.max_capacity.get(k, 0) <= v for k, v in remaining.items() if k != _NODES)
 
 
 def _consume(remaining: dict[str, int], types: list[InstanceType]) -> None:
