@@ -95,6 +95,8 @@ class KarpyRun:
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as err:
             return err.code, err.read().decode()
+        except OSError:
+            return 0, ""  # not listening (yet)
 
     def readyz(self) -> int:
         return self._get(self.probe_port, "/readyz")[0]
@@ -107,10 +109,7 @@ class KarpyRun:
 
     def leading(self) -> bool | None:
         """True/False from leader_election_master_status; None when unreachable."""
-        try:
-            text = self.metrics()
-        except OSError:
-            return None
+        text = self.metrics()
         for _name, value in LEADER_METRIC.findall(text):
             return float(value) == 1.0
         return None

@@ -5,6 +5,7 @@ the cache equal to a fresh list."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import uuid
 from typing import Any
@@ -151,10 +152,8 @@ async def test_apiserver_killed_and_restarted_mid_watch(
                     CONFIGMAPS, f"cm-{i}", {"data": {"value": prefix}}, namespace=namespace
                 )
             for i in range(10, 15):
-                try:
+                with contextlib.suppress(NotFoundError):
                     await writer.delete(CONFIGMAPS, f"cm-{i}", namespace=namespace)
-                except NotFoundError:
-                    pass
 
         await churn("before")
         await asyncio.to_thread(plane.stop_apiserver, kill=True)
