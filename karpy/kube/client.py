@@ -19,7 +19,6 @@ call cannot duplicate an effect:
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from enum import Enum, StrEnum
 from typing import Any
 from urllib.parse import urlsplit
 
-from karpy.kube import metrics
+from karpy.kube import jsonio, metrics
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.config import ConnectionConfig, load_config
 from karpy.kube.errors import (
@@ -114,14 +113,14 @@ def selector_string(selector: Selector) -> str | None:
 
 
 def _encode(body: object) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
+    return jsonio.dumps(body)
 
 
 def _decode(response: Response) -> Any:
     if not response.body:
         return {}
     try:
-        return json.loads(response.body)
+        return jsonio.loads(response.body)
     except ValueError:
         return response.body
 
@@ -365,14 +364,15 @@ class Client:
             if stream.status >= 400:
                 body = await stream.read()
                 try:
-                    decoded: object = json.loads(body) if body else {}
+                    decoded: object = jsonio.loads(body) if body else {}
                 except ValueError:
                     decoded = body
                 raise api_error_from_response(
                     stream.status, decoded, retry_after_header=stream.headers.get("Retry-After")
                 )
+            loads = jsonio.loads
             async for line in stream.lines():
-                event = json.loads(line)
+                event = loads(line)
                 kind = event.get("type")
                 obj = event.get("object") or {}
                 if kind == "ERROR":
