@@ -164,8 +164,17 @@ def register_simulator(operator: Operator) -> None:
         inner = inner.inner
     if not isinstance(inner, KwokCloudProvider):
         return
+    # The simulator stands in for the kubelets of every kwok node: its requests get their own
+    # budget, so marking a thousand pods Running does not slow karpy's own calls.
+    client = operator.client
+    simulator_client = Client(
+        client.transport,
+        qps=operator.settings.kube_client.qps,
+        burst=operator.settings.kube_client.burst,
+        host=client.host,
+    )
     simulator = KwokSimulator(
-        client=operator.client,
+        client=simulator_client,
         cache=operator.cache,
         provider=inner,
         nodeclaims=NODECLAIMS,
@@ -279,7 +288,14 @@ async def _main(settings: Settings) -> int:
         ),
         election_client=election_client,
     )
-    events = EventRecorder(client, component=COMPONENT, instance=identity)
+    # Events (one per pod per decision) get their own request budget too.
+    events_client = Client(
+        client.transport,
+        qps=settings.kube_client.qps,
+        burst=settings.kube_client.burst,
+        host=client.host,
+    )
+    events = EventRecorder(events_client, component=COMPONENT, instance=identity)
     manager.add(events)
     cluster = Cluster(
         manager.cache,

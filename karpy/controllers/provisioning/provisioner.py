@@ -137,6 +137,7 @@ class Provisioner:
         self.min_values_policy: MinValuesPolicy = min_values_policy
         self.views = PodViews()
         self._batched = False
+        self._warm = False
         self._unsynced_since: float | None = None
         self._last_unsynced_log = float("-inf")
 
@@ -171,6 +172,10 @@ class Provisioner:
 
     async def reconcile(self, _key: str) -> None:
         """One turn of the singleton: a batch, the sync gate, then a provisioning pass."""
+        if not self._warm:
+            # The solver's numeric libraries load lazily: load them before the first batch.
+            await run_off_loop(_warm_up)
+            self._warm = True
         if not self._batched:
             self._batched = await self.batcher.wait()
             if not self._batched:
@@ -418,6 +423,11 @@ class Provisioner:
             if pod is not None:
                 self._nominated(pod, f"nodeclaim/{name}")
         return name
+
+
+def _warm_up() -> None:
+    import scipy.optimize  # type: ignore[import-untyped]
+    import scipy.sparse  # type: ignore[import-untyped]  # noqa: F401
 
 
 def _with_kind(obj: JSON, kind: str, api_version: str) -> JSON:

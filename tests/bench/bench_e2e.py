@@ -1,0 +1,222 @@
+"""End-to-end provisioning benchmark: Karpenter's e2e "basic" workload against `karpy run`.
+
+A private control plane on loopback, a real `karpy run` process (PROVIDER=kwok, no registration
+delay) and Karpenter's e2e default NodePool (linux, on-demand, kwok types under 32 vCPU). Two
+Deployments are applied at once: 500 pods of 900m/3100Mi and 500 of 3500m/28Gi. Reported:
+
+- `seconds`: from applying the Deployments to all 1,000 pods bound (target <= 60 s; Karpenter's
+  own e2e allows 2 minutes);
+- `p95RssMB` / `peakRssMB`: karpy's resident memory, sampled every 0.5 s (target p95 <= 260 MB,
+  Karpenter's threshold);
+- `cpuUtilization` / `memoryUtilization`: requests of the pods over the allocatable of the
+  launched nodes (target >= 0.85; Karpenter's thresholds are 0.53 and 0.65).
+
+The local kube-controller-manager and kube-scheduler get a client budget of 500 QPS (burst
+1000) instead of upstream's defaults (20 and 50 QPS): at 20 QPS the ReplicaSet controller alone
+needs 50 s to create 1,000 pods, which would measure the control plane, not karpy (Karpenter's
+e2e runs on EKS, whose control plane is not held to those defaults). `podsCreatedSeconds` and
+`batches` show how the pods arrived and how many provisioning batches karpy ran.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "hack") not in sys.path:
+    sys.path.insert(0, str(REPO / "hack"))
+
+import controlplane  # noqa: E402
+from kubetest import Kubectl  # noqa: E402
+
+from karpy.scheduling.resources import parse_resources, pod_requests  # noqa: E402
+from tests.e2e.karpy_process import KarpyProcess, cloudprovider_calls  # noqa: E402
+from tests.e2e.support import deployment, kwok_nodeclass, nodepool  # noqa: E402
+
+NAMESPACE = "bench"
+CLIENT_BUDGET = ("--kube-api-qps=500", "--kube-api-burst=1000")
+TIMEOUT = 600.0
+WORKLOAD = (("small", "900m", "3100Mi", 500), ("large", "3500m", "28Gi", 500))
+E2E_REQUIREMENTS = [
+    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+    {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt", "values": ["32"]},
+]
+
+
+class RssSampler:
+    """Samples a process's VmRSS (MB) every `interval` seconds in a thread."""
+
+    def __init__(self, pid: int, *, interval: float = 0.5) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _read(self) -> float | None:
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+        except OSError:
+            return None
+        return None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            value = self._read()
+            if value is not None:
+                self.samples.append(value)
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def p95(self) -> float:
+        if not self.samples:
+            return 0.0
+        ordered = sorted(self.samples)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+def _counts(kubectl: Kubectl) -> tuple[int, int]:
+    """(pods, bound pods) in the namespace."""
+    out = kubectl(
+        "get",
+        "pods",
+        f"--namespace={NAMESPACE}",
+        "-o",
+        'jsonpath={range .items[*]}{.metadata.name}={.spec.nodeName}{"\\n"}{end}',
+    ).stdout
+    rows = [line.split("=", 1) for line in out.splitlines() if line]
+    return len(rows), sum(1 for row in rows if len(row) == 2 and row[1])
+
+
+def _utilization(kubectl: Kubectl) -> tuple[int, float, float]:
+    nodes = kubectl.json("get", "nodes", "--selector=karpenter.sh/nodepool")["items"]
+    pods = kubectl.json("get", "pods", f"--namespace={NAMESPACE}")["items"]
+    allocatable: dict[str, int] = {"cpu": 0, "memory": 0}
+    for node in nodes:
+        alloc = parse_resources(node["status"].get("allocatable") or {})
+        for key in allocatable:
+            allocatable[key] += alloc.get(key, 0)
+    requested: dict[str, int] = {"cpu": 0, "memory": 0}
+    for pod in pods:
+        req = pod_requests(pod["spec"])
+        for key in requested:
+            requested[key] += req.get(key, 0)
+    return (
+        len(nodes),
+        requested["cpu"] / max(allocatable["cpu"], 1),
+        requested["memory"] / max(allocatable["memory"], 1),
+    )
+
+
+def run_basic(work_dir: Path) -> dict[str, Any]:
+    cp = controlplane.ControlPlane(
+        work_dir / "cp",
+        bin_dir=controlplane.ensure_binaries(),
+        controller_manager_args=CLIENT_BUDGET,
+        scheduler_args=CLIENT_BUDGET,
+    )
+    cp.start()
+    karpy: KarpyProcess | None = None
+    try:
+        kubectl = Kubectl(cp.kubectl_path, cp.kubeconfig)
+        crds = REPO / "manifests" / "crds"
+        kubectl("apply", "--server-side", "-f", str(crds))
+        kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
+        kubectl("create", "namespace", NAMESPACE)
+        karpy = KarpyProcess(
+            kubeconfig=str(cp.kubeconfig),
+            log_path=work_dir / "karpy.log",
+            settings={"LOG_LEVEL": "info"},
+        ).start()
+        karpy.wait_ready()
+        kubectl.apply(kwok_nodeclass("default"))
+        kubectl.apply(nodepool("default", nodeclass="default", requirements=E2E_REQUIREMENTS))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pool = kubectl.json("get", "nodepool", "default")
+            ready = [
+                c
+                for c in (pool.get("status") or {}).get("conditions") or ()
+                if c.get("type") == "Ready" and c.get("status") == "True"
+            ]
+            if ready:
+                break
+            time.sleep(0.5)
+        assert karpy.proc is not None
+        total = sum(n for *_, n in WORKLOAD)
+        with RssSampler(karpy.proc.pid) as rss:
+            started = time.monotonic()
+            kubectl.apply(
+                [
+                    deployment(name, NAMESPACE, replicas=n, cpu=cpu, memory=memory)
+                    for name, cpu, memory, n in WORKLOAD
+                ]
+            )
+            bound = 0
+            created_at: float | None = None
+            while time.monotonic() - started < TIMEOUT:
+                count, bound = _counts(kubectl)
+                if created_at is None and count >= total:
+                    created_at = time.monotonic() - started
+                if bound >= total:
+                    break
+                time.sleep(0.5)
+            seconds = time.monotonic() - started
+        nodes, cpu_util, mem_util = _utilization(kubectl)
+        samples = karpy.metrics()
+        claims = len(kubectl.json("get", "nodeclaims")["items"])
+        return {
+            "case": "basic-1000",
+            "pods": total,
+            "bound": bound,
+            "nodes": nodes,
+            "nodeclaims": claims,
+            "creates": cloudprovider_calls(samples, "create"),
+            "seconds": round(seconds, 2),
+            "podsCreatedSeconds": round(created_at, 2) if created_at is not None else None,
+            "batches": len(karpy.log_lines('"found provisionable pod(s)"')),
+            "podsPerSecond": round(bound / seconds, 1) if seconds else 0.0,
+            "peakRssMB": round(max(rss.samples, default=0.0), 1),
+            "p95RssMB": round(rss.p95(), 1),
+            "meanRssMB": round(statistics.fmean(rss.samples), 1) if rss.samples else 0.0,
+            "cpuUtilization": round(cpu_util, 3),
+            "memoryUtilization": round(mem_util, 3),
+            "targets": {
+                "seconds": 60,
+                "p95RssMB": 260,
+                "cpuUtilization": 0.85,
+                "memoryUtilization": 0.85,
+            },
+        }
+    finally:
+        if karpy is not None:
+            karpy.stop()
+        cp.stop()
+
+
+def cases() -> Iterator[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="karpy-bench-e2e-") as tmp:
+        yield run_basic(Path(tmp))
+
+
+if __name__ == "__main__":
+    for result in cases():
+        print(json.dumps({"bench": "e2e", **result}), flush=True)
