@@ -60,35 +60,31 @@ class Shared:
 Mask = bool | _Intern | Shared | Mapping[str, "Mask"] | Callable[[Any], Any]
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return ("d", tuple(sorted((k, _freeze(v)) for k, v in value.items())))
-    if isinstance(value, list):
-        return ("l", tuple(_freeze(v) for v in value))
-    return value
-
-
 class Interner:
     """Deduplicates equal JSON sub-trees; cleared when it grows past `max_entries`."""
 
     def __init__(self, *, max_entries: int = 100_000) -> None:
         self.max_entries = max_entries
-        self._table: dict[Any, Any] = {}
+        self._table: dict[str, Any] = {}
 
     def __len__(self) -> int:
         return len(self._table)
 
     def share(self, value: Any) -> Any:
+        """The first-seen equal value (its strings interned), or `value` itself if new."""
         if isinstance(value, str):
             return sys.intern(value)
         if not isinstance(value, dict | list) or not value:
             return value
-        key = _freeze(value)
+        # repr is exact for JSON values and runs in C; equal values that differ only in key
+        # order merely miss the sharing.
+        key = repr(value)
         found = self._table.get(key)
         if found is not None:
             return found
         if len(self._table) >= self.max_entries:
             self._table.clear()
+        value = _intern_strings(value)
         self._table[key] = value
         return value
 
@@ -103,38 +99,64 @@ def _intern_strings(value: Any) -> Any:
     return value
 
 
-def _apply(mask: Mask, value: Any, interner: Interner) -> Any:
+Step = Callable[[Any], Any]
+
+
+def _intern_value(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def _drop(value: Any) -> Any:
+    return None
+
+
+def _compile(mask: Mask, interner: Interner) -> Step | None:
+    """Turn a mask into one function per node, once; None means "keep as is"."""
     if mask is True:
-        return value
-    if mask is False:
         return None
+    if mask is False:
+        return _drop
     if isinstance(mask, _Intern):
-        return sys.intern(value) if isinstance(value, str) else value
+        return _intern_value
     if isinstance(mask, Shared):
-        kept = _apply(mask.mask, value, interner)
-        return interner.share(_intern_strings(kept)) if kept is not None else None
+        inner = _compile(mask.mask, interner)
+        share = interner.share
+        if inner is None:
+            return share
+
+        def shared(value: Any) -> Any:
+            kept = inner(value)
+            return None if kept is None else share(kept)
+
+        return shared
     if isinstance(mask, Mapping):
-        if isinstance(value, list):
-            items = [_apply(mask, v, interner) for v in value]
-            return [v for v in items if v is not None]
-        if not isinstance(value, dict):
+        fields = [(key, _compile(sub, interner)) for key, sub in mask.items()]
+
+        def keep(value: Any) -> Any:
+            if isinstance(value, dict):
+                out: JSON = {}
+                for key, step in fields:
+                    if key in value:
+                        kept = value[key] if step is None else step(value[key])
+                        if kept is not None:
+                            out[key] = kept
+                return out
+            if isinstance(value, list):
+                items = [keep(v) for v in value]
+                return [v for v in items if v is not None]
             return None
-        out: JSON = {}
-        for key, sub in mask.items():
-            if key in value:
-                kept = _apply(sub, value[key], interner)
-                if kept is not None:
-                    out[key] = kept
-        return out
-    return mask(value)
+
+        return keep
+    return mask
 
 
 def make_transform(mask: Mapping[str, Mask], *, interner: Interner | None = None) -> Transform:
     """A transform keeping only `mask`'s fields; pass one `interner` to share across resources."""
-    table = interner or Interner()
+    step = _compile(mask, interner or Interner())
+    assert step is not None
 
     def transform(obj: JSON) -> JSON:
-        out: JSON = _apply(mask, obj, table)
+        out: JSON = step(obj)
         return out
 
     return transform
