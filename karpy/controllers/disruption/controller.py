@@ -455,14 +455,16 @@ class DisruptionController:
                 updated = set_condition(
                     current,
                     cond.NODECLAIM_DISRUPTION_REASON,
-                    cond.STATUS_TRUE,
+                    status=cond.STATUS_TRUE,
                     now=timestamp(self.clock),
                     reason=reason,
                     message=reason,
                 )
             if same_conditions(updated, current):
                 return
-            await patch_status(self.client, NODECLAIMS, claim, {"conditions": updated})
+            await patch_status(
+                self.client, resource=NODECLAIMS, obj=claim, status={"conditions": updated}
+            )
 
         await _retry_update(lambda: self.client.get(NODECLAIMS, claim_name), patch)
 

@@ -75,7 +75,9 @@ class NodePoolCounterController:
                 "nodes": nodes,
             }
             if (
-                await patch_status(self.client, NODEPOOLS, pool, patch, optimistic_lock=False)
+                await patch_status(
+                    self.client, resource=NODEPOOLS, obj=pool, status=patch, optimistic_lock=False
+                )
                 is None
             ):
                 return None

@@ -41,7 +41,9 @@ def nodeclass_ref(pool: Mapping[str, Any]) -> tuple[str, str, str]:
     return group_of_ref(ref), str(ref.get("kind", "")), str(ref.get("name", ""))
 
 
-def pools_using(nodepools: Informer, resource: Resource, nodeclass: Mapping[str, Any]) -> list[str]:
+def pools_using(
+    nodepools: Informer, *, resource: Resource, nodeclass: Mapping[str, Any]
+) -> list[str]:
     """Names of the NodePools whose nodeClassRef points at `nodeclass` (of kind `resource`)."""
     group, kind = resource.group, resource.kind
     name = str((nodeclass.get("metadata") or {}).get("name", ""))
@@ -64,7 +66,7 @@ class NodeClassCheck:
 
     def find(self, pool: Mapping[str, Any]) -> tuple[Resource | None, JSON | None]:
         group, kind, name = nodeclass_ref(pool)
-        resource = nodeclass_resource(group, kind, self.nodeclasses)
+        resource = nodeclass_resource(group, kind, supported=self.nodeclasses)
         if resource is None:
             return None, None
         return resource, self.nodeclasses[resource].get(name)
@@ -135,7 +137,7 @@ class NodePoolReadinessController:
         return controller
 
     def _pools_of(self, resource: Resource, nodeclass: JSON) -> Iterable[str]:
-        return pools_using(self.nodepools, resource, nodeclass)
+        return pools_using(self.nodepools, resource=resource, nodeclass=nodeclass)
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)
@@ -147,7 +149,7 @@ class NodePoolReadinessController:
         conditions = set_condition(
             conditions_of(pool),
             cond.NODEPOOL_NODECLASS_READY,
-            status,
+            status=status,
             now=now,
             reason=reason,
             message=message,
@@ -156,4 +158,6 @@ class NodePoolReadinessController:
         conditions = roll_up_ready(
             conditions, cond.NODEPOOL_READY_DEPENDENTS, now=now, observed_generation=generation
         )
-        return await write_conditions(self.client, NODEPOOLS, pool, conditions)
+        return await write_conditions(
+            self.client, resource=NODEPOOLS, obj=pool, conditions=conditions
+        )

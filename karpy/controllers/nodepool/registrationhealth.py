@@ -61,7 +61,7 @@ class NodePoolRegistrationHealthController:
         return controller
 
     def _pools_of(self, resource: Resource, nodeclass: JSON) -> Iterable[str]:
-        return pools_using(self.nodepools, resource, nodeclass)
+        return pools_using(self.nodepools, resource=resource, nodeclass=nodeclass)
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)
@@ -86,7 +86,7 @@ class NodePoolRegistrationHealthController:
             conditions = set_condition(
                 conditions,
                 cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
-                cond.STATUS_UNKNOWN,
+                status=cond.STATUS_UNKNOWN,
                 now=now,
                 message=cond.MESSAGE_AWAITING_RECONCILIATION,
                 observed_generation=generation,
@@ -98,7 +98,7 @@ class NodePoolRegistrationHealthController:
                 conditions = set_condition(
                     conditions,
                     cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
-                    cond.STATUS_TRUE,
+                    status=cond.STATUS_TRUE,
                     now=now,
                     observed_generation=generation,
                 )
@@ -106,7 +106,7 @@ class NodePoolRegistrationHealthController:
                 conditions = set_condition(
                     conditions,
                     cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
-                    cond.STATUS_FALSE,
+                    status=cond.STATUS_FALSE,
                     now=now,
                     reason=failure.reason or cond.REASON_REGISTRATION_FAILED,
                     message=failure.message,
@@ -115,4 +115,6 @@ class NodePoolRegistrationHealthController:
         extra: JSON = {}
         if nodeclass_generation is not None:
             extra["nodeClassObservedGeneration"] = nodeclass_generation
-        return await write_conditions(self.client, NODEPOOLS, pool, conditions, extra=extra)
+        return await write_conditions(
+            self.client, resource=NODEPOOLS, obj=pool, conditions=conditions, extra=extra
+        )

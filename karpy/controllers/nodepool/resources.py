@@ -32,7 +32,7 @@ PROVIDER_NODECLASSES: Final[dict[str, tuple[Resource, ...]]] = {
 
 
 def nodeclass_resource(
-    group: str, kind: str, supported: Iterable[Resource] = NODECLASSES
+    group: str, kind: str, *, supported: Iterable[Resource] = NODECLASSES
 ) -> Resource | None:
     """The supported NodeClass resource for a nodeClassRef's group and kind, if any."""
     for resource in supported:

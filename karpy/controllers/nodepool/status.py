@@ -73,8 +73,8 @@ def is_true(obj_or_conditions: Mapping[str, Any] | Sequence[JSON], type_: str) -
 def set_condition(
     conditions: Iterable[JSON],
     type_: str,
-    status: str,
     *,
+    status: str,
     now: str,
     reason: str | None = None,
     message: str = "",
@@ -121,7 +121,7 @@ def roll_up_ready(
             out = set_condition(
                 out,
                 type_,
-                cond.STATUS_UNKNOWN,
+                status=cond.STATUS_UNKNOWN,
                 now=now,
                 message=cond.MESSAGE_AWAITING_RECONCILIATION,
                 observed_generation=observed_generation,
@@ -136,14 +136,14 @@ def roll_up_ready(
         return set_condition(
             out,
             cond.CONDITION_READY,
-            cond.STATUS_TRUE,
+            status=cond.STATUS_TRUE,
             now=now,
             observed_generation=observed_generation,
         )
     return set_condition(
         out,
         cond.CONDITION_READY,
-        str(culprit["status"]),
+        status=str(culprit["status"]),
         now=now,
         reason=str(culprit.get("reason") or cond.REASON_UNHEALTHY_DEPENDENTS),
         message=str(culprit.get("message") or ""),
@@ -162,10 +162,10 @@ def _by_type(condition: JSON) -> str:
 
 async def patch_status(
     client: Client,
+    *,
     resource: Resource,
     obj: Mapping[str, Any],
     status: JSON,
-    *,
     optimistic_lock: bool = True,
 ) -> JSON | None:
     """Merge-patch `status` into `obj`'s status subresource.
@@ -191,10 +191,10 @@ async def patch_status(
 
 async def write_conditions(
     client: Client,
+    *,
     resource: Resource,
     obj: Mapping[str, Any],
     conditions: list[JSON],
-    *,
     extra: JSON | None = None,
 ) -> Result | None:
     """Patch `conditions` (and `extra` status fields) if they differ from `obj`'s; a conflict
@@ -206,7 +206,9 @@ async def write_conditions(
     if not changed:
         return None
     try:
-        await patch_status(client, resource, obj, {**(extra or {}), "conditions": conditions})
+        await patch_status(
+            client, resource=resource, obj=obj, status={**(extra or {}), "conditions": conditions}
+        )
     except ConflictError:
         return Result(requeue=True)
     return None

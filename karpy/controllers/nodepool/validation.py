@@ -66,7 +66,7 @@ class NodePoolValidationController:
             conditions = set_condition(
                 conditions_of(pool),
                 cond.NODEPOOL_VALIDATION_SUCCEEDED,
-                cond.STATUS_FALSE,
+                status=cond.STATUS_FALSE,
                 now=now,
                 reason=cond.REASON_NODEPOOL_VALIDATION_FAILED,
                 message="; ".join(errors),
@@ -76,11 +76,13 @@ class NodePoolValidationController:
             conditions = set_condition(
                 conditions_of(pool),
                 cond.NODEPOOL_VALIDATION_SUCCEEDED,
-                cond.STATUS_TRUE,
+                status=cond.STATUS_TRUE,
                 now=now,
                 observed_generation=generation,
             )
         conditions = roll_up_ready(
             conditions, cond.NODEPOOL_READY_DEPENDENTS, now=now, observed_generation=generation
         )
-        return await write_conditions(self.client, NODEPOOLS, pool, conditions)
+        return await write_conditions(
+            self.client, resource=NODEPOOLS, obj=pool, conditions=conditions
+        )

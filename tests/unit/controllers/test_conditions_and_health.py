@@ -19,11 +19,15 @@ def by_type(conditions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def test_transition_time_moves_only_when_status_changes() -> None:
-    first = set_condition([], "NodeClassReady", "False", now="T1", reason="NotFound", message="a")
-    same = set_condition(first, "NodeClassReady", "False", now="T2", reason="Other", message="b")
+    first = set_condition(
+        [], "NodeClassReady", status="False", now="T1", reason="NotFound", message="a"
+    )
+    same = set_condition(
+        first, "NodeClassReady", status="False", now="T2", reason="Other", message="b"
+    )
     assert by_type(same)["NodeClassReady"]["lastTransitionTime"] == "T1"
     assert by_type(same)["NodeClassReady"]["reason"] == "Other"
-    flipped = set_condition(same, "NodeClassReady", "True", now="T3")
+    flipped = set_condition(same, "NodeClassReady", status="True", now="T3")
     assert by_type(flipped)["NodeClassReady"] == {
         "type": "NodeClassReady",
         "status": "True",
@@ -35,11 +39,13 @@ def test_transition_time_moves_only_when_status_changes() -> None:
 
 def test_bad_status_is_refused() -> None:
     with pytest.raises(ValueError, match="True, False or Unknown"):
-        set_condition([], "X", "Yes", now="T")
+        set_condition([], "X", status="Yes", now="T")
 
 
 def test_ready_waits_for_missing_dependents_then_follows_them() -> None:
-    conditions = set_condition([], "ValidationSucceeded", "True", now="T1", observed_generation=3)
+    conditions = set_condition(
+        [], "ValidationSucceeded", status="True", now="T1", observed_generation=3
+    )
     conditions = roll_up_ready(conditions, DEPS, now="T1", observed_generation=3)
     found = by_type(conditions)
     assert found["NodeClassReady"]["status"] == "Unknown"
@@ -47,11 +53,13 @@ def test_ready_waits_for_missing_dependents_then_follows_them() -> None:
     assert found["Ready"]["status"] == "Unknown"
     assert found["Ready"]["observedGeneration"] == 3
 
-    conditions = set_condition(conditions, "NodeClassReady", "False", now="T2", reason="Gone")
+    conditions = set_condition(
+        conditions, "NodeClassReady", status="False", now="T2", reason="Gone"
+    )
     found = by_type(roll_up_ready(conditions, DEPS, now="T2"))
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "Gone")
 
-    conditions = set_condition(conditions, "NodeClassReady", "True", now="T3")
+    conditions = set_condition(conditions, "NodeClassReady", status="True", now="T3")
     found = by_type(roll_up_ready(conditions, DEPS, now="T3"))
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("True", "Ready")
     assert [c["type"] for c in roll_up_ready(conditions, DEPS, now="T3")] == [
@@ -62,8 +70,10 @@ def test_ready_waits_for_missing_dependents_then_follows_them() -> None:
 
 
 def test_false_dependent_wins_over_unknown() -> None:
-    conditions = set_condition([], "ValidationSucceeded", "False", now="T1", reason="Invalid")
-    conditions = set_condition(conditions, "NodeClassReady", "Unknown", now="T2")
+    conditions = set_condition(
+        [], "ValidationSucceeded", status="False", now="T1", reason="Invalid"
+    )
+    conditions = set_condition(conditions, "NodeClassReady", status="Unknown", now="T2")
     found = by_type(roll_up_ready(conditions, DEPS, now="T2"))
     assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "Invalid")
 

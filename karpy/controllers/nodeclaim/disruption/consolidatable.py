@@ -131,11 +131,13 @@ class ConsolidatableController:
             updated = set_condition(
                 conditions,
                 cond.NODECLAIM_CONSOLIDATABLE,
-                cond.STATUS_TRUE,
+                status=cond.STATUS_TRUE,
                 now=timestamp(self.clock),
                 observed_generation=generation_of(claim),
             )
-        result = await write_conditions(self.client, NODECLAIMS, claim, updated)
+        result = await write_conditions(
+            self.client, resource=NODECLAIMS, obj=claim, conditions=updated
+        )
         if result is not None:
             return result
         return Result(requeue_after=requeue) if requeue is not None else None

@@ -145,9 +145,9 @@ class PodEventsController:
             return None
         await patch_status(
             self.client,
-            NODECLAIMS,
-            claim,
-            {"lastPodEventTime": timestamp(self.clock)},
+            resource=NODECLAIMS,
+            obj=claim,
+            status={"lastPodEventTime": timestamp(self.clock)},
             optimistic_lock=False,
         )
         return None
