@@ -18,7 +18,8 @@ When pods are large relative to nodes, balancing strands capacity in every node,
 fractional mix of types can mislead (it does not know that only four 28Gi pods fit a 128Gi
 node). So a batch is packed several ways - balanced, first fit decreasing, or best-aligned fit, with
 the LP's node counts rounded down, up, or no nodes opened up front - and the cheapest plan is
-kept. Batches above a few thousand pods get only the two balanced packings, which are cheap.
+kept. First fit scans the open nodes per pod, which is quadratic when thousands of nodes refuse
+pods for their hostname constraints, so batches above 5,000 pods are packed balanced only.
 4. Each node finally gets every type that holds its pods, cheapest first, so the launch buys
    the cheapest type that fits what actually landed on it.
 """
@@ -39,8 +40,11 @@ __all__ = ["Item", "OpenNode", "Packer", "Term"]
 
 # How many open nodes may refuse one item (identical pods) before new nodes are opened for it.
 _MAX_REJECTIONS = 4096
-# How many of the least-filled nodes are considered for splitting.
+# How many of the least-filled nodes are considered for splitting, how many pods they may
+# hold, and how many node shapes a split chooses from (it is quadratic in pods x shapes).
 _MAX_SPLITS = 32
+_SPLIT_PODS = 400
+_SPLIT_TYPES = 48
 
 
 @dataclass(eq=False, slots=True)
@@ -84,6 +88,7 @@ class OpenNode:
         "caps",
         "contents",
         "counts",
+        "full",
         "idx",
         "load",
         "mask",
@@ -112,6 +117,7 @@ class OpenNode:
         self.contents: list[tuple[Item, int]] = []
         self.load = 0.0
         self.version = 0
+        self.full = False
 
 
 class Packer:
@@ -147,6 +153,11 @@ class Packer:
         self.floor_dual = 0.0
         self.lp_x: tuple[float, ...] = ()
         self.ranking: list[int] = []
+        self._ff_nodes: list[OpenNode] = []
+        dims_n = len(pool.dims.names)
+        self._min_vec = tuple(
+            min((it.vec[r] for it in self.items if it.vec[r] > 0), default=0) for r in range(dims_n)
+        )
         for item in self.items:
             for t in item.affinity:
                 self.affinity_nodes.setdefault(t, [])
@@ -260,6 +271,7 @@ class Packer:
             pool.compatible_mask(reqs),
         )
         self.nodes.append(node)
+        self._ff_nodes.append(node)
         self.assigned[node.idx] = []
         self._push(node)
         return node
@@ -475,6 +487,9 @@ class Packer:
     def _place_first_fit(self, item: Item) -> None:
         """First fit over the open nodes in opening order (LP nodes first), or the best-aligned
         fullest node that fits; identical pods go in batches."""
+        if not self.aligned:
+            self._place_first_fit_fast(item)
+            return
         total = len(item.pods)
         while item.placed < total:
             want = total - item.placed
@@ -503,6 +518,56 @@ class Packer:
                     item.placed = total
                     return
                 self._add(fresh, item, self._room(fresh, item, want), merged)
+
+    def _place_first_fit_fast(self, item: Item) -> None:
+        """First fit decreasing. Nodes that can no longer take the smallest pod of the batch
+        leave the scan list, and the scan for one item resumes where its last pod went (the
+        nodes before refused it and still do), so the work stays near linear."""
+        total = len(item.pods)
+        nodes = self._ff_nodes
+        start = 0
+        cache: dict[tuple[int, int], tuple[int, Requirements] | None] = {}
+        room = self._room
+        while item.placed < total:
+            want = total - item.placed
+            found = -1
+            merged: tuple[int, Requirements] | None = None
+            for j in range(start, len(nodes)):
+                node = nodes[j]
+                if node.full or room(node, item, 1) <= 0:
+                    continue
+                key = (node.sig, node.target)
+                if key in cache:
+                    merged = cache[key]
+                else:
+                    merged = cache[key] = self._merged_key(key, item)
+                if merged is not None:
+                    found = j
+                    break
+            if found < 0 or merged is None:
+                target = self._new_node_target(item)
+                fresh = self._open(target, self.pool.node_reqs) if target is not None else None
+                merged = self._merged(fresh, item) if fresh is not None else None
+                if fresh is None or merged is None or self._room(fresh, item, 1) <= 0:
+                    item.failed.extend(item.pods[item.placed :])
+                    item.placed = total
+                    break
+                found = len(nodes) - 1
+            node = nodes[found]
+            self._add(node, item, self._room(node, item, want), merged)
+            self._mark_full(node)
+            start = found
+        if len(nodes) > 64 and sum(1 for n in nodes if n.full) * 2 > len(nodes):
+            self._ff_nodes = [n for n in nodes if not n.full]
+
+    def _mark_full(self, node: OpenNode) -> None:
+        low = self._min_vec
+        cap = node.cap
+        used = node.used
+        for r, v in enumerate(low):
+            if v and cap[r] - used[r] < v:
+                node.full = True
+                return
 
     def _place(self, item: Item) -> None:
         if item.affinity:
@@ -701,6 +766,8 @@ class Packer:
             if fill > 0.97:
                 break
             node, pods = nodes[i]
+            if len(pods) > _SPLIT_PODS:
+                continue
             vec_of = {id(p): item.vec for item, _ in node.contents for p in item.pods}
             entries = sorted(
                 ((self._value(vec_of[id(p)]), vec_of[id(p)], p) for p in pods),
@@ -746,10 +813,17 @@ class Packer:
     ) -> list[tuple[float, list[int], list[PodView]]] | None:
         pool = self.pool
         prices = pool.prices(node.reqs)
-        candidates = sorted(
-            (t for t in bits(node.mask) if math.isfinite(prices[t]) and prices[t] > 0),
-            key=lambda t: -sum(max(0, a) for a in pool.alloc[t]),
-        )
+        current = self._cheapest_holding(node, node.used)
+        shapes: dict[tuple[tuple[int, ...], float], int] = {}
+        for t in bits(node.mask):
+            p = prices[t]
+            # only types cheaper than the node as it is can be part of a cheaper split
+            if math.isfinite(p) and 0 < p < current:
+                shapes.setdefault((pool.alloc[t], p), t)
+        candidates = sorted(shapes.values(), key=lambda t: -sum(max(0, a) for a in pool.alloc[t]))
+        if len(candidates) > _SPLIT_TYPES:
+            step = len(candidates) / _SPLIT_TYPES
+            candidates = [candidates[int(i * step)] for i in range(_SPLIT_TYPES)]
         remaining = entries
         plan: list[tuple[float, list[int], list[PodView]]] = []
         while remaining:

@@ -53,8 +53,9 @@ __all__ = ["Scheduler", "schedule"]
 
 _PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
 _NODES = "nodes"
-# Batches up to this many pods per pool are also packed first-fit decreasing (see packer.py).
+# Batches up to these sizes per pool are also packed in more expensive ways (see packer.py).
 _FIRST_FIT_LIMIT = 2000
+_LARGE_BATCH = 5000
 
 
 def schedule(inp: SchedulingInput) -> SchedulingResult:
@@ -797,10 +798,11 @@ class Scheduler:
         pods = sum(len(u.pods) for u in units)
         # (first fit, aligned, nodes from the LP opened up front)
         variants = [(False, False, "floor"), (False, False, "ceil")]
+        if pods <= _LARGE_BATCH:
+            variants.insert(1, (True, False, "floor"))
         if pods <= _FIRST_FIT_LIMIT:
             variants += [
                 (False, False, "global"),
-                (True, False, "floor"),
                 (True, False, "global"),
                 (False, False, ""),
                 (False, True, ""),
