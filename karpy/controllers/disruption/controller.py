@@ -245,7 +245,7 @@ class DisruptionController:
     # -- emptiness --------------------------------------------------------------------------------
 
     def _budgets(
-        self, nodes: Sequence[StateNode], nodepools: Mapping[str, NodePool], now: datetime
+        self, nodes: Sequence[StateNode], nodepools: Mapping[str, NodePool], *, now: datetime
     ) -> dict[str, BudgetState]:
         states = budget_states(nodes, nodepools, reason=cond.DISRUPTION_REASON_EMPTY, now=now)
         reason = cond.DISRUPTION_REASON_EMPTY.lower()
@@ -295,7 +295,7 @@ class DisruptionController:
         found = self.candidates(nodes, nodepools, now=now, publish=publish)
         empty = [c for c in found if self.should_disrupt_empty(c, publish=publish)]
         metrics.ELIGIBLE_NODES.labels(cond.DISRUPTION_REASON_EMPTY.lower()).set(len(empty))
-        budgets = self._budgets(nodes, nodepools, now)
+        budgets = self._budgets(nodes, nodepools, now=now)
         return self._select(empty, budgets, nodepools=nodepools, publish=publish), budgets
 
     async def emptiness(self) -> bool:

@@ -14,7 +14,7 @@ DEFAULT_DEDUPE: Final = 120.0
 JSON = dict[str, Any]
 
 
-def _involved(api_version: str, kind: str, obj: Mapping[str, Any] | None) -> JSON:
+def _involved(obj: Mapping[str, Any] | None, *, api_version: str, kind: str) -> JSON:
     meta = (obj or {}).get("metadata") or {}
     return {
         "apiVersion": api_version,
@@ -24,15 +24,15 @@ def _involved(api_version: str, kind: str, obj: Mapping[str, Any] | None) -> JSO
 
 
 def involved_node(node: Mapping[str, Any] | None) -> JSON:
-    return _involved("v1", "Node", node)
+    return _involved(node, api_version="v1", kind="Node")
 
 
 def involved_nodeclaim(claim: Mapping[str, Any] | None) -> JSON:
-    return _involved("karpenter.sh/v1", "NodeClaim", claim)
+    return _involved(claim, api_version="karpenter.sh/v1", kind="NodeClaim")
 
 
 def involved_nodepool(pool: Mapping[str, Any] | None) -> JSON:
-    return _involved("karpenter.sh/v1", "NodePool", pool)
+    return _involved(pool, api_version="karpenter.sh/v1", kind="NodePool")
 
 
 class DedupingEvents:
