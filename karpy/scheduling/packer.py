@@ -143,7 +143,7 @@ class Packer:
         self.sigs: dict[Requirements, int] = {}
         self.sig_reqs: list[Requirements] = []
         self.buckets: dict[tuple[int, int], list[tuple[float, int, int, int]]] = {}
-        self._bucket_ok: dict[tuple[int, int, int, Requirements], int] = {}
+        self._bucket_ok: dict[tuple[int, int, Requirements], int] = {}
         self._seq = 0
         self.affinity_nodes: dict[int, list[OpenNode]] = {}
         # assignments: node idx -> list of pods
@@ -328,12 +328,18 @@ class Packer:
         return max(k, 0)
 
     def _merged_key(self, bucket: tuple[int, int], item: Item) -> tuple[int, Requirements] | None:
+        """The signature of a node in `bucket` after taking `item`; None if incompatible.
+
+        Cached by (signature, target type, the item's requirements): items sharing
+        requirements (most of them) share the answer."""
         sig, target = bucket
-        key = (sig, target, id(item), item.reqs)
+        if not (item.mask >> target) & 1:
+            return None
+        key = (sig, target, item.reqs)
         got = self._bucket_ok.get(key)
         if got is None:
             reqs = self.sig_reqs[sig]
-            if reqs.intersects(item.reqs) is not None or not (item.mask >> target) & 1:
+            if reqs.intersects(item.reqs) is not None:
                 got = -1
             else:
                 merged = reqs.union(item.reqs)
@@ -348,22 +354,7 @@ class Packer:
 
     def _merged(self, node: OpenNode, item: Item) -> tuple[int, Requirements] | None:
         """The node's signature after taking `item`, or None when they are incompatible."""
-        key = (node.sig, node.target, id(item), item.reqs)
-        got = self._bucket_ok.get(key)
-        if got is None:
-            reqs = self.sig_reqs[node.sig]
-            if reqs.intersects(item.reqs) is not None or not (item.mask >> node.target) & 1:
-                got = -1
-            else:
-                merged = reqs.union(item.reqs)
-                if not (self.pool.compatible_mask(merged) >> node.target) & 1:
-                    got = -1
-                else:
-                    got = self._sig(merged)
-            self._bucket_ok[key] = got
-        if got < 0:
-            return None
-        return got, self.sig_reqs[got]
+        return self._merged_key((node.sig, node.target), item)
 
     def _add(self, node: OpenNode, item: Item, k: int, merged: tuple[int, Requirements]) -> None:
         used = node.used
@@ -723,6 +714,13 @@ class Packer:
             if pods:
                 out.append((node, pods))
         return self._split_underfilled(out)
+
+    def release(self) -> None:
+        """Drop the caches and heaps; only the nodes and their pods are kept."""
+        self._bucket_ok.clear()
+        self.buckets.clear()
+        self._ff_nodes = []
+        self.sigs.clear()
 
     def cost(self, nodes: Sequence[tuple[OpenNode, list[PodView]]]) -> float:
         """What the nodes would cost, each at the cheapest type that holds its pods."""

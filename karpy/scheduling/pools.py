@@ -70,7 +70,7 @@ def bits(mask: int) -> tuple[int, ...]:
             out.append(i)
             m ^= low
         got = tuple(out)
-        if len(_BITS_CACHE) > 100_000:
+        if len(_BITS_CACHE) > 4096:
             _BITS_CACHE.clear()
         _BITS_CACHE[mask] = got
     return got

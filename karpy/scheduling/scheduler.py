@@ -216,6 +216,7 @@ class Scheduler:
         self.any_pns = any(p.has_prefer_no_schedule for p in self.pools)
         self.errors: dict[str, str] = {}
         self._limits_spilled = False
+        self._interned: dict[tuple[object, ...], tuple[Requirement, list[InstanceType]]] = {}
         self.existing_placed: dict[str, list[PodView]] = {}
         self.units: dict[tuple[int, int, Requirements], _Unit] = {}
         self._pool_info_cache: dict[tuple[int, int, int], tuple[Requirements, int] | str] = {}
@@ -821,6 +822,7 @@ class Scheduler:
             nodes = packer.run()
             failed = sum(len(i.failed) for i in items)
             cost = packer.cost(nodes)
+            packer.release()
             if best is None or (failed, cost) < (best[0], best[1] - 1e-9):
                 best = (failed, cost, items, nodes)
         assert best is not None
@@ -989,16 +991,25 @@ class Scheduler:
         relaxed: bool,
     ) -> NewNodeClaim:
         reqs = node.reqs.without(LABEL_HOSTNAME)
-        names = [t.name for t in types]
         it_req = reqs.get(LABEL_INSTANCE_TYPE)
-        reqs = reqs.without(LABEL_INSTANCE_TYPE).add(
-            Requirement(
-                LABEL_INSTANCE_TYPE,
-                complement=False,
-                values=names,
-                min_values=None if relaxed or it_req is None else it_req.min_values,
+        min_values = None if relaxed or it_req is None else it_req.min_values
+        # Thousands of claims often list the same types: share one requirement (and one list)
+        # per distinct list instead of a set of hundreds of names each.
+        intern_key = (tuple(t.name for t in types), min_values)
+        interned = self._interned.get(intern_key)
+        if interned is None:
+            interned = (
+                Requirement(
+                    LABEL_INSTANCE_TYPE,
+                    complement=False,
+                    values=intern_key[0],
+                    min_values=min_values,
+                ),
+                list(types),
             )
-        )
+            self._interned[intern_key] = interned
+        types = interned[1]
+        reqs = reqs.without(LABEL_INSTANCE_TYPE).add(interned[0])
         cts = pool.capacity_types(reqs, types)
         ct_req = reqs.get(LABEL_CAPACITY_TYPE)
         reqs = reqs.without(LABEL_CAPACITY_TYPE).add(
