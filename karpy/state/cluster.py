@@ -111,6 +111,7 @@ class Cluster:
         self.nodepool_informer: Informer = cache.informer(NODEPOOLS)
         self.namespace_informer: Informer = cache.informer(NAMESPACES)
         self._pending: dict[str, _PendingClaim] = {}
+        self._planned: dict[str, dict[str, None]] = {}
         self._marked: set[str] = set()
         self._nominated: dict[str, float] = {}
         self._changed_at = self.clock.now()
@@ -137,6 +138,7 @@ class Cluster:
 
     def _on_gone(self, obj: JSON) -> None:
         self._pending.pop(_name(obj), None)
+        self._planned.pop(_name(obj), None)
         self._changed_at = self.clock.now()
 
     def _on_change(self, obj: JSON) -> None:
@@ -169,6 +171,30 @@ class Cluster:
     def forget_nodeclaim(self, name: str) -> None:
         """Drop a NodeClaim karpy tracked by itself (it was deleted, or never created)."""
         self._pending.pop(name, None)
+
+    def record_plan(self, nodeclaim: str, pod_keys: Iterable[str]) -> None:
+        """Remember which pods the provisioner planned onto a NodeClaim (`namespace/name`),
+        so that they can be nominated to its Node when it registers."""
+        planned = self._planned.setdefault(nodeclaim, {})
+        for key in pod_keys:
+            planned[key] = None
+
+    def planned_pods(self) -> set[str]:
+        """Pods planned onto NodeClaims that are still coming (not deleting): capacity is on
+        its way for them, so they need no new plan."""
+        live = {
+            _name(c)
+            for c in self.nodeclaims()
+            if not (c.get("metadata") or {}).get("deletionTimestamp")
+        }
+        for name in [n for n in self._planned if n not in live]:
+            if self.nodeclaim_informer.has_synced() and name not in self._pending:
+                del self._planned[name]
+        return {key for name, keys in self._planned.items() if name in live for key in keys}
+
+    def take_plan(self, nodeclaim: str) -> list[str]:
+        """The pods planned onto a NodeClaim, forgotten once taken."""
+        return list(self._planned.pop(nodeclaim, {}))
 
     def mark_for_deletion(self, *keys: str) -> None:
         """A disruption command is deleting these nodes (by `StateNode.key`)."""

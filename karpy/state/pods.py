@@ -21,6 +21,7 @@ __all__ = [
     "is_reschedulable",
     "is_terminal",
     "is_terminating",
+    "is_unschedulable",
     "node_name",
     "pod_key",
     "pod_uid",
@@ -66,6 +67,11 @@ def is_terminating(pod: JSON) -> bool:
 def is_active(pod: JSON) -> bool:
     """Neither finished nor on its way out."""
     return not is_terminal(pod) and not is_terminating(pod)
+
+
+def is_unschedulable(pod: JSON) -> bool:
+    """kube-scheduler's last attempt found no node for it (PodScheduled=False, Unschedulable)."""
+    return _unschedulable(pod)
 
 
 def _unschedulable(pod: JSON) -> bool:

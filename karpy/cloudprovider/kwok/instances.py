@@ -32,6 +32,7 @@ __all__ = [
     "PROVIDER_ID_PREFIX",
     "Plan",
     "fake_ip",
+    "node_conditions",
     "node_for",
     "node_name_of",
     "plan",
@@ -111,6 +112,27 @@ def _quantities(resources: Mapping[str, int]) -> dict[str, str]:
     return format_resources(resources)
 
 
+def node_conditions(now: str) -> list[dict[str, str]]:
+    """A healthy kubelet's node conditions."""
+
+    def condition(type_: str, status: str, reason: str, message: str) -> dict[str, str]:
+        return {
+            "type": type_,
+            "status": status,
+            "reason": reason,
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
+
+    return [
+        condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kwok"),
+        condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kwok"),
+        condition("PIDPressure", "False", "KubeletHasSufficientPID", "kwok"),
+        condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+    ]
+
+
 def node_for(
     *,
     name: str,
@@ -118,8 +140,10 @@ def node_for(
     node_labels: Mapping[str, str],
     capacity: Mapping[str, int],
     allocatable: Mapping[str, int],
+    now: str,
 ) -> dict[str, Any]:
-    """The Node object of a kwok instance, as a kubelet would register it (not Ready yet)."""
+    """The Node object of a kwok instance, as a booted kubelet registers it: Ready, still
+    tainted `karpenter.sh/unregistered` until karpy registers it."""
     all_labels = dict(node_labels)
     all_labels[labels.LABEL_HOSTNAME] = name
     arch = all_labels.get(labels.LABEL_ARCH, labels.ARCH_AMD64)
@@ -144,7 +168,8 @@ def node_for(
         "status": {
             "capacity": _quantities(capacity),
             "allocatable": _quantities(allocatable),
-            "phase": "Pending",
+            "phase": "Running",
+            "conditions": node_conditions(now),
             "addresses": [
                 {"type": "InternalIP", "address": fake_ip(name)},
                 {"type": "Hostname", "address": name},

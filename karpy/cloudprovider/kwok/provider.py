@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import structlog
@@ -132,17 +132,9 @@ class KwokCloudProvider:
         nodeclass = await self._nodeclass_for(claim)
         name = claim.name
         uid = claim.metadata.uid or ""
-        existing = await self._read_node(name)
+        existing = self.nodes.get(name)
         if existing is not None:
-            owner = ((existing.get("metadata") or {}).get("annotations") or {}).get(
-                ANNOTATION_NODECLAIM_UID
-            )
-            if owner and uid and owner != uid:
-                raise CreateError(
-                    f'node "{name}" exists for another NodeClaim (uid {owner})',
-                    reason="NodeNameInUse",
-                )
-            return self._as_launched(claim, existing)
+            return self._adopt(claim, existing)
         reqs = Requirements.from_node_selector_terms(r.to_dict() for r in claim.spec.requirements)
         requests = parse_resources(
             claim.spec.resources.requests if claim.spec.resources else None,
@@ -157,9 +149,12 @@ class KwokCloudProvider:
             node_labels=node_labels,
             capacity=choice.instance_type.capacity,
             allocatable=choice.instance_type.allocatable,
+            now=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         )
         if self.registration_delay(nodeclass) <= timedelta(0):
-            node = await self.create_node(node)
+            launched = self._adopt(claim, await self.create_node(node))
+        else:
+            launched = self._as_launched(claim, node)  # the simulator creates it later
         log.info(
             "launched kwok instance",
             NodeClaim={"name": name},
@@ -169,6 +164,20 @@ class KwokCloudProvider:
                 "capacity-type": choice.offering.capacity_type,
             },
         )
+        return launched
+
+    def _adopt(self, claim: NodeClaim, node: Mapping[str, Any]) -> NodeClaim:
+        """The launched NodeClaim for a Node that exists: a repeated launch finds the first
+        instance, unless the name belongs to another NodeClaim."""
+        uid = claim.metadata.uid or ""
+        owner = ((node.get("metadata") or {}).get("annotations") or {}).get(
+            ANNOTATION_NODECLAIM_UID
+        )
+        if owner and uid and owner != uid:
+            raise CreateError(
+                f'node "{claim.name}" exists for another NodeClaim (uid {owner})',
+                reason="NodeNameInUse",
+            )
         return self._as_launched(claim, node)
 
     async def create_node(self, node: JSON) -> JSON:

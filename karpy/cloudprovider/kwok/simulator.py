@@ -27,6 +27,7 @@ from karpy.apis.v1 import conditions
 from karpy.cloudprovider.kwok.instances import (
     PROVIDER_ID_PREFIX,
     fake_ip,
+    node_conditions,
     node_for,
     node_name_of,
 )
@@ -149,6 +150,7 @@ class KwokSimulator:
             node_labels=dict(meta.get("labels") or {}),
             capacity=parse_resources(status.get("capacity"), field="status.capacity"),
             allocatable=parse_resources(status.get("allocatable"), field="status.allocatable"),
+            now=self.clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ"),
         )
         await self.provider.create_node(node)
         log.info("created kwok node", Node={"name": node_name}, NodeClaim={"name": name})
@@ -165,28 +167,7 @@ class KwokSimulator:
         if ready is not None and ready.get("status") == conditions.STATUS_TRUE:
             return None
         now = self.clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
-
-        def condition(type_: str, status: str, reason: str, message: str) -> JSON:
-            return {
-                "type": type_,
-                "status": status,
-                "reason": reason,
-                "message": message,
-                "lastHeartbeatTime": now,
-                "lastTransitionTime": now,
-            }
-
-        patch = {
-            "status": {
-                "phase": "Running",
-                "conditions": [
-                    condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kwok"),
-                    condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kwok"),
-                    condition("PIDPressure", "False", "KubeletHasSufficientPID", "kwok"),
-                    condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
-                ],
-            }
-        }
+        patch = {"status": {"phase": "Running", "conditions": node_conditions(now)}}
         try:
             await self.client.patch_status(NODES, name, patch, patch_type=PatchType.STRATEGIC)
         except NotFoundError:

@@ -9,12 +9,13 @@ from collections.abc import Awaitable, Callable
 
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.nomination import NominationJanitor, nominate_pods
 from karpy.controllers.provisioning.provisioner import NAME, Provisioner
 from karpy.controllers.provisioning.triggers import node_trigger, pod_trigger
 from karpy.kube.controller import Controller, Result
 from karpy.kube.resources import NODES, PODS
 
-__all__ = ["Batcher", "Provisioner", "register"]
+__all__ = ["Batcher", "NominationJanitor", "Provisioner", "nominate_pods", "register"]
 
 
 def register(ctx: ControllerContext) -> None:
@@ -40,6 +41,10 @@ def register(ctx: ControllerContext) -> None:
     )
     ctx.add_controller(pod_trigger(pods=ctx.informer(PODS), batcher=batcher, clock=ctx.clock))
     ctx.add_controller(node_trigger(nodes=ctx.informer(NODES), batcher=batcher, clock=ctx.clock))
+    janitor = NominationJanitor(
+        client=ctx.client, pods=ctx.informer(PODS), nodes=ctx.informer(NODES), clock=ctx.clock
+    )
+    ctx.add_controller(janitor.controller())
 
 
 def _loop(provisioner: Provisioner) -> Callable[[str], Awaitable[Result]]:

@@ -70,6 +70,9 @@ def nodeclaim_for(claim: NewNodeClaim, nodepool: Mapping[str, Any]) -> JSON:
         "kind": "NodeClaim",
         "metadata": {
             "generateName": f"{claim.nodepool}-",
+            # The termination finalizer from the start: nothing can be launched for a NodeClaim
+            # that could vanish without its instance being cleaned up.
+            "finalizers": [labels.FINALIZER_TERMINATION],
             "labels": node_labels,
             "annotations": annotations,
             "ownerReferences": [

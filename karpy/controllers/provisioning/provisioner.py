@@ -29,6 +29,7 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.provisioning import metrics
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
+from karpy.controllers.provisioning.nomination import nominate_pods
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
@@ -221,8 +222,11 @@ class Provisioner:
     async def gather(self) -> _Batch | None:
         started = time.perf_counter()
         snapshot = self.cluster.snapshot()
+        planned = self.cluster.planned_pods()
         pods: dict[str, JSON] = {}
         for pod in self.cluster.provisionable_pods():
+            if podutil.pod_key(pod) in planned:
+                continue  # its NodeClaim is on the way
             try:
                 validate_pod(
                     pod, well_known=WELL_KNOWN, pvc=self._pvc, storage_class=self._storage_class
@@ -318,7 +322,7 @@ class Provisioner:
                 nodeclaims=len(result.node_claims),
                 pods=sum(len(c.pods) for c in result.node_claims),
             )
-        self._nominate_existing(batch, result, by_key)
+        await self._nominate_existing(batch, result, by_key)
         for key, reason in sorted(result.errors.items()):
             pod = by_key.get(key)
             if pod is not None:
@@ -333,7 +337,7 @@ class Provisioner:
         names = await asyncio.gather(*(create(c) for c in result.node_claims))
         return [n for n in names if n]
 
-    def _nominate_existing(
+    async def _nominate_existing(
         self, batch: _Batch, result: SchedulingResult, by_key: Mapping[str, JSON]
     ) -> None:
         if not result.existing:
@@ -354,6 +358,11 @@ class Provisioner:
                 pod = by_key.get(view.key)
                 if pod is not None:
                     self._nominated(pod, target)
+            keys = [v.key for v in views]
+            if node.node_name and node.registered:
+                await nominate_pods(self.client, self.cluster.pod_informer, keys, node.node_name)
+            elif node.nodeclaim_name:
+                self.cluster.record_plan(node.nodeclaim_name, keys)
         if unready:
             log.info(f"computed {unready} unready node(s) will fit {placed} pod(s)")
 
@@ -406,6 +415,7 @@ class Provisioner:
             return None
         self.cluster.update_nodeclaim(created)
         name = str((created.get("metadata") or {}).get("name") or "")
+        self.cluster.record_plan(name, [v.key for v in claim.pods])
         metrics.NODECLAIMS_CREATED.labels(
             "provisioning", claim.nodepool, str(claim.min_values_relaxed).lower()
         ).inc()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodeclaim.lifecycle.controller import NAME, Lifecycle
-from karpy.kube.resources import NODES
+from karpy.kube.resources import NODES, PODS
 from karpy.state import NODECLAIMS
 
 __all__ = ["NAME", "Lifecycle", "register"]
@@ -23,6 +23,8 @@ def register(ctx: ControllerContext) -> None:
         launch_timeout=ctx.settings.nodeclaim.launch_timeout,
         registration_timeout=ctx.settings.nodeclaim.registration_timeout,
         health=ctx.cluster.nodepool_health,
+        cluster=ctx.cluster,
+        pods=ctx.informer(PODS),
         clock=ctx.clock,
     )
     ctx.add_controller(lifecycle.controller())

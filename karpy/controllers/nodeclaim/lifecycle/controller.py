@@ -33,6 +33,7 @@ from karpy.controllers.nodeclaim.lifecycle.initialization import why_not_initial
 from karpy.controllers.nodeclaim.lifecycle.launch import Launcher
 from karpy.controllers.nodeclaim.lifecycle.metrics import NODES_CREATED
 from karpy.controllers.nodeclaim.lifecycle.registration import registration_patch
+from karpy.controllers.provisioning.nomination import nominate_pods
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.controller import Controller, Result
@@ -41,7 +42,7 @@ from karpy.kube.events import WARNING, EventRecorder
 from karpy.kube.informer import Informer
 from karpy.kube.resources import NODES
 from karpy.kube.store import INDEX_PROVIDER_ID
-from karpy.state import NODECLAIMS
+from karpy.state import NODECLAIMS, Cluster
 from karpy.state.nodepoolhealth import NodePoolHealth
 
 __all__ = ["NAME", "Lifecycle"]
@@ -59,6 +60,18 @@ class _Stop(Exception):
 
 def _truncate(text: str) -> str:
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
+
+def _projected(node: JSON, patch: JSON) -> JSON:
+    """`node` as it will be once the registration patch applies (taints replaced)."""
+    return {**node, "spec": {**(node.get("spec") or {}), **(patch.get("spec") or {})}}
+
+
+def _rv(obj: JSON) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
 
 
 def _with_kind(obj: JSON) -> JSON:
@@ -79,6 +92,8 @@ class Lifecycle:
         launch_timeout: timedelta,
         registration_timeout: timedelta,
         health: NodePoolHealth | None = None,
+        cluster: Cluster | None = None,
+        pods: Informer | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.client = client
@@ -90,6 +105,8 @@ class Lifecycle:
         self.launch_timeout = launch_timeout
         self.registration_timeout = registration_timeout
         self.health = health
+        self.cluster = cluster
+        self.pods = pods
         self._registered: dict[str, None] = {}
 
     def controller(self, *, workers: int = 50) -> Controller[str]:
@@ -143,7 +160,7 @@ class Lifecycle:
             await self._launch(work, conds)
             node = self._node_for(work, conds)
             if node is not None:
-                await self._register(work, node, conds)
+                node = await self._register(work, node, conds)
                 await self._initialize(work, node, conds)
             requeue = await self._liveness(work, conds)
         except _Stop:
@@ -290,12 +307,13 @@ class Lifecycle:
             return None
         return nodes[0]
 
-    async def _register(self, work: JSON, node: JSON, conds: ConditionSet) -> None:
+    async def _register(self, work: JSON, node: JSON, conds: ConditionSet) -> JSON:
+        """Register `node` for the claim; returns the Node as it now is."""
         node_meta = node.get("metadata") or {}
         node_name = str(node_meta.get("name"))
         if conds.is_true(c.NODECLAIM_REGISTERED):
             work["status"]["nodeName"] = node_name
-            return
+            return node
         node_labels = node_meta.get("labels") or {}
         tainted = any(
             t.get("key") == labels.TAINT_UNREGISTERED_KEY
@@ -307,12 +325,19 @@ class Lifecycle:
                 "before karpy synced it",
                 Node={"name": node_name},
             )
-        await self.client.patch(NODES, node_name, registration_patch(node, work))
+        claim_name = str((work.get("metadata") or {}).get("name"))
+        if self.cluster is not None and self.pods is not None:
+            # Tell kube-scheduler where the provisioner planned the pods, before the node
+            # becomes schedulable (see karpy.controllers.provisioning.nomination).
+            planned = self.cluster.take_plan(claim_name)
+            if planned:
+                await nominate_pods(self.client, self.pods, planned, node_name)
+        registered: JSON = await self.client.patch(NODES, node_name, registration_patch(node, work))
         work["status"]["nodeName"] = node_name
         conds.set_true(c.NODECLAIM_REGISTERED)
         uid = str((work.get("metadata") or {}).get("uid") or "")
         if uid in self._registered:
-            return  # a repeat after a failed status write: counted and logged already
+            return registered  # a repeat after a failed status write: counted and logged
         self._registered[uid] = None
         if len(self._registered) > REGISTERED_MEMORY:
             self._registered.pop(next(iter(self._registered)))
@@ -325,14 +350,16 @@ class Lifecycle:
             Node={"name": node_name},
             **{"provider-id": (work.get("status") or {}).get("providerID")},
         )
+        return registered
 
     # -- initialization ---------------------------------------------------------------------------
 
     async def _initialize(self, work: JSON, node: JSON, conds: ConditionSet) -> None:
         if not conds.is_true(c.NODECLAIM_REGISTERED) or conds.is_true(c.NODECLAIM_INITIALIZED):
             return
-        # The registration patch may not be in the cache yet: judge the node as patched.
-        current = self.nodes.get(str((node.get("metadata") or {}).get("name"))) or node
+        # Judge the newer of the cache's view and the one registration just wrote.
+        cached = self.nodes.get(str((node.get("metadata") or {}).get("name")))
+        current = node if cached is None or _rv(cached) < _rv(node) else cached
         if any(
             t.get("key") == labels.TAINT_UNREGISTERED_KEY
             for t in (current.get("spec") or {}).get("taints") or ()
@@ -349,9 +376,11 @@ class Lifecycle:
             conds.set_unknown(c.NODECLAIM_INITIALIZED, reason=blocked[0], message=blocked[1])
             return
         name = str((current.get("metadata") or {}).get("name"))
-        await self.client.patch(
-            NODES, name, {"metadata": {"labels": {labels.LABEL_NODE_INITIALIZED: "true"}}}
-        )
+        current_labels = (current.get("metadata") or {}).get("labels") or {}
+        if current_labels.get(labels.LABEL_NODE_INITIALIZED) != "true":
+            await self.client.patch(
+                NODES, name, {"metadata": {"labels": {labels.LABEL_NODE_INITIALIZED: "true"}}}
+            )
         conds.set_true(c.NODECLAIM_INITIALIZED)
         log.info(
             "initialized nodeclaim",
