@@ -1,0 +1,79 @@
+"""Karpenter's pod validation: pods karpy will not provision for, and why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": [], **spec}}
+
+
+def _affinity(*exprs: dict[str, Any], fields: bool = False) -> dict[str, Any]:
+    term: dict[str, Any] = {"matchExpressions": list(exprs)}
+    if fields:
+        term["matchFields"] = [{"key": "metadata.name", "operator": "In", "values": ["n"]}]
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {},
+        {"nodeSelector": {"kubernetes.io/arch": "arm64", "team": "a"}},
+        {"nodeSelector": {"karpenter.sh/capacity-type": "spot", "node.kubernetes.io/foo": "x"}},
+        {
+            "affinity": _affinity(
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}
+            )
+        },
+        {"affinity": _affinity({"key": "example.com/gpu", "operator": "Gt", "values": ["2"]})},
+    ],
+)
+def test_accepted(spec: dict[str, Any]) -> None:
+    validate_pod(_pod(**spec))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"affinity": _affinity({"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"})},
+            "DoesNotExist requirement",
+        ),
+        ({"nodeSelector": {"karpenter.sh/custom": "x"}}, "label karpenter.sh/custom is restricted"),
+        ({"nodeSelector": {"kubernetes.io/hostname": "n1"}}, "restricted"),
+        ({"nodeSelector": {"team": "bad value!"}}, "invalid value"),
+        ({"nodeSelector": {"bad key!": "x"}}, "not a valid label key"),
+        (
+            {"affinity": _affinity({"key": "a", "operator": "Near", "values": ["x"]})},
+            "unsupported operator",
+        ),
+        ({"affinity": _affinity({"key": "a", "operator": "In"})}, "must have a value"),
+        ({"affinity": _affinity({"key": "a", "operator": "Gt", "values": ["x"]})}, "integer"),
+        ({"affinity": _affinity(fields=True)}, "matchFields is not supported"),
+    ],
+)
+def test_rejected(spec: dict[str, Any], message: str) -> None:
+    with pytest.raises(PodValidationError, match=message):
+        validate_pod(_pod(**spec))
+
+
+def test_volumes_need_their_claim_and_storage_class() -> None:
+    pod = _pod(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+    claims = {"ns/data": {"spec": {"storageClassName": "fast"}}}
+    with pytest.raises(PodValidationError, match='persistentvolumeclaim "ns/data"'):
+        validate_pod(pod, pvc=lambda ns, n: None, storage_class=lambda n: {})
+    with pytest.raises(PodValidationError, match='storageclass "fast"'):
+        validate_pod(pod, pvc=lambda ns, n: claims.get(f"{ns}/{n}"), storage_class=lambda n: None)
+    validate_pod(pod, pvc=lambda ns, n: claims.get(f"{ns}/{n}"), storage_class=lambda n: {})
+    bound = {"ns/data": {"spec": {"storageClassName": "gone", "volumeName": "pv-1"}}}
+    validate_pod(pod, pvc=lambda ns, n: bound.get(f"{ns}/{n}"), storage_class=lambda n: None)

@@ -1,0 +1,131 @@
+"""A StateNode joins a Node and its NodeClaim; before initialization the NodeClaim speaks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.state import StateNode
+from karpy.state.pods import is_provisionable, is_reschedulable
+
+CLAIM: dict[str, Any] = {
+    "metadata": {"name": "c1", "labels": {"karpenter.sh/nodepool": "p", "from": "claim"}},
+    "spec": {"taints": [{"key": "t", "effect": "NoSchedule"}]},
+    "status": {
+        "providerID": "kwok://c1",
+        "capacity": {"cpu": "4", "memory": "8Gi", "pods": "10"},
+        "allocatable": {"cpu": "3900m", "memory": "8Gi", "pods": "10"},
+        "conditions": [{"type": "Launched", "status": "True"}],
+    },
+}
+
+
+def _node(labels: dict[str, str], **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "c1", "labels": labels},
+        "spec": {"providerID": "kwok://c1", "taints": [{"key": "boot", "effect": "NoSchedule"}]},
+        "status": status,
+    }
+
+
+def _pod(name: str, *, cpu: str = "1", owner: str | None = None, **meta: Any) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns", **meta}
+    if owner:
+        metadata["ownerReferences"] = [{"kind": owner, "name": "o", "uid": "u"}]
+    return {
+        "metadata": metadata,
+        "spec": {
+            "nodeName": "c1",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def test_launched_claim_without_node_uses_the_claim() -> None:
+    node = StateNode(key="kwok://c1", node=None, nodeclaim=CLAIM)
+    assert node.name == "c1" and node.managed and not node.registered
+    assert not node.initialized
+    assert node.labels["from"] == "claim"
+    assert node.allocatable == {"cpu": 3900, "memory": 8 * 1024**3, "pods": 10}
+    assert node.taints == [{"key": "t", "effect": "NoSchedule"}]
+    assert node.nodepool == "p"
+
+
+def test_registered_but_uninitialized_fills_gaps_from_the_claim() -> None:
+    node = StateNode(
+        key="kwok://c1",
+        node=_node({"karpenter.sh/registered": "true", "from": "node"}, allocatable={"cpu": "3"}),
+        nodeclaim=CLAIM,
+    )
+    assert node.registered and not node.initialized
+    assert node.labels["from"] == "node"
+    assert node.allocatable["cpu"] == 3000
+    assert node.allocatable["memory"] == 8 * 1024**3
+    assert node.taints == [{"key": "t", "effect": "NoSchedule"}]
+
+
+def test_initialized_node_speaks_for_itself() -> None:
+    claim = {
+        **CLAIM,
+        "status": {**CLAIM["status"], "conditions": [{"type": "Initialized", "status": "True"}]},
+    }
+    node = StateNode(
+        key="kwok://c1",
+        node=_node({"karpenter.sh/registered": "true"}, allocatable={"cpu": "2"}),
+        nodeclaim=claim,
+        pods=(_pod("a"), _pod("ds", cpu="500m", owner="DaemonSet")),
+    )
+    assert node.initialized
+    assert node.allocatable == {"cpu": 2000}
+    assert node.taints == [{"key": "boot", "effect": "NoSchedule"}]
+    assert node.pod_requests["cpu"] == 1500
+    assert node.daemonset_requests["cpu"] == 500
+    assert node.available["cpu"] == 500
+    assert not node.is_empty()
+    assert [p["metadata"]["name"] for p in node.reschedulable_pods()] == ["a"]
+
+
+def test_deleting_and_marked() -> None:
+    deleting = {
+        **CLAIM,
+        "metadata": {**CLAIM["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"},
+    }
+    assert StateNode(key="k", node=None, nodeclaim=deleting).marked_for_deletion
+    assert StateNode(key="k", node=None, nodeclaim=CLAIM, marked=True).marked_for_deletion
+    assert not StateNode(key="k", node=None, nodeclaim=CLAIM).marked_for_deletion
+    unmanaged = _node({}, allocatable={"cpu": "1"})
+    assert StateNode(key="c1", node=unmanaged, nodeclaim=None).initialized
+
+
+def test_empty_ignores_daemonsets_and_finished_pods_but_not_do_not_disrupt() -> None:
+    done = _pod("done")
+    done["status"]["phase"] = "Succeeded"
+    node = StateNode(
+        key="k", node=None, nodeclaim=CLAIM, pods=(_pod("ds", owner="DaemonSet"), done)
+    )
+    assert node.is_empty()
+    pinned = _pod("pinned", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    node = StateNode(key="k", node=None, nodeclaim=CLAIM, pods=(pinned,))
+    assert not node.is_empty()
+    assert not is_reschedulable(pinned)
+
+
+def test_provisionable_pods() -> None:
+    pending = {
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {},
+        "status": {
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+        },
+    }
+    assert is_provisionable(pending)
+    assert not is_provisionable({**pending, "spec": {"nodeName": "n"}})
+    assert not is_provisionable(
+        {**pending, "status": {**pending["status"], "nominatedNodeName": "n"}}
+    )
+    owned = {
+        **pending,
+        "metadata": {**pending["metadata"], "ownerReferences": [{"kind": "DaemonSet"}]},
+    }
+    assert not is_provisionable(owned)
+    assert not is_provisionable({**pending, "status": {"conditions": []}})
