@@ -18,6 +18,7 @@ from karpy.scheduling.catalog import (
     parse_catalog,
 )
 from karpy.scheduling.instancetypes import InstanceType, Offering, order_by_price
+from karpy.scheduling.lp import warm_up
 from karpy.scheduling.model import (
     ExistingNode,
     NewNodeClaim,
@@ -64,4 +65,5 @@ __all__ = [
     "pod_requests",
     "pod_view",
     "schedule",
+    "warm_up",
 ]

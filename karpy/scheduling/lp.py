@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Column", "CoverSolution", "DemandGroup", "seed_floors", "solve_cover"]
+__all__ = ["Column", "CoverSolution", "DemandGroup", "seed_floors", "solve_cover", "warm_up"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +68,11 @@ def seed_floors(
     return out
 
 
+def warm_up() -> None:
+    """Import the LP solver now (about a second), so the first solve does not pay for it."""
+    import scipy.optimize  # type: ignore[import-untyped]  # noqa: F401
+
+
 def solve_cover(
     columns: Sequence[Column],
     groups: Sequence[DemandGroup],
@@ -76,7 +81,7 @@ def solve_cover(
 ) -> CoverSolution | None:
     """Solve the covering LP; None when it is infeasible (some demand no column can hold)."""
     import numpy as np
-    from scipy.optimize import linprog  # type: ignore[import-untyped]
+    from scipy.optimize import linprog
     from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
     n = len(columns)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from karpy.scheduling import CatalogError, kwok_instance_types, load_catalog, schedule
+from karpy.scheduling import CatalogError, kwok_instance_types, load_catalog, schedule, warm_up
 from karpy.simulation.output import render
 from karpy.simulation.scenario import ScenarioError, load_scenario
 
@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     inp = scenario.input
     inp.preference_policy = args.preference_policy
     inp.min_values_policy = args.min_values_policy
+    warm_up()
     result = schedule(inp)
     sys.stdout.write(render(inp, result, args.output))
     return 0
