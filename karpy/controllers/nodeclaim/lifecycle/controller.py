@@ -155,18 +155,23 @@ class Lifecycle:
         )
         conds.initialize((c.NODECLAIM_LAUNCHED, c.NODECLAIM_REGISTERED, c.NODECLAIM_INITIALIZED))
         error: Exception | None = None
-        requeue: float | None = None
         try:
             await self._launch(work, conds)
             node = self._node_for(work, conds)
             if node is not None:
                 node = await self._register(work, node, conds)
                 await self._initialize(work, node, conds)
+        except _Stop:
+            return None
+        except ConflictError:
+            raise
+        except Exception as exc:  # written below, then retried with backoff
+            error = exc
+        try:
+            # Liveness runs even when a step failed: a launch that keeps failing times out.
             requeue = await self._liveness(work, conds)
         except _Stop:
             return None
-        except Exception as exc:  # written below, then retried with backoff
-            error = exc
         conds.roll_up(c.CONDITION_READY, c.NODECLAIM_READY_DEPENDENTS)
         await self._write(claim, work)
         if error is not None:
