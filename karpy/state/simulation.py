@@ -26,12 +26,26 @@ log = structlog.get_logger("karpy.state")
 
 
 class PodViews:
-    """A bounded cache of `PodView`s keyed by (uid, resourceVersion); safe across threads."""
+    """A bounded cache of `PodView`s keyed by (uid, resourceVersion); safe across threads.
+
+    `prune()` after a simulation drops every view that simulation did not use, so views of
+    old resourceVersions and of deleted pods do not pile up.
+    """
 
     def __init__(self, *, max_entries: int = 50_000) -> None:
         self.max_entries = max_entries
         self._views: OrderedDict[tuple[str, str], PodView] = OrderedDict()
+        self._used: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._views)
+
+    def prune(self) -> None:
+        with self._lock:
+            for key in [k for k in self._views if k not in self._used]:
+                del self._views[key]
+            self._used.clear()
 
     def view(self, pod: Mapping[str, Any], *, daemon: bool | None = None) -> PodView:
         """The pod's view; raises `PodError` for a spec the scheduler cannot read."""
@@ -40,6 +54,7 @@ class PodViews:
         if key[0]:
             with self._lock:
                 found = self._views.get(key)
+                self._used.add(key)
             if found is not None:
                 return found
         view = pod_view(pod, daemon=daemon)

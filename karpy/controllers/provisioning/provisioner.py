@@ -291,6 +291,12 @@ class Provisioner:
     # -- 3: simulate (worker thread) -----------------------------------------------------------
 
     def _solve(self, batch: _Batch) -> SchedulingResult:
+        try:
+            return self._schedule(batch)
+        finally:
+            self.views.prune()
+
+    def _schedule(self, batch: _Batch) -> SchedulingResult:
         pods = self.views.views(batch.pods)
         existing = [existing_node(n, self.views) for n in batch.snapshot.active_nodes()]
         daemons = []

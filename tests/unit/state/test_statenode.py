@@ -129,3 +129,19 @@ def test_provisionable_pods() -> None:
     }
     assert not is_provisionable(owned)
     assert not is_provisionable({**pending, "status": {"conditions": []}})
+
+
+def test_pod_views_are_cached_by_version_and_pruned() -> None:
+    from karpy.state import PodViews
+
+    views = PodViews()
+    pod = _pod("a")
+    pod["metadata"].update(uid="u1", resourceVersion="1")
+    first = views.view(pod)
+    assert views.view(pod) is first
+    views.prune()
+    assert len(views) == 1
+    newer = {**pod, "metadata": {**pod["metadata"], "resourceVersion": "2"}}
+    assert views.view(newer) is not first
+    views.prune()
+    assert len(views) == 1, "the view of the old resourceVersion is gone"
