@@ -3,6 +3,7 @@ kwok provider, the session control plane)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -75,3 +76,43 @@ def test_scale_from_zero_to_200_pods_of_mixed_sizes(
 
     wait_for(resources_match, timeout=60, message="NodePool status.resources to match")
     assert len(bound_pods(kubectl, namespace)) == 200
+
+
+def test_instance_types_from_a_catalogue_file(
+    kubectl: Kubectl,
+    namespace: str,
+    karpy_factory: Any,
+    kwok_pool: PoolFactory,
+    tmp_path: Any,
+) -> None:
+    offerings = [
+        {
+            "Price": 0.05,
+            "Available": True,
+            "Requirements": [
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["lab-1"]},
+            ],
+        }
+    ]
+    catalogue = [
+        {
+            "name": "lab-2x",
+            "resources": {"cpu": "2", "memory": "4Gi", "pods": "10"},
+            "architecture": "amd64",
+            "operatingSystems": ["linux"],
+            "offerings": offerings,
+        }
+    ]
+    path = tmp_path / "types.json"
+    path.write_text(json.dumps(catalogue))
+    karpy_factory({"INSTANCE_TYPES_FILE_PATH": str(path)})
+    kwok_pool("default")
+    kubectl.apply(deployment("lab", namespace, replicas=2, cpu="1500m", memory="1Gi"))
+    wait_bound(kubectl, namespace, 2, timeout=120)
+    launched = nodes(kubectl)
+    assert len(launched) == 2
+    for node in launched:
+        labels = node["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "lab-2x"
+        assert labels["topology.kubernetes.io/zone"] == "lab-1"

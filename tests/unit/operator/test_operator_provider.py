@@ -1,0 +1,34 @@
+"""`karpy run` refuses a provider it cannot run, before connecting to anything."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def _run(**env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if k not in ("PROVIDER", "KUBECONFIG")}
+    return subprocess.run(
+        [sys.executable, "-m", "karpy.cli", "run"],
+        env={**clean, **env, "KUBECONFIG": "/nonexistent"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_aws_is_not_in_this_build() -> None:
+    proc = _run(PROVIDER="aws", CLUSTER_NAME="demo")
+    assert proc.returncode == 2
+    assert "AWS provider is not available in this build" in proc.stderr
+
+
+def test_a_bad_catalogue_stops_start_up(tmp_path: os.PathLike[str]) -> None:
+    path = os.path.join(tmp_path, "types.json")
+    with open(path, "w") as f:
+        f.write('[{"name": "x", "offerings": []}]')
+    proc = _run(PROVIDER="kwok", INSTANCE_TYPES_FILE_PATH=path)
+    assert proc.returncode == 2
+    assert "INSTANCE_TYPES_FILE_PATH" in proc.stderr and "(x)" in proc.stderr
