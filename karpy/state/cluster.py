@@ -22,7 +22,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from karpy.apis.v1 import labels
+from karpy.apis.v1 import conditions, labels
 from karpy.kube.cache import Cache
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.informer import HandlerFuncs, Informer
@@ -33,7 +33,7 @@ from karpy.scheduling.resources import ResourceMap, add
 from karpy.state import pods as podutil
 from karpy.state.nodepoolhealth import NodePoolHealth
 from karpy.state.resources import NODECLAIMS, NODEPOOLS
-from karpy.state.statenode import StateNode
+from karpy.state.statenode import StateNode, claim_condition
 
 __all__ = ["DEFAULT_NOMINATION_WINDOW", "Cluster", "ClusterSnapshot", "nomination_window"]
 
@@ -180,17 +180,21 @@ class Cluster:
             planned[key] = None
 
     def planned_pods(self) -> set[str]:
-        """Pods planned onto NodeClaims that are still coming (not deleting): capacity is on
-        its way for them, so they need no new plan."""
-        live = {
-            _name(c)
-            for c in self.nodeclaims()
+        """Pods planned onto NodeClaims that are still coming (neither registered nor
+        deleting): capacity is on its way for them, so they need no new plan. Once the Node
+        registers, its planned pods are nominated to it and kube-scheduler takes over."""
+        claims = {_name(c): c for c in self.nodeclaims()}
+        coming = {
+            name
+            for name, c in claims.items()
             if not (c.get("metadata") or {}).get("deletionTimestamp")
+            and (claim_condition(c, conditions.NODECLAIM_REGISTERED) or {}).get("status")
+            != conditions.STATUS_TRUE
         }
-        for name in [n for n in self._planned if n not in live]:
-            if self.nodeclaim_informer.has_synced() and name not in self._pending:
+        for name in [n for n in self._planned if n not in claims]:
+            if self.nodeclaim_informer.has_synced():
                 del self._planned[name]
-        return {key for name, keys in self._planned.items() if name in live for key in keys}
+        return {key for name, keys in self._planned.items() if name in coming for key in keys}
 
     def take_plan(self, nodeclaim: str) -> list[str]:
         """The pods planned onto a NodeClaim, forgotten once taken."""
