@@ -1,51 +1,49 @@
 """karpy's controllers, one package per area; each exposes `register(ctx: ControllerContext)`.
 
-`REGISTRARS` lists them in the order `karpy run` calls them. To add an area, write
+`registrars()` lists them in the order `karpy run` calls them. To add an area, write
 `karpy/controllers/<area>/__init__.py` with a `register(ctx)` that builds the area's controllers
-from the context and adds them with `ctx.add_controller(...)`, then append it here.
+from the context and adds them with `ctx.add_controller(...)`, then list it in `registrars()`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from karpy.controllers.context import ControllerContext
 
-__all__ = ["AREAS", "ControllerContext", "Registrar", "register_all"]
+__all__ = ["ControllerContext", "Registrar", "register_all", "registrars"]
 
 Registrar = Callable[[ControllerContext], None]
 
-AREAS: tuple[str, ...] = (
-    "karpy.controllers.provisioning",
-    "karpy.controllers.nodeclaim.lifecycle",
-    "karpy.controllers.nodeclaim.termination",
-    "karpy.controllers.nodeclaim.expiration",
-    "karpy.controllers.nodeclaim.disruption",
-    "karpy.controllers.nodeclaim.podevents",
-    "karpy.controllers.node.termination",
-    "karpy.controllers.nodepool",
-    "karpy.controllers.disruption",
-    "karpy.controllers.garbagecollection",
-    "karpy.controllers.metrics",
-)
-"""Packages whose `register(ctx)` builds their controllers, in registration order."""
-
 
 def registrars() -> list[Registrar]:
-    """Every area's `register`; an area not written yet (no module) is skipped."""
-    out: list[Registrar] = []
-    for name in AREAS:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as err:
-            if err.name is not None and name.startswith(err.name):
-                continue  # the area does not exist yet
-            raise
-        register = getattr(module, "register", None)
-        if register is not None:
-            out.append(register)
-    return out
+    """Every area's `register`, in registration order (imported here, not at package import,
+    so that importing one controller module does not load them all)."""
+    from karpy.controllers import (
+        disruption,
+        garbagecollection,
+        metrics,
+        nodepool,
+        provisioning,
+    )
+    from karpy.controllers.node import termination as node_termination
+    from karpy.controllers.nodeclaim import disruption as nodeclaim_disruption
+    from karpy.controllers.nodeclaim import expiration, lifecycle, podevents
+    from karpy.controllers.nodeclaim import termination as nodeclaim_termination
+
+    return [
+        provisioning.register,
+        lifecycle.register,
+        nodeclaim_termination.register,
+        expiration.register,
+        nodeclaim_disruption.register,
+        podevents.register,
+        node_termination.register,
+        nodepool.register,
+        disruption.register,
+        garbagecollection.register,
+        metrics.register,
+    ]
 
 
 def register_all(ctx: ControllerContext) -> None:
