@@ -1,0 +1,125 @@
+"""Pod nominations against a real kube-scheduler, and the kwok provider's NodeClass checks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubetest import async_wait_until
+
+from karpy.apis.v1 import NodeClaim
+from karpy.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
+from karpy.controllers.provisioning import NominationJanitor, nominate_pods
+from karpy.kube import NODES, PODS, FakeClock
+from tests.integration.provisioning.conftest import Env
+from tests.integration.provisioning.support import nodeclaim, nodeclass
+
+JSON = dict[str, Any]
+
+
+async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -> None:
+    # A karpy node kube-scheduler cannot use (tainted), already initialized.
+    env.kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": "nominee",
+                "labels": {"karpenter.sh/nodepool": "pool", "karpenter.sh/initialized": "true"},
+            },
+            "spec": {"taints": [{"key": "example.com/closed", "effect": "NoSchedule"}]},
+        }
+    )
+    await env.client.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "hopeful", "namespace": env.namespace},
+            "spec": {"containers": [{"name": "c", "image": "pause"}]},
+        },
+    )
+    key = f"{env.namespace}/hopeful"
+    pods = env.cache.informer(PODS)
+
+    async def unschedulable() -> bool:
+        return bool(pods.get(key)) and key in {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+            for p in env.cluster.provisionable_pods()
+        }
+
+    await async_wait_until(unschedulable, timeout=30, message="the pod to be unschedulable")
+    await async_wait_until(
+        lambda: _async(env.cache.informer(NODES).get("nominee")), timeout=30, message="node"
+    )
+    assert await nominate_pods(env.client, pods, [key, key], "nominee") == 1
+    live: JSON = await env.client.get(PODS, "hopeful", namespace=env.namespace)
+    assert live["status"]["nominatedNodeName"] == "nominee"
+    # Nominated pods are not provisionable (they are waiting for their node).
+    await async_wait_until(
+        lambda: _async(
+            not any(p["metadata"]["name"] == "hopeful" for p in env.cluster.provisionable_pods())
+        ),
+        timeout=30,
+        message="the nominated pod to leave the provisionable set",
+    )
+    # Nominating again does nothing: the pod already has a nomination.
+    assert await nominate_pods(env.client, pods, [key], "elsewhere") == 0
+
+    clock = FakeClock()
+    janitor = NominationJanitor(
+        client=env.client, pods=pods, nodes=env.cache.informer(NODES), clock=clock
+    )
+    first = await janitor.reconcile(key)
+    assert first is not None and first.requeue_after == pytest.approx(30.0)
+    clock.advance(31)
+    assert await janitor.reconcile(key) is None
+    live = await env.client.get(PODS, "hopeful", namespace=env.namespace)
+    assert not live["status"].get("nominatedNodeName")
+
+
+async def _async(value: Any) -> Any:
+    return value
+
+
+async def test_kwok_nodeclass_must_exist_and_be_ready(env: Env) -> None:
+    claim = NodeClaim.model_validate(
+        {**nodeclaim("nc-check"), "metadata": {"name": "nc-check", "uid": "u"}}
+    )
+    with pytest.raises(InsufficientCapacityError, match="not found"):
+        await env.kwok.create(claim)
+    env.kubectl.apply(nodeclass())
+    not_ready = {
+        "status": {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "Broken",
+                    "message": "broken",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ]
+        }
+    }
+    env.kubectl(
+        "patch",
+        "kwoknodeclass",
+        "default",
+        "--subresource=status",
+        "--type=merge",
+        "--patch",
+        json.dumps(not_ready),
+    )
+
+    async def cached_not_ready() -> bool:
+        found = env.kwok.nodeclasses.get("default") or {}
+        return any(
+            c.get("status") == "False" for c in found.get("status", {}).get("conditions", [])
+        )
+
+    await async_wait_until(cached_not_ready, timeout=30, message="the NodeClass not Ready")
+    with pytest.raises(NodeClassNotReadyError, match="not ready"):
+        await env.kwok.create(claim)
+    assert not (await env.client.list(NODES)).items
