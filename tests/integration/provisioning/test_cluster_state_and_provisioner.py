@@ -21,7 +21,7 @@ async def _eventually(check: Any, message: str) -> Any:
     async def probe() -> Any:
         return check()
 
-    return await async_wait_until(probe, timeout=30, message=message)
+    return await async_wait_until(probe, timeout=90, message=message)
 
 
 async def test_synced_gate_and_join(env: Env) -> None:

@@ -43,7 +43,7 @@ async def _cached(env: Env, name: str, check: Callable[[JSON], bool]) -> JSON:
         obj = env.cache.informer(NODECLAIMS).get(name)
         return obj if obj is not None and check(obj) else None
 
-    found: JSON = await async_wait_until(probe, timeout=30, message=f"NodeClaim {name}")
+    found: JSON = await async_wait_until(probe, timeout=90, message=f"NodeClaim {name}")
     return found
 
 
