@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from karpy.kube import jsonio
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.controller import EnqueueHandler
@@ -37,6 +40,7 @@ from karpy.kube.resources import NAMESPACES, PODS, object_key
 from karpy.kube.workqueue import RateLimitingQueue
 
 JSON = dict[str, Any]
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACE_COUNT = 10
 STATUS_EVERY = int(os.environ.get("BENCH_STATUS_EVERY", "10"))
 
@@ -425,6 +429,35 @@ def _base(case: str, pods: int, seconds: float) -> JSON:
     }
 
 
+def _sync_in_fresh_process(kubeconfig: str, *, trimmed: bool, namespace: str | None) -> JSON:
+    """Run one list-and-sync in a new interpreter, so its resident-memory growth is not
+    blurred by the population step's garbage."""
+    args = [sys.executable, "-m", "tests.bench.bench_informer", "sync", kubeconfig]
+    args += ["trimmed" if trimmed else "raw", namespace or ""]
+    out = subprocess.run(
+        args, capture_output=True, text=True, check=True, cwd=REPO, timeout=900
+    ).stdout
+    result: JSON = json.loads(out.strip().splitlines()[-1])
+    return result
+
+
+async def _measure_sync(kubeconfig: str, *, trimmed: bool, namespace: str | None) -> JSON:
+    client = await Client.connect(kubeconfig=kubeconfig, qps=0, burst=0)
+    try:
+        await client.list(NAMESPACES)  # warm the connection before the baseline
+        informer, seconds, rss_growth = await _sync(client, trimmed=trimmed, namespace=namespace)
+        objects = informer.list()
+        return {
+            "pods": len(objects),
+            "seconds": seconds,
+            "bytesPerPod": round(deep_size(objects) / len(objects)),
+            "rssBytesPerPod": round(rss_growth / len(objects)),
+            "peakRssMB": round(_peak_rss_mb(), 1),
+        }
+    finally:
+        await client.close()
+
+
 async def _run_cases(kubeconfig: str, count: int) -> list[JSON]:
     results: list[JSON] = []
     client = await Client.connect(kubeconfig=kubeconfig, qps=0, burst=0)
@@ -434,23 +467,20 @@ async def _run_cases(kubeconfig: str, count: int) -> list[JSON]:
             # the untrimmed figure comes from one namespace (a tenth): a full untrimmed
             # cache of 20,000 pods needs several GB
             namespace = None if trimmed else "bench-0"
-            informer, seconds, rss_growth = await _sync(
-                client, trimmed=trimmed, namespace=namespace
+            measured = await asyncio.to_thread(
+                _sync_in_fresh_process, kubeconfig, trimmed=trimmed, namespace=namespace
             )
-            objects = informer.list()
-            bytes_per_pod = deep_size(objects) / len(objects)
-            result = _base(
-                "list-sync-trimmed" if trimmed else "list-sync-untrimmed", len(objects), seconds
-            )
+            case = "list-sync-trimmed" if trimmed else "list-sync-untrimmed"
+            result = _base(case, measured["pods"], measured["seconds"])
             result.update(
-                bytesPerPod=round(bytes_per_pod),
-                rssBytesPerPod=round(rss_growth / len(objects)),
+                bytesPerPod=measured["bytesPerPod"],
+                rssBytesPerPod=measured["rssBytesPerPod"],
                 targetBytesPerPod=4096 if trimmed else None,
                 populateSeconds=round(populate_seconds, 1),
-                peakRssMB=round(_peak_rss_mb(), 1),
+                peakRssMB=measured["peakRssMB"],
+                json=jsonio.BACKEND,
             )
             results.append(result)
-            del informer, objects
         results.append(await _watch_replay(client, count))
         results.append(await _watch_live(client, min(count, 2000)))
     finally:
@@ -476,6 +506,7 @@ async def _watch_replay(client: Client, count: int) -> JSON:
     await runner
     result = _base("watch-replay", count, seconds)
     result.update(
+        json=jsonio.BACKEND,
         eventsPerSecond=round(count / seconds),
         targetEventsPerSecond=2000,
         peakRssMB=round(_peak_rss_mb(), 1),
@@ -545,3 +576,12 @@ def cases() -> Iterator[JSON]:
         finally:
             plane.stop()
     yield from results
+
+
+if __name__ == "__main__":  # the fresh-process half of the list-and-sync cases
+    import uvloop
+
+    _, mode, config, kind, ns = sys.argv
+    assert mode == "sync"
+    figures = uvloop.run(_measure_sync(config, trimmed=kind == "trimmed", namespace=ns or None))
+    print(json.dumps(figures))
