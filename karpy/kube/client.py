@@ -299,7 +299,10 @@ class Client:
             )
             page: JSON = await self._call("GET", path, params=params, retry=_Retry.ALWAYS)
             meta = page.get("metadata") or {}
-            yield page.get("items") or [], str(meta.get("resourceVersion", ""))
+            items = page.get("items") or []
+            del page  # hold one raw page at a time: they are the list's memory peak
+            yield items, str(meta.get("resourceVersion", ""))
+            del items
             token = meta.get("continue") or None
             if token is None:
                 return

@@ -136,6 +136,7 @@ class Reflector:
                 items.extend(transform(obj) for obj in page)
             else:
                 items.extend(page)
+            del page  # let the raw page go before the next one arrives
             version = page_version
             await asyncio.sleep(0)  # let the loop breathe between pages
         self.sink.replace(items, version)
