@@ -1,29 +1,11 @@
-"""JSON for the API hot path: orjson when installed (about 1.5x faster decoding of watch events
-and list pages), the standard library otherwise. Both produce plain dicts, lists and strs."""
+"""JSON for the API hot path. orjson decodes watch events and list pages about 1.5x faster
+than the standard library and produces the same plain dicts, lists and strs."""
 
 from __future__ import annotations
 
-import importlib
-import json
-from collections.abc import Callable
-from typing import Any
+import orjson
 
-__all__ = ["BACKEND", "dumps", "loads"]
+__all__ = ["dumps", "loads"]
 
-
-def _stdlib_dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-loads: Callable[[bytes | str], Any] = json.loads
-dumps: Callable[[Any], bytes] = _stdlib_dumps
-BACKEND = "json"
-
-try:
-    _orjson: Any = importlib.import_module("orjson")
-except ImportError:  # optional dependency
-    pass
-else:
-    loads = _orjson.loads
-    dumps = _orjson.dumps
-    BACKEND = "orjson"
+loads = orjson.loads
+dumps = orjson.dumps

@@ -31,7 +31,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from karpy.kube import jsonio
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.controller import EnqueueHandler
@@ -478,7 +477,6 @@ async def _run_cases(kubeconfig: str, count: int) -> list[JSON]:
                 targetBytesPerPod=4096 if trimmed else None,
                 populateSeconds=round(populate_seconds, 1),
                 peakRssMB=measured["peakRssMB"],
-                json=jsonio.BACKEND,
             )
             results.append(result)
         results.append(await _watch_replay(client, count))
@@ -506,7 +504,6 @@ async def _watch_replay(client: Client, count: int) -> JSON:
     await runner
     result = _base("watch-replay", count, seconds)
     result.update(
-        json=jsonio.BACKEND,
         eventsPerSecond=round(count / seconds),
         targetEventsPerSecond=2000,
         peakRssMB=round(_peak_rss_mb(), 1),
