@@ -117,6 +117,11 @@ class Cluster:
         self._changed_at = self.clock.now()
         self.nodepool_health = NodePoolHealth()
         """Recent launch/registration outcomes per NodePool (the lifecycle records them)."""
+        self.pod_nominations: dict[str, str] = {}
+        """Pods karpy itself nominated (`namespace/name` -> node name). Only these may be
+        withdrawn when they stop holding: kube-scheduler's own (preemption) nominations are
+        never touched. In memory only: after a restart karpy withdraws none of its earlier
+        nominations except those to nodes that are gone."""
         self.nodeclaim_informer.add_handler(
             HandlerFuncs(
                 add=self._on_claim, update=lambda _o, n: self._on_claim(n), delete=self._on_gone

@@ -42,7 +42,11 @@ def register(ctx: ControllerContext) -> None:
     ctx.add_controller(pod_trigger(pods=ctx.informer(PODS), batcher=batcher, clock=ctx.clock))
     ctx.add_controller(node_trigger(nodes=ctx.informer(NODES), batcher=batcher, clock=ctx.clock))
     janitor = NominationJanitor(
-        client=ctx.client, pods=ctx.informer(PODS), nodes=ctx.informer(NODES), clock=ctx.clock
+        client=ctx.client,
+        pods=ctx.informer(PODS),
+        nodes=ctx.informer(NODES),
+        ledger=ctx.cluster.pod_nominations,
+        clock=ctx.clock,
     )
     ctx.add_controller(janitor.controller())
 

@@ -8,16 +8,17 @@ nominated pods as already there when placing others. karpy sets it when the pod 
 pending and unnominated, on a Node that exists (the scheduler drops a nomination to a node it
 cannot see), just before the Node is registered and becomes schedulable.
 
-The component that nominates owns the nomination: `NominationJanitor` clears karpy's when its
-node is gone, or when the node is ready but the pod has stayed unschedulable there, so the pod
-is provisioned for again.
+The component that nominates owns the nomination: `NominationJanitor` clears nominations
+whose node is gone, and karpy's own (recorded in a ledger) when the node is ready but the pod
+has stayed unschedulable there, so the pod is provisioned for again. Nominations kube-scheduler
+made for preemption are never withdrawn while their node exists.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from typing import Any
 
 import structlog
@@ -43,8 +44,16 @@ def _nominated(pod: Mapping[str, Any]) -> str:
     return str((pod.get("status") or {}).get("nominatedNodeName") or "")
 
 
-async def nominate_pods(client: Client, pods: Informer, keys: Iterable[str], node_name: str) -> int:
-    """Nominate the pending, unnominated ones of `keys` to `node_name`; returns how many."""
+async def nominate_pods(
+    client: Client,
+    pods: Informer,
+    keys: Iterable[str],
+    node_name: str,
+    *,
+    ledger: MutableMapping[str, str],
+) -> int:
+    """Nominate the pending, unnominated ones of `keys` to `node_name`, recording each in
+    `ledger`; returns how many."""
     semaphore = asyncio.Semaphore(CONCURRENCY)
 
     async def one(key: str) -> bool:
@@ -66,6 +75,7 @@ async def nominate_pods(client: Client, pods: Informer, keys: Iterable[str], nod
                 )
             except (ConflictError, NotFoundError):
                 return False  # changed meanwhile (bound, nominated by the scheduler, gone)
+        ledger[key] = node_name
         return True
 
     done = await asyncio.gather(*(one(k) for k in dict.fromkeys(keys)))
@@ -81,12 +91,14 @@ class NominationJanitor:
         client: Client,
         pods: Informer,
         nodes: Informer,
+        ledger: MutableMapping[str, str],
         clock: Clock | None = None,
         grace: float = GRACE,
     ) -> None:
         self.client = client
         self.pods = pods
         self.nodes = nodes
+        self.ledger = ledger
         self.clock = clock or RealClock()
         self.grace = grace
         self._stale_since: dict[str, float] = {}
@@ -106,12 +118,16 @@ class NominationJanitor:
     def _watched(pod: Mapping[str, Any]) -> bool:
         return bool(_nominated(pod)) and not podutil.node_name(pod)
 
-    def _holds(self, pod: Mapping[str, Any]) -> bool:
-        """The nominated node exists and is not yet ready for pods, or the pod is not known
-        to be unschedulable there."""
-        node = self.nodes.get(_nominated(pod))
+    def _holds(self, key: str, pod: Mapping[str, Any]) -> bool:
+        """The nominated node exists and, unless karpy made the nomination, that is all we
+        judge; karpy's own also hold while the node is not yet ready for pods or the pod is
+        not known to be unschedulable there."""
+        target = _nominated(pod)
+        node = self.nodes.get(target)
         if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
             return False
+        if self.ledger.get(key) != target:
+            return True  # kube-scheduler's (e.g. preemption): not ours to withdraw
         node_labels = (node.get("metadata") or {}).get("labels") or {}
         managed = labels.LABEL_NODEPOOL in node_labels
         ready = not managed or node_labels.get(labels.LABEL_NODE_INITIALIZED) == "true"
@@ -121,8 +137,9 @@ class NominationJanitor:
         pod = self.pods.get(key)
         if pod is None or not self._watched(pod) or not podutil.is_active(pod):
             self._stale_since.pop(key, None)
+            self.ledger.pop(key, None)
             return None
-        if self._holds(pod):
+        if self._holds(key, pod):
             self._stale_since.pop(key, None)
             return Result(requeue_after=self.grace)
         now = self.clock.now()
@@ -144,4 +161,5 @@ class NominationJanitor:
                 reason="node gone" if self.nodes.get(_nominated(pod)) is None else "unschedulable",
             )
         self._stale_since.pop(key, None)
+        self.ledger.pop(key, None)
         return None

@@ -366,7 +366,13 @@ class Provisioner:
                     self._nominated(pod, target)
             keys = [v.key for v in views]
             if node.node_name and node.registered:
-                await nominate_pods(self.client, self.cluster.pod_informer, keys, node.node_name)
+                await nominate_pods(
+                    self.client,
+                    self.cluster.pod_informer,
+                    keys,
+                    node.node_name,
+                    ledger=self.cluster.pod_nominations,
+                )
             elif node.nodeclaim_name:
                 self.cluster.record_plan(node.nodeclaim_name, keys)
         if unready:

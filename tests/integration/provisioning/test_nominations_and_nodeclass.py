@@ -53,7 +53,9 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
     await async_wait_until(
         lambda: _async(env.cache.informer(NODES).get("nominee")), timeout=30, message="node"
     )
-    assert await nominate_pods(env.client, pods, [key, key], "nominee") == 1
+    ledger: dict[str, str] = {}
+    assert await nominate_pods(env.client, pods, [key, key], "nominee", ledger=ledger) == 1
+    assert ledger == {key: "nominee"}
     live: JSON = await env.client.get(PODS, "hopeful", namespace=env.namespace)
     assert live["status"]["nominatedNodeName"] == "nominee"
     # Nominated pods are not provisionable (they are waiting for their node).
@@ -65,11 +67,23 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
         message="the nominated pod to leave the provisionable set",
     )
     # Nominating again does nothing: the pod already has a nomination.
-    assert await nominate_pods(env.client, pods, [key], "elsewhere") == 0
+    assert await nominate_pods(env.client, pods, [key], "elsewhere", ledger=ledger) == 0
+    assert ledger == {key: "nominee"}
 
     clock = FakeClock()
+    # A nomination karpy did not make (kube-scheduler's, for preemption) is never withdrawn
+    # while its node exists, however long the pod stays unschedulable.
+    strangers = NominationJanitor(
+        client=env.client, pods=pods, nodes=env.cache.informer(NODES), ledger={}, clock=clock
+    )
+    assert await strangers.reconcile(key) is not None
+    clock.advance(120)
+    assert await strangers.reconcile(key) is not None
+    live = await env.client.get(PODS, "hopeful", namespace=env.namespace)
+    assert live["status"]["nominatedNodeName"] == "nominee"
+
     janitor = NominationJanitor(
-        client=env.client, pods=pods, nodes=env.cache.informer(NODES), clock=clock
+        client=env.client, pods=pods, nodes=env.cache.informer(NODES), ledger=ledger, clock=clock
     )
     first = await janitor.reconcile(key)
     assert first is not None and first.requeue_after == pytest.approx(30.0)
@@ -77,6 +91,7 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
     assert await janitor.reconcile(key) is None
     live = await env.client.get(PODS, "hopeful", namespace=env.namespace)
     assert not live["status"].get("nominatedNodeName")
+    assert ledger == {}
 
 
 async def _async(value: Any) -> Any:

@@ -336,7 +336,13 @@ class Lifecycle:
             # becomes schedulable (see karpy.controllers.provisioning.nomination).
             planned = self.cluster.take_plan(claim_name)
             if planned:
-                await nominate_pods(self.client, self.pods, planned, node_name)
+                await nominate_pods(
+                    self.client,
+                    self.pods,
+                    planned,
+                    node_name,
+                    ledger=self.cluster.pod_nominations,
+                )
         registered: JSON = await self.client.patch(NODES, node_name, registration_patch(node, work))
         work["status"]["nodeName"] = node_name
         conds.set_true(c.NODECLAIM_REGISTERED)
