@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from prometheus_client import Counter, Gauge
 
+from karpy.apis.v1 import labels
 from karpy.kube.metrics import REGISTRY
 
 __all__ = [
@@ -12,6 +16,7 @@ __all__ = [
     "ELIGIBLE_NODES",
     "FAILED_VALIDATIONS_TOTAL",
     "NODECLAIMS_DISRUPTED_TOTAL",
+    "count_disrupted",
 ]
 
 DECISIONS_TOTAL = Counter(
@@ -49,3 +54,14 @@ FAILED_VALIDATIONS_TOTAL = Counter(
     ["consolidation_type"],
     registry=REGISTRY,
 )
+
+
+def count_disrupted(claim: Mapping[str, Any], reason: str) -> None:
+    """Count a NodeClaim karpy deleted, whatever the controller (`expired`,
+    `garbage_collected`, `launch_timeout`, `insufficient_capacity`, `empty`, ...)."""
+    claim_labels = (claim.get("metadata") or {}).get("labels") or {}
+    NODECLAIMS_DISRUPTED_TOTAL.labels(
+        reason,
+        claim_labels.get(labels.LABEL_NODEPOOL, ""),
+        claim_labels.get(labels.LABEL_CAPACITY_TYPE, ""),
+    ).inc()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from karpy.controllers.context import ControllerContext
-from karpy.controllers.garbagecollection.disrupted import count_disrupted
+from karpy.controllers.disruption.metrics import count_disrupted
 from karpy.controllers.nodeclaim.expiration.controller import REASON_EXPIRED, ExpirationController
 from karpy.state.resources import NODECLAIMS
 

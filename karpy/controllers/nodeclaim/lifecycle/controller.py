@@ -13,7 +13,6 @@ within REGISTRATION_TIMEOUT, is deleted (its pods are provisioned for again).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 from datetime import timedelta
 from typing import Any
@@ -28,6 +27,7 @@ from karpy.cloudprovider.types import (
     InsufficientCapacityError,
     NodeClassNotReadyError,
 )
+from karpy.controllers.disruption.metrics import count_disrupted
 from karpy.controllers.nodeclaim.lifecycle.conditions import ConditionSet
 from karpy.controllers.nodeclaim.lifecycle.initialization import why_not_initialized
 from karpy.controllers.nodeclaim.lifecycle.launch import Launcher
@@ -214,8 +214,11 @@ class Lifecycle:
 
     async def _delete(self, work: JSON, *, reason: str) -> None:
         meta = work.get("metadata") or {}
-        with contextlib.suppress(NotFoundError):
+        try:
             await self.client.delete(NODECLAIMS, str(meta.get("name")), uid=meta.get("uid"))
+        except NotFoundError:
+            return
+        count_disrupted(work, reason)
         log.info("deleted nodeclaim", reason=reason)
 
     def _record_failure(self, work: JSON, *, reason: str, message: str) -> None:
