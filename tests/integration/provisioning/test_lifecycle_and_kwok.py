@@ -13,6 +13,7 @@ from kubetest import async_wait_until
 from karpy.cloudprovider.faults import ALL, FaultPlan, FaultyCloudProvider
 from karpy.cloudprovider.kwok import KwokSimulator
 from karpy.cloudprovider.types import CloudProvider, CloudProviderError
+from karpy.controllers.disruption.metrics import NODECLAIMS_DISRUPTED_TOTAL
 from karpy.controllers.nodeclaim.lifecycle import Lifecycle
 from karpy.kube import NODES, PODS, Clock, FakeClock, RealClock
 from karpy.state import NODECLAIMS
@@ -123,9 +124,20 @@ async def test_missing_nodeclass_deletes_the_nodeclaim(env: Env) -> None:
     assert "InsufficientCapacityError" in reasons
 
 
+def _disrupted(reason: str) -> float:
+    return sum(
+        sample.value
+        for metric in NODECLAIMS_DISRUPTED_TOTAL.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total") and sample.labels.get("reason") == reason
+    )
+
+
 async def _expire(
     env: Env, name: str, provider: CloudProvider, limit: timedelta, stage: str
 ) -> None:
+    reason = "launch_timeout" if stage == "Launched" else "registration_timeout"
+    counted = _disrupted(reason)
     clock = FakeClock(wall_start=datetime.now(UTC))
     lifecycle = _lifecycle(env, provider, clock)
 
@@ -149,6 +161,7 @@ async def _expire(
     await lifecycle.reconcile(name)
     claim = await env.client.get(NODECLAIMS, name)
     assert claim["metadata"].get("deletionTimestamp"), "not deleted after its timeout"
+    assert _disrupted(reason) == counted + 1
 
 
 async def test_launch_timeout_deletes_the_nodeclaim(env: Env) -> None:
