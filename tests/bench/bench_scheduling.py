@@ -18,6 +18,11 @@ Cases:
 * ``kwok-*``: the same mixes on the 144-type kwok catalogue.
 * ``e2e-basic``, ``e2e-wide``, ``e2e-wide-no-topology``: Karpenter's e2e performance workloads on
   the kwok catalogue restricted to < 32 vCPU, linux, on-demand (its default e2e NodePool).
+* ``existing-N-M``: M pending pods of the full diverse mix against N existing kwok nodes (2x-16x
+  linux types across four zones, 70% spot, 5% not yet initialized), each running two
+  DaemonSet pods and bound pods of the same mix filling it to 60-100% of its CPU or memory
+  (one in five nodes holds an anti-affine nginx pod), so some pending pods fit on existing
+  nodes and the rest need new ones: the provisioner's path in a populated cluster.
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+from karpy.kube.offload import run_off_loop, shutdown_offload
 from karpy.scheduling import (
+    ExistingNode,
     InstanceType,
     NodePoolTemplate,
     Offering,
@@ -273,7 +281,109 @@ def e2e_wide(*, topology: bool) -> list[dict[str, Any]]:
     return pods
 
 
+# ---- an existing cluster ----------------------------------------------------------------------
+
+EXISTING_NODES = (200, 1000, 2000)
+EXISTING_PODS = (100, 500, 2000)
+ZONES = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
+DAEMONSETS = (("ds-logs", "100m", "128Mi"), ("ds-net", "50m", "64Mi"))
+
+
+def _daemon_pod(name: str, cpu: str, mem: str, node: str = "") -> dict[str, Any]:
+    raw = _pod(0, {"app": name}, cpu, mem, tolerations=[{"operator": "Exists"}])
+    raw["metadata"].update(name=f"{name}-{node or 'template'}", uid=f"{name}-{node}")
+    raw["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": name, "controller": True}]
+    if node:
+        raw["spec"]["nodeName"] = node
+    return raw
+
+
+def existing_cluster(
+    n: int, *, free_up_to: float = 0.2, seed: int = 7
+) -> tuple[list[ExistingNode], list[PodView]]:
+    """n kwok nodes, each with the DaemonSet pods and bound pods of the diverse mix, filled
+    until CPU or memory has less than a random fraction (up to `free_up_to`) left."""
+    rng = random.Random(seed)
+    types = [
+        t
+        for t in kwok_instance_types()
+        if t.name.endswith("-linux") and t.name.split("-")[1] in ("2x", "4x", "8x", "16x")
+    ]
+    bound_raws = diverse_pods(20 * n, classes=FULL, seed=seed + 1)
+    rng.shuffle(bound_raws)
+    nginx_used = False
+    nodes: list[ExistingNode] = []
+    for i in range(n):
+        it = rng.choice(types)
+        name = f"existing-{i:05d}"
+        labels = {
+            HOSTNAME: name,
+            ZONE: rng.choice(ZONES),
+            "karpenter.sh/capacity-type": "spot" if rng.random() < 0.7 else "on-demand",
+            "karpenter.sh/nodepool": "default",
+            "karpenter.sh/registered": "true",
+        }
+        for key, req in it.requirements.items():
+            if key not in (ZONE, "karpenter.sh/capacity-type") and len(req.values) == 1:
+                labels[key] = next(iter(req.values))
+        initialized = rng.random() >= 0.05
+        if initialized:
+            labels["karpenter.sh/initialized"] = "true"
+        pods = [pod_view(_daemon_pod(d, c, m, name)) for d, c, m in DAEMONSETS]
+        free = dict(it.allocatable)
+        for p in pods:
+            for k, v in p.requests.items():
+                free[k] = free.get(k, 0) - v
+        target = rng.uniform(0.0, free_up_to)
+        nginx_here = rng.random() < 0.2
+        while bound_raws:
+            raw = bound_raws[-1]
+            anti = "podAntiAffinity" in (raw["spec"].get("affinity") or {})
+            if anti and not nginx_here:
+                bound_raws.pop()  # keep the anti-affine pods to one per chosen node
+                continue
+            view = pod_view(raw)
+            if any(free.get(k, 0) < v for k, v in view.requests.items()):
+                break
+            bound_raws.pop()
+            raw["metadata"]["name"] = f"bound-{i}-{len(pods)}"
+            raw["metadata"]["uid"] = f"bound-uid-{i}-{len(pods)}"
+            raw["spec"]["nodeName"] = name
+            pods.append(pod_view(raw))
+            for k, v in view.requests.items():
+                free[k] -= v
+            if anti:
+                nginx_here = False
+                nginx_used = True
+            if any(free[k] < target * it.allocatable[k] for k in ("cpu", "memory")):
+                break
+        nodes.append(
+            ExistingNode(
+                name=name,
+                labels=labels,
+                allocatable=dict(it.allocatable),
+                capacity=dict(it.capacity),
+                pods=pods,
+                initialized=initialized,
+                nodepool="default",
+            )
+        )
+    assert nginx_used
+    daemons = [pod_view(_daemon_pod(d, c, m), daemon=True) for d, c, m in DAEMONSETS]
+    return nodes, daemons
+
+
 # ---- cases ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    raws: list[dict[str, Any]]
+    templates: list[NodePoolTemplate]
+    extra: dict[str, Any]
+    existing: list[ExistingNode] = field(default_factory=list)
+    daemons: list[PodView] = field(default_factory=list)
+
 
 Builder = Callable[[], tuple[list[dict[str, Any]], list[NodePoolTemplate], dict[str, Any]]]
 
@@ -334,11 +444,35 @@ def _cases() -> dict[str, Builder]:
         [kwok_pool(e2e=True)],
         {"catalog": "kwok<32"},
     )
+    for nodes in EXISTING_NODES:
+        for n in EXISTING_PODS:
+            cases[f"existing-{nodes}-{n}"] = lambda n=n, nodes=nodes: (
+                diverse_pods(n, classes=FULL),
+                [kwok_pool()],
+                {"catalog": "kwok", "existingNodes": nodes},
+            )
+    # a full cluster: every class scans every node and almost nothing fits
+    cases["existing-full-1000-2000"] = lambda: (
+        diverse_pods(2000, classes=FULL),
+        [kwok_pool()],
+        {"catalog": "kwok", "existingNodes": 1000, "freeUpTo": 0.02},
+    )
     return cases
 
 
+def _build(name: str) -> Case:
+    raws, templates, extra = _cases()[name]()
+    case = Case(raws=raws, templates=templates, extra=extra)
+    if "existingNodes" in extra:
+        case.existing, case.daemons = existing_cluster(
+            extra["existingNodes"], free_up_to=extra.get("freeUpTo", 0.2)
+        )
+    return case
+
+
 async def _timed_in_thread(inp: SchedulingInput) -> tuple[SchedulingResult, float, float]:
-    """Schedule in a worker thread while the loop ticks every 10 ms; return the p99 lag."""
+    """Schedule through `run_off_loop` (as the provisioner does) while the loop ticks every
+    10 ms; return the p99 lag."""
     lags: list[float] = []
     done = False
 
@@ -350,22 +484,30 @@ async def _timed_in_thread(inp: SchedulingInput) -> tuple[SchedulingResult, floa
 
     ticker = asyncio.create_task(tick())
     start = time.perf_counter()
-    result = await asyncio.to_thread(schedule, inp)
+    result = await run_off_loop(schedule, inp)
     seconds = time.perf_counter() - start
     done = True
     await ticker
+    shutdown_offload()
     lags.sort()
     p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))] if lags else 0.0
     return result, seconds, p99
 
 
 def run_case(name: str) -> dict[str, Any]:
-    raws, templates, extra = _cases()[name]()
+    case = _build(name)
+    extra = case.extra
     policy = extra.pop("preferencePolicy", "Respect")
     # warm up imports (scipy) and code paths outside the timed region
     schedule(SchedulingInput(pods=[pod_view(_pod(0, {}, "1", "1Gi"))], templates=[fake_pool()]))
-    pods: list[PodView] = [pod_view(r) for r in raws]
-    inp = SchedulingInput(pods=pods, templates=templates, preference_policy=policy)
+    pods: list[PodView] = [pod_view(r) for r in case.raws]
+    inp = SchedulingInput(
+        pods=pods,
+        templates=case.templates,
+        existing_nodes=case.existing,
+        daemonset_pods=case.daemons,
+        preference_policy=policy,
+    )
     out: dict[str, Any] = {}
     cpu_start = time.process_time()
     if len(pods) >= 20000:
@@ -378,6 +520,10 @@ def run_case(name: str) -> dict[str, Any]:
     # CPU time of the process: robust to other work on the machine, unlike wall time
     out["cpuSeconds"] = round(time.process_time() - cpu_start, 3)
     types = [c.instance_types[0].name for c in result.node_claims]
+    if case.existing:
+        out["onExisting"] = sum(len(v) for v in result.existing.values())
+        out["onNew"] = sum(len(c.pods) for c in result.node_claims)
+        out["boundPods"] = sum(len(n.pods) for n in case.existing)
     return {
         "case": name,
         "pods": len(pods),
