@@ -34,9 +34,9 @@ from karpy.apis.v1.labels import (
     LABEL_NODEPOOL,
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
 )
+from karpy.scheduling.existing import Admission, ExistingNodes, NodeView
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.model import (
-    ExistingNode,
     NewNodeClaim,
     SchedulingInput,
     SchedulingResult,
@@ -89,6 +89,11 @@ class _Eff:
     affinity: tuple[AffinityTerm, ...]
     anti: tuple[AffinityTerm, ...]
     required_anti: tuple[AffinityTerm, ...]
+
+    @property
+    def admission(self) -> Admission:
+        """What decides whether an existing node's labels and taints admit the class."""
+        return (tuple(self.alternatives), self.tolerations)
 
 
 class _Prefs:
@@ -162,23 +167,6 @@ class _Topo:
     simple: bool
 
 
-class _Existing:
-    __slots__ = ("free", "idx", "initial_free", "labels", "node", "ports", "reqs", "taints")
-
-    def __init__(self, idx: int, node: ExistingNode, free: list[int]) -> None:
-        self.idx = idx
-        self.node = node
-        self.labels = dict(node.labels)
-        self.labels.setdefault(LABEL_HOSTNAME, node.name)
-        self.reqs = node.requirements()
-        self.taints = node.scheduling_taints()
-        self.free = free
-        self.initial_free = tuple(free)
-        self.ports: set[tuple[str, str, int]] = set()
-        for p in node.pods:
-            self.ports.update(p.host_ports)
-
-
 @dataclass(eq=False)
 class _Unit:
     """Pods of one class bound for one pool with one set of (pinned) requirements."""
@@ -226,6 +214,7 @@ class Scheduler:
         self._prepare_existing()
         self._prepare_groups_and_classes()
         self._universe = self._domain_universe()
+        self._universe_sorted = {k: sorted(v) for k, v in self._universe.items()}
 
     # ---- preparation ----------------------------------------------------------------------
 
@@ -263,34 +252,12 @@ class Scheduler:
         return mask
 
     def _prepare_existing(self) -> None:
-        dims = self.dims
-        nodes = sorted(self.inp.existing_nodes, key=lambda n: (not n.initialized, n.name))
-        self.existing: list[_Existing] = []
-        for i, node in enumerate(nodes):
-            free = list(dims.vec(node.allocatable))
-            daemon_used = [0] * len(free)
-            for p in node.pods:
-                v = dims.vec(p.requests)
-                for r in range(len(free)):
-                    free[r] -= v[r]
-                    if p.daemon:
-                        daemon_used[r] += v[r]
-            # DaemonSet pods that will still land on this node
-            reqs = node.requirements()
-            due = [0] * len(free)
-            taints = node.scheduling_taints()
-            for d in self.inp.daemonset_pods:
-                if untolerated(taints, (*d.tolerations, _PNS)) is not None:
-                    continue
-                if not any(reqs.strict_compatible(a) is None for a in d.requirement_alternatives()):
-                    continue
-                v = dims.vec(d.requests)
-                for r in range(len(free)):
-                    due[r] += v[r]
-            for r in range(len(free)):
-                free[r] -= max(0, due[r] - daemon_used[r])
-            self.existing.append(_Existing(i, node, free))
-            self.existing_placed[node.name] = []
+        self.cluster = ExistingNodes(
+            self.inp.existing_nodes, dims=self.dims, daemons=self.inp.daemonset_pods
+        )
+        self.existing = self.cluster.nodes
+        for e in self.existing:
+            self.existing_placed[e.node.name] = []
 
     def _prepare_groups_and_classes(self) -> None:
         self.groups: dict[GroupKey, Group] = {}
@@ -342,14 +309,33 @@ class Scheduler:
                     if d is not None:
                         g.add_owner(d)
         groups = list(self.groups.values())
-        for e in self.existing:
-            for p in e.node.pods:
-                for g in groups:
-                    d = e.labels.get(g.topology_key)
-                    if d is not None and g.selects(p, self.ns_labels):
-                        g.add(d)
+        if groups:
+            self._count_bound_pods(groups)
         for c in classes:
             c.matched = [g for g in groups if g.selects(c.pod, self.ns_labels)]
+
+    def _count_bound_pods(self, groups: list[Group]) -> None:
+        """Count the pods already on existing nodes into the groups that select them.
+
+        Bound pods repeat a few label sets (one per workload), so each group judges each
+        distinct (namespace, labels) once rather than every pod."""
+        alike: dict[tuple[str, frozenset[tuple[str, str]]], tuple[PodView, dict[int, int]]] = {}
+        for e in self.existing:
+            for p in e.node.pods:
+                key = (p.namespace, frozenset(p.labels.items()))
+                got = alike.get(key)
+                if got is None:
+                    got = alike[key] = (p, {})
+                got[1][e.idx] = got[1].get(e.idx, 0) + 1
+        for g in groups:
+            tk = g.topology_key
+            for p, per_node in alike.values():
+                if not g.selects(p, self.ns_labels):
+                    continue
+                for idx, n in per_node.items():
+                    d = self.existing[idx].labels.get(tk)
+                    if d is not None:
+                        g.add(d, n)
 
     def _domain_universe(self) -> dict[str, dict[str, list[tuple[str, int]]]]:
         keys = {g.topology_key for g in self.groups.values() if not g.is_hostname}
@@ -490,14 +476,7 @@ class Scheduler:
 
     # ---- existing nodes ---------------------------------------------------------------------
 
-    def _existing_static_ok(self, e: _Existing, cls: _Class, eff: _Eff) -> bool:
-        if untolerated(e.taints, eff.tolerations) is not None:
-            return False
-        if cls.pod.host_ports and cls.pod.host_ports & e.ports:
-            return False
-        return any(e.reqs.strict_compatible(a) is None for a in eff.alternatives)
-
-    def _existing_topology_ok(self, e: _Existing, cls: _Class, eff: _Eff, topo: _Topo) -> bool:
+    def _existing_topology_ok(self, e: NodeView, cls: _Class, eff: _Eff, topo: _Topo) -> bool:
         for key in list(topo.keys) + ([LABEL_HOSTNAME] if topo.hostname else []):
             d = e.labels.get(key)
             if d is None:
@@ -519,7 +498,7 @@ class Scheduler:
                     if g.owners.get(d, 0) > 0:
                         return False
                 continue
-            candidates = sorted(self._universe.get(key, {}))
+            candidates = self._universe_sorted.get(key, ())
             if self._domain_ok(topo, eff, key, d, reqs, candidates) is not None:
                 return False
         return True
@@ -527,22 +506,25 @@ class Scheduler:
     def _to_existing(
         self, cls: _Class, eff: _Eff, topo: _Topo, pods: list[PodView]
     ) -> list[PodView]:
+        """Fill existing nodes in order; only nodes with room whose shape may admit the class
+        are visited (see existing.py)."""
+        cluster = self.cluster
         vec = cls.vec
-        nz = [(r, v) for r, v in enumerate(vec) if v]
-        remaining = pods
-        for e in self.existing:
-            if not remaining:
+        ports = cls.pod.host_ports
+        adm = eff.admission
+        total = len(pods)
+        start = 0
+        for i in cluster.candidates(vec, adm):
+            if start >= total:
                 break
-            free = e.free
-            k = len(remaining)
-            for r, v in nz:
-                q = free[r] // v if free[r] >= v else 0
-                if q < k:
-                    k = q
-            if k <= 0 or not self._existing_static_ok(e, cls, eff):
+            k = cluster.room(i, vec, total - start)
+            if k <= 0 or not cluster.admits(i, adm):
+                continue
+            e = self.existing[i]
+            if ports and ports & e.ports:
                 continue
             if not topo.simple:
-                k = min(k, 1) if cls.pod.host_ports else k
+                k = min(k, 1) if ports else k
                 placed = 0
                 while placed < k and self._existing_topology_ok(e, cls, eff, topo):
                     self._record(cls, eff, e.labels, 1)
@@ -552,12 +534,11 @@ class Scheduler:
                     continue
             else:
                 self._record(cls, eff, e.labels, k)
-            for r, v in nz:
-                free[r] -= v * k
-            e.ports.update(cls.pod.host_ports)
-            self.existing_placed[e.node.name].extend(remaining[:k])
-            remaining = remaining[k:]
-        return remaining
+            cluster.take(i, vec, k)
+            e.ports.update(ports)
+            self.existing_placed[e.node.name].extend(pods[start : start + k])
+            start += k
+        return pods[start:] if start else pods
 
     # ---- new capacity -----------------------------------------------------------------------
 
