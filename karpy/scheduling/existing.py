@@ -116,15 +116,17 @@ class ExistingNodes:
     ) -> list[int]:
         """Allocatable minus bound pods minus DaemonSet pods that will still land on it."""
         node = view.node
-        free = list(dims.vec(node.allocatable))
-        width = len(free)
-        daemon_used = [0] * width
+        used: dict[str, int] = {}
+        daemon_used: dict[str, int] = {}
         for p in node.pods:
-            v = dims.vec(p.requests)
-            for r in range(width):
-                free[r] -= v[r]
-                if p.daemon:
-                    daemon_used[r] += v[r]
+            acc = daemon_used if p.daemon else used
+            for name, amount in p.requests.items():
+                acc[name] = acc.get(name, 0) + amount
+        for name, amount in daemon_used.items():
+            used[name] = used.get(name, 0) + amount
+        free = [a - u for a, u in zip(dims.vec(node.allocatable), dims.vec(used), strict=True)]
+        width = len(free)
+        ds_used = dims.vec(daemon_used)
         due = [0] * width
         for v, adm in daemons:
             if not self.admits(view.idx, adm):
@@ -132,7 +134,7 @@ class ExistingNodes:
             for r in range(width):
                 due[r] += v[r]
         for r in range(width):
-            free[r] -= max(0, due[r] - daemon_used[r])
+            free[r] -= max(0, due[r] - ds_used[r])
         return free
 
     def requirements(self, idx: int) -> Requirements:

@@ -27,6 +27,9 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
 from karpy.apis.v1.labels import LABEL_HOSTNAME, TAINT_EFFECT_PREFER_NO_SCHEDULE
 from karpy.scheduling.lp import Column, DemandGroup, seed_floors, solve_cover
 from karpy.scheduling.model import NewNodeClaim
@@ -67,6 +70,11 @@ def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
             columns.append(Column(pool.base_price[t], tuple(max(0, a) for a in pool.alloc[t])))
     dims = len(s.dims.names)
     max_cap = [max((col.capacity[r] for col in columns), default=0) for r in range(dims)]
+    # which columns hold one pod of a class: one vectorised comparison per class
+    caps = np.array([col.capacity for col in columns], dtype=np.int64).reshape(len(columns), dims)
+    existing_free = np.array([e.initial_free for e in s.existing], dtype=np.int64).reshape(
+        len(s.existing), dims
+    )
     groups: dict[tuple[int, ...], list[int]] = {}
     item_bound = 0.0
     seeds: list[tuple[object, frozenset[int], int]] = []
@@ -89,23 +97,16 @@ def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
                 for t in bits(pool.fit_mask(merged, c.vec)):
                     cheapest = min(cheapest, pool.base_price[t])
         key = tuple(sorted(cols))
+        fitting: frozenset[int] | None = None
         # Pods needing more than half of the largest node in some resource cannot share a node
         # with each other: they are seeds too, one group per resource.
         for r in range(dims):
             if 2 * c.vec[r] > max_cap[r]:
-                fitting = frozenset(
-                    i
-                    for i in key
-                    if all(v <= cap for v, cap in zip(c.vec, columns[i].capacity, strict=True))
-                )
+                fitting = fitting if fitting is not None else _holding(caps, key, c.vec)
                 seeds.append((("half", r), fitting, n))
         for term in pod.anti_affinity:
             if term.topology_key == LABEL_HOSTNAME and term.selector.matches(pod.labels):
-                fitting = frozenset(
-                    i
-                    for i in key
-                    if all(v <= cap for v, cap in zip(c.vec, columns[i].capacity, strict=True))
-                )
+                fitting = fitting if fitting is not None else _holding(caps, key, c.vec)
                 seeds.append(
                     ((term.selector, term.namespaces, term.namespace_selector), fitting, n)
                 )
@@ -113,8 +114,8 @@ def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
         for r in range(dims):
             demand[r] += c.vec[r] * n
         if cid in on_new and math.isfinite(cheapest):
-            fits_existing = any(
-                all(v <= f for v, f in zip(c.vec, e.initial_free, strict=True)) for e in s.existing
+            fits_existing = bool(
+                np.any(np.all(existing_free >= np.array(c.vec, dtype=np.int64), axis=1))
             )
             if not fits_existing:
                 item_bound = max(item_bound, cheapest)
@@ -127,6 +128,15 @@ def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
     )
     lp_value = sol.value if sol is not None else 0.0
     return max(lp_value, item_bound)
+
+
+def _holding(
+    caps: npt.NDArray[np.int64], columns: tuple[int, ...], vec: tuple[int, ...]
+) -> frozenset[int]:
+    """The columns among `columns` whose capacity holds one pod of `vec`."""
+    at = np.array(columns, dtype=np.intp)
+    held = np.all(caps[at] >= np.array(vec, dtype=np.int64), axis=1)
+    return frozenset(int(i) for i in at[held])
 
 
 def _node_floor(s: Scheduler, placed: dict[int, int]) -> int:
