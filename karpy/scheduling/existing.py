@@ -188,7 +188,8 @@ class ExistingNodes:
                 ok &= self.free[:, r] >= v
         per_node, table = self._table(adm)
         ok &= (table if per_node else table[self.shape_of]) != _NO
-        return [int(i) for i in np.flatnonzero(ok)]
+        found: list[int] = np.flatnonzero(ok).tolist()
+        return found
 
     def room(self, idx: int, vec: Sequence[int], want: int) -> int:
         """How many pods of `vec` (at most `want`) fit in the node's free room."""

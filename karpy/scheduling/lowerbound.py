@@ -45,6 +45,8 @@ _PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
 
 
 def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
+    if not claims:
+        return 0.0  # the plan launches nothing and costs nothing: no bound can be higher
     placed: dict[int, int] = {}
     class_of = {id(p): c for c in s.classes for p in c.pods}
     on_new: set[int] = set()
