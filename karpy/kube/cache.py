@@ -21,6 +21,7 @@ import structlog
 from karpy.kube.client import Client, Selector, selector_string
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.informer import Informer
+from karpy.kube.reflector import DEFAULT_PAGE_SIZE
 from karpy.kube.resources import NODES, PODS, Resource
 from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, IndexFunc, field_indexer
 from karpy.kube.transforms import strip_managed_fields, trim_node, trim_pod
@@ -55,7 +56,7 @@ class Cache:
         *,
         transforms: Mapping[Resource, Transform | None] | None = None,
         default_transform: Transform | None = strip_managed_fields,
-        page_size: int = 500,
+        page_size: int = DEFAULT_PAGE_SIZE,
         clock: Clock | None = None,
     ) -> None:
         self.client = client

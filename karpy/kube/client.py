@@ -20,7 +20,7 @@ call cannot duplicate an effect:
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
@@ -38,6 +38,7 @@ from karpy.kube.errors import (
     TransportError,
     api_error_from_response,
 )
+from karpy.kube.memory import gc_paused
 from karpy.kube.ratelimit import TokenBucket
 from karpy.kube.resources import PODS, Resource
 from karpy.kube.transport import Request, Response, Transport
@@ -53,6 +54,7 @@ __all__ = [
 
 JSON = dict[str, Any]
 Selector = str | Mapping[str, str] | None
+Transform = Callable[[JSON], JSON]
 
 
 class PatchType(StrEnum):
@@ -123,6 +125,35 @@ def _decode(response: Response) -> Any:
         return jsonio.loads(response.body)
     except ValueError:
         return response.body
+
+
+def _decode_page(response: Response, transform: Transform | None) -> tuple[list[JSON], JSON]:
+    """A list page's items (trimmed by `transform`) and its list metadata."""
+    with gc_paused():
+        page = jsonio.loads(response.body)
+        if not isinstance(page, dict):
+            raise ValueError(f"a list response is not a JSON object: {type(page).__name__}")
+        items: list[JSON] = page.get("items") or []
+        meta: JSON = page.get("metadata") or {}
+        del page
+        if transform is not None:
+            items = [transform(obj) for obj in items]
+    return items, meta
+
+
+_TRIMMED_EVENTS = frozenset(("ADDED", "MODIFIED", "DELETED"))
+
+
+def _decode_event(line: bytes, transform: Transform | None) -> WatchEvent:
+    """One watch line; the object trimmed by `transform` unless it is a bookmark or an error."""
+    with gc_paused():
+        event = jsonio.loads(line)
+        kind = str(event.get("type"))
+        obj = event.get("object") or {}
+        del event
+        if transform is not None and kind in _TRIMMED_EVENTS:
+            obj = transform(obj)
+    return WatchEvent(type=kind, object=obj)
 
 
 def _params(**values: object) -> tuple[tuple[str, str], ...]:
@@ -209,6 +240,29 @@ class Client:
         retry: _Retry | None,
         request_timeout: float | None = None,
     ) -> Any:
+        response = await self._send(
+            method,
+            path,
+            params=params,
+            body=body,
+            content_type=content_type,
+            retry=retry,
+            request_timeout=request_timeout,
+        )
+        return _decode(response)
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: tuple[tuple[str, str], ...] = (),
+        body: object = None,
+        content_type: str = "application/json",
+        retry: _Retry | None,
+        request_timeout: float | None = None,
+    ) -> Response:
+        """The request with limits, retries and typed errors; a response below 400, undecoded."""
         request = Request(
             method=method,
             path=path,
@@ -231,7 +285,7 @@ class Client:
             else:
                 metrics.REST_CLIENT_REQUESTS.labels(str(response.status), method, self.host).inc()
                 if response.status < 400:
-                    return _decode(response)
+                    return response
                 error = api_error_from_response(
                     response.status,
                     _decode(response),
@@ -282,10 +336,13 @@ class Client:
         field_selector: Selector = None,
         limit: int = 500,
         resource_version: str | None = None,
+        transform: Transform | None = None,
     ) -> AsyncIterator[tuple[list[JSON], str]]:
         """Yield (items, resourceVersion) page by page; the last page's RV seeds a watch.
 
-        A `GoneError` here means a continue token expired mid-list; start over.
+        With `transform`, each item is trimmed as soon as its page is decoded and the raw page
+        is dropped before the page is yielded: raw pages are the list's memory peak. A
+        `GoneError` here means a continue token expired mid-list; start over.
         """
         path = resource.path(namespace=namespace)
         token: str | None = None
@@ -297,10 +354,9 @@ class Client:
                 resourceVersion=resource_version if token is None else None,
                 **{"continue": token},
             )
-            page: JSON = await self._call("GET", path, params=params, retry=_Retry.ALWAYS)
-            meta = page.get("metadata") or {}
-            items = page.get("items") or []
-            del page  # hold one raw page at a time: they are the list's memory peak
+            response = await self._send("GET", path, params=params, retry=_Retry.ALWAYS)
+            items, meta = _decode_page(response, transform)
+            del response
             yield items, str(meta.get("resourceVersion", ""))
             del items
             token = meta.get("continue") or None
@@ -341,11 +397,13 @@ class Client:
         timeout_seconds: int = 300,
         inactivity_timeout: float = 90.0,
         allow_bookmarks: bool = True,
+        transform: Transform | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream events until the server ends the watch; ERROR events raise (410: `GoneError`).
 
         `inactivity_timeout` bounds the silence between lines (bookmarks keep a quiet watch
-        alive), so a half-open connection cannot hang the watch.
+        alive), so a half-open connection cannot hang the watch. `transform` trims the objects
+        of ADDED, MODIFIED and DELETED events as they are decoded.
         """
         request = Request(
             method="GET",
@@ -373,14 +431,12 @@ class Client:
                 raise api_error_from_response(
                     stream.status, decoded, retry_after_header=stream.headers.get("Retry-After")
                 )
-            loads = jsonio.loads
             async for line in stream.lines():
-                event = loads(line)
-                kind = event.get("type")
-                obj = event.get("object") or {}
-                if kind == "ERROR":
+                event = _decode_event(line, transform)
+                if event.type == "ERROR":
+                    obj = event.object
                     raise api_error_from_response(int(obj.get("code") or 500), obj)
-                yield WatchEvent(type=str(kind), object=obj)
+                yield event
 
     # -- writes -----------------------------------------------------------------------------------
 

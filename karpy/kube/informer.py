@@ -20,7 +20,7 @@ import structlog
 
 from karpy.kube.client import Client, Selector, WatchEvent, selector_string
 from karpy.kube.clock import Clock, RealClock
-from karpy.kube.reflector import Reflector
+from karpy.kube.reflector import DEFAULT_PAGE_SIZE, Reflector
 from karpy.kube.resources import Resource
 from karpy.kube.store import IndexFunc, Store
 
@@ -74,7 +74,7 @@ class Informer:
         field_selector: Selector = None,
         transform: Callable[[JSON], JSON] | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
-        page_size: int = 500,
+        page_size: int = DEFAULT_PAGE_SIZE,
         inactivity_timeout: float = 90.0,
         clock: Clock | None = None,
     ) -> None:

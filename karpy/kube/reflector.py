@@ -1,6 +1,6 @@
 """List-then-watch with client-go's recovery rules, feeding one informer.
 
-The loop lists (paginated, each page trimmed as it arrives), replaces the store, then watches
+The loop lists (paginated, each page trimmed as it is decoded), replaces the store, then watches
 from the list's resourceVersion with bookmarks, a random 5-10 minute server timeout and an
 inactivity timeout (so a half-open connection cannot hang it). When the watch ends normally it
 re-watches from the last resourceVersion seen; on 410 Gone it relists at once (the store's
@@ -22,12 +22,20 @@ from karpy.kube.backoff import Backoff
 from karpy.kube.client import Client, Selector, WatchEvent, selector_string
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.errors import ApiError, ForbiddenError, GoneError, KubeError, NotFoundError
+from karpy.kube.memory import release_free_memory
 from karpy.kube.resources import Resource
 
-__all__ = ["Reflector", "ReflectorSink"]
+__all__ = ["DEFAULT_PAGE_SIZE", "Reflector", "ReflectorSink"]
 
 JSON = dict[str, Any]
 log = structlog.get_logger("karpy.kube.reflector")
+
+DEFAULT_PAGE_SIZE = 100
+"""Objects per list page. A raw page of Deployment pods decodes into about 200 KB of Python
+objects per pod, and the allocator keeps much of that arena space after the page is freed
+(objects that live on get placed among it), so resident memory grows by about one decoded page.
+500-pod pages cost 4.9 KiB per cached pod in the informer benchmark, 100-pod pages 2.8 KiB at
+the same speed; a smaller page also blocks the event loop for less time while it is decoded."""
 
 
 class ReflectorSink(Protocol):
@@ -51,7 +59,7 @@ class Reflector:
         namespace: str | None = None,
         label_selector: Selector = None,
         field_selector: Selector = None,
-        page_size: int = 500,
+        page_size: int = DEFAULT_PAGE_SIZE,
         watch_timeout: tuple[int, int] = (300, 600),
         inactivity_timeout: float = 90.0,
         backoff: Backoff | None = None,
@@ -124,31 +132,29 @@ class Reflector:
     async def _list(self) -> None:
         items: list[JSON] = []
         version = ""
-        transform = self.transform
         async for page, page_version in self.client.list_pages(
             self.resource,
             namespace=self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             limit=self.page_size,
+            transform=self.transform,  # trimmed as each page is decoded; raw pages never pile up
         ):
-            if transform is not None:
-                items.extend(transform(obj) for obj in page)
-            else:
-                items.extend(page)
-            del page  # let the raw page go before the next one arrives
+            items.extend(page)
+            del page
             version = page_version
             await asyncio.sleep(0)  # let the loop breathe between pages
         self.sink.replace(items, version)
+        del items
         self.resource_version = version
         self.lists += 1
+        release_free_memory()  # the raw pages' heap pages are free now, but still resident
 
     async def _watch(self) -> int:
         """Watch from `resource_version` until the server ends it; returns events seen."""
         low, high = self.watch_timeout
         seen = 0
         self.watches += 1
-        transform = self.transform
         sink = self.sink
         async for event in self.client.watch(
             self.resource,
@@ -159,6 +165,7 @@ class Reflector:
             timeout_seconds=random.randint(low, high),
             inactivity_timeout=self.inactivity_timeout,
             allow_bookmarks=True,
+            transform=self.transform,
         ):
             seen += 1
             version = (event.object.get("metadata") or {}).get("resourceVersion")
@@ -169,8 +176,6 @@ class Reflector:
             if event.type not in ("ADDED", "MODIFIED", "DELETED"):
                 self._log.warning("ignoring unknown watch event", type=event.type)
                 continue
-            if transform is not None:
-                event = WatchEvent(event.type, transform(event.object))
             sink.apply(event)
             if version:
                 self.resource_version = version

@@ -124,6 +124,40 @@ async def test_paginated_list_and_selectors(client: Client, namespace: str) -> N
     assert [o["metadata"]["name"] for o in by_field.items] == ["p3"]
 
 
+async def test_list_pages_and_watch_trim_objects_as_they_are_decoded(
+    client: Client, namespace: str
+) -> None:
+    for i in range(5):
+        await client.create(CONFIGMAPS, configmap(f"t{i}", namespace, keep="k", drop="d" * 1000))
+
+    def trim(obj: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": obj["metadata"], "data": {"keep": obj["data"]["keep"]}}
+
+    pages: list[list[dict[str, Any]]] = []
+    versions: list[str] = []
+    async for items, page_version in client.list_pages(
+        CONFIGMAPS, namespace=namespace, limit=2, transform=trim
+    ):
+        pages.append(items)
+        versions.append(page_version)
+    assert [len(p) for p in pages] == [2, 2, 1]
+    assert all(o["data"] == {"keep": "k"} for p in pages for o in p)
+
+    await client.create(CONFIGMAPS, configmap("t5", namespace, keep="k5", drop="d"))
+    added: list[dict[str, Any]] = []
+    async for event in client.watch(
+        CONFIGMAPS,
+        namespace=namespace,
+        resource_version=versions[-1],
+        timeout_seconds=30,
+        transform=trim,
+    ):
+        if event.type == "ADDED":
+            added.append(event.object)
+            break
+    assert [(o["metadata"]["name"], o["data"]) for o in added] == [("t5", {"keep": "k5"})]
+
+
 async def test_status_subresource_and_invalid_causes(client: Client, namespace: str) -> None:
     await client.create(PODS, pod("s", namespace))
     patched = await client.patch_status(

@@ -1,0 +1,77 @@
+"""The collector pause around big decodes and the C heap trim after a list."""
+
+from __future__ import annotations
+
+import gc
+import platform
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from karpy.kube.memory import gc_paused, release_free_memory
+
+
+@pytest.fixture(autouse=True)
+def _collector_restored() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    yield
+    if was_enabled:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_the_collector_is_off_inside_and_back_on_after() -> None:
+    gc.enable()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_nested_pauses_restore_only_at_the_outermost() -> None:
+    gc.enable()
+    with gc_paused():
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_collector_that_was_off_stays_off() -> None:
+    gc.disable()
+    with gc_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_an_exception_inside_still_restores_the_collector() -> None:
+    gc.enable()
+    with pytest.raises(ValueError), gc_paused():
+        raise ValueError("decode failed")
+    assert gc.isenabled()
+
+
+def test_overlapping_pauses_in_two_threads_restore_once_both_end() -> None:
+    gc.enable()
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def other() -> None:
+        with gc_paused():
+            inside.set()
+            leave.wait(10)
+
+    thread = threading.Thread(target=other)
+    with gc_paused():
+        thread.start()
+        assert inside.wait(10)
+    assert not gc.isenabled()  # the other thread's pause is still open
+    leave.set()
+    thread.join(10)
+    assert gc.isenabled()
+
+
+def test_release_free_memory_works_where_glibc_is() -> None:
+    released = release_free_memory()
+    assert released is (platform.libc_ver()[0] == "glibc")
