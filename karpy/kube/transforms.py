@@ -152,7 +152,7 @@ def _compile(mask: Mask, interner: Interner) -> Step | None:
 
 def make_transform(mask: Mapping[str, Mask], *, interner: Interner | None = None) -> Transform:
     """A transform keeping only `mask`'s fields; pass one `interner` to share across resources."""
-    step = _compile(mask, interner or Interner())
+    step = _compile(mask, interner if interner is not None else Interner())
     assert step is not None
 
     def transform(obj: JSON) -> JSON:
@@ -176,10 +176,21 @@ def strip_managed_fields(obj: JSON) -> JSON:
     return {**obj, "metadata": meta}
 
 
+_INTERNED_VALUE_LENGTH = 128
+
+
 def _annotations(value: Any) -> Any:
+    """All but kubectl's copy of the manifest; keys and short values interned, since replicas
+    of one template carry the same annotations."""
     if not isinstance(value, dict):
         return None
-    kept = {sys.intern(k): v for k, v in value.items() if k != LAST_APPLIED}
+    kept = {
+        sys.intern(k): sys.intern(v)
+        if isinstance(v, str) and len(v) <= _INTERNED_VALUE_LENGTH
+        else v
+        for k, v in value.items()
+        if k != LAST_APPLIED
+    }
     return kept or None
 
 
@@ -251,8 +262,8 @@ POD_MASK: Final[Mapping[str, Mask]] = {
         "namespace": INTERN,
         "uid": True,
         "resourceVersion": True,
-        "creationTimestamp": True,
-        "deletionTimestamp": True,
+        "creationTimestamp": INTERN,
+        "deletionTimestamp": INTERN,
         "deletionGracePeriodSeconds": True,
         "labels": Shared(True),
         "annotations": _annotations,
@@ -282,10 +293,12 @@ POD_MASK: Final[Mapping[str, Mask]] = {
         "phase": INTERN,
         "reason": INTERN,
         "nominatedNodeName": INTERN,
+        "startTime": INTERN,
         "conditions": Shared(_CONDITION),
     },
 }
-"""What karpy reads of a pod: scheduling constraints, requests, ownership, binding, phase."""
+"""What karpy reads of a pod: scheduling constraints, requests, ownership, binding, phase, and
+when it started (`karpenter.sh/do-not-disrupt` durations run from then)."""
 
 _NODE_INFO: Mapping[str, Mask] = {
     "architecture": True,

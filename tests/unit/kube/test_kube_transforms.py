@@ -41,6 +41,8 @@ def test_pod_keeps_scheduling_inputs_and_drops_bulk() -> None:
     # only storage-binding volumes remain
     assert [v["name"] for v in spec["volumes"]] == ["data"]
     assert trimmed["status"]["phase"] == raw["status"]["phase"]
+    # do-not-disrupt durations run from the pod's start
+    assert trimmed["status"]["startTime"] == raw["status"]["startTime"]
     assert "containerStatuses" not in trimmed["status"]
     assert len(json.dumps(trimmed)) < len(json.dumps(raw)) / 4
 
@@ -52,6 +54,19 @@ def test_replicas_share_identical_sub_trees() -> None:
     assert a["metadata"]["labels"] is b["metadata"]["labels"]
     assert a["spec"]["tolerations"] is b["spec"]["tolerations"]
     assert a["metadata"]["name"] != b["metadata"]["name"]
+
+
+def test_replicas_share_annotation_values_and_timestamps() -> None:
+    a = trim_pod(realistic_pod(1, namespace="shop", deployment="web"))
+    b = trim_pod(realistic_pod(61, namespace="shop", deployment="web"))  # same start second
+    checksum = "checksum/config"
+    assert a["metadata"]["annotations"][checksum] is b["metadata"]["annotations"][checksum]
+    assert a["metadata"]["creationTimestamp"] is b["metadata"]["creationTimestamp"]
+    assert a["status"]["startTime"] is b["status"]["startTime"]
+    long_value = "x" * 1000
+    raw = realistic_pod(2)
+    raw["metadata"]["annotations"]["blob"] = long_value
+    assert trim_pod(raw)["metadata"]["annotations"]["blob"] == long_value
 
 
 def test_host_ports_survive_other_ports_do_not() -> None:
@@ -112,4 +127,14 @@ def test_custom_mask_with_callable_and_bounded_interner() -> None:
     out = [transform({"spec": {"size": i, "tags": [str(i)], "junk": 1}}) for i in range(5)]
     assert [o["spec"]["size"] for o in out] == [0, 2, 4, 6, 8]
     assert all("junk" not in o["spec"] for o in out)
-    assert len(interner) <= 2
+    assert 1 <= len(interner) <= 2  # the interner passed in is the one used, even when empty
+
+
+def test_transforms_given_one_interner_share_through_it() -> None:
+    interner = Interner()
+    first = make_transform({"tags": Shared(True)}, interner=interner)
+    second = make_transform({"labels": Shared(True)}, interner=interner)
+    a = first({"tags": {"team": "shop"}})
+    b = second({"labels": {"team": "shop"}})
+    assert a["tags"] is b["labels"]
+    assert len(interner) == 1
