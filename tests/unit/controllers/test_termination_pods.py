@@ -105,6 +105,16 @@ def test_do_not_disrupt_durations_run_from_the_pod_start() -> None:
     assert not has_do_not_disrupt(pod(annotations={"karpenter.sh/do-not-disrupt": "soon"}), NOW)
 
 
+def test_do_not_disrupt_durations_run_from_the_start_time_not_the_creation() -> None:
+    created_long_ago = pod(
+        annotations={"karpenter.sh/do-not-disrupt": "30m"}, created=NOW - timedelta(hours=3)
+    )
+    created_long_ago["status"]["startTime"] = format_time(NOW - timedelta(minutes=10))
+    assert has_do_not_disrupt(created_long_ago, NOW)  # started 10 minutes ago: still protected
+    created_long_ago["status"]["startTime"] = format_time(NOW - timedelta(minutes=40))
+    assert not has_do_not_disrupt(created_long_ago, NOW)
+
+
 def test_tiers_put_workloads_first_then_daemons_then_critical() -> None:
     pods = [
         pod("critical-ds", owner=("apps/v1", "DaemonSet"), priority_class="system-node-critical"),

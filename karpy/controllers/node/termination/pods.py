@@ -104,7 +104,7 @@ def tolerates_disrupted_taint(pod: Pod) -> bool:
 
 def has_do_not_disrupt(pod: Pod, now: datetime) -> bool:
     """`karpenter.sh/do-not-disrupt` is active: `"true"`, or a positive duration not yet passed
-    since the pod started (measured from its creation, which karpy's pod cache keeps)."""
+    since the pod started (`status.startTime`; its creation while the kubelet has not said)."""
     value = (meta(pod).get("annotations") or {}).get(labels.ANNOTATION_DO_NOT_DISRUPT)
     if value is None:
         return False
@@ -114,7 +114,9 @@ def has_do_not_disrupt(pod: Pod, now: datetime) -> bool:
         window = parse_duration(value)
     except DurationError:
         return False
-    started = parse_time(meta(pod).get("creationTimestamp"))
+    started = parse_time((pod.get("status") or {}).get("startTime")) or parse_time(
+        meta(pod).get("creationTimestamp")
+    )
     if window <= timedelta(0) or started is None:
         return False
     return now < started + window
