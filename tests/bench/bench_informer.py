@@ -13,7 +13,8 @@ Cases (one JSON line each):
 - `watch-live`: pods patched concurrently while the informer watches; `eventsPerSecond` is
   bounded by how fast the apiserver accepts writes on this machine.
 
-`BENCH_PODS` overrides the pod count (default 20000).
+`BENCH_PODS` overrides the pod count (default 20000); `BENCH_PAGE_SIZE` the list page size
+(default: the cache's).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.controller import EnqueueHandler
 from karpy.kube.informer import HandlerFuncs, Informer
+from karpy.kube.memory import release_free_memory
 from karpy.kube.resources import NAMESPACES, PODS, object_key
 from karpy.kube.workqueue import RateLimitingQueue
 
@@ -42,6 +44,7 @@ JSON = dict[str, Any]
 REPO = Path(__file__).resolve().parents[2]
 NAMESPACE_COUNT = 10
 STATUS_EVERY = int(os.environ.get("BENCH_STATUS_EVERY", "10"))
+PAGE_SIZE = int(os.environ.get("BENCH_PAGE_SIZE", "0"))  # 0: the cache's default
 
 
 def _rss_bytes() -> int:
@@ -401,8 +404,14 @@ async def _sync(
     client: Client, *, trimmed: bool, namespace: str | None = None
 ) -> tuple[Informer, float, int]:
     gc.collect()
+    release_free_memory()  # the informer trims the heap after its list: start from a trimmed one
     rss_before = _rss_bytes()
-    cache = Cache(client, transforms=None if trimmed else {PODS: None}, default_transform=None)
+    cache = Cache(
+        client,
+        transforms=None if trimmed else {PODS: None},
+        default_transform=None,
+        **({"page_size": PAGE_SIZE} if PAGE_SIZE else {}),
+    )
     informer = cache.informer(PODS, namespace=namespace)
     stop = asyncio.Event()
     started = time.perf_counter()
