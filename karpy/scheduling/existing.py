@@ -89,6 +89,7 @@ class ExistingNodes:
                 self._shapes.append(_Shape(Requirements.from_labels(dict(rest)), taints))
             self.nodes.append(NodeView(i, node, labels, shape, taints))
         self._full_reqs: dict[int, Requirements] = {}
+        self._domain_ids: dict[tuple[str, ...], npt.NDArray[np.intp]] = {}
         self._admits: dict[Admission, tuple[bool, npt.NDArray[np.int8]]] = {}
         n, d = len(self.nodes), len(dims.names)
         self.shape_of: npt.NDArray[np.intp] = np.array(
@@ -178,18 +179,45 @@ class ExistingNodes:
 
     # ---- room -------------------------------------------------------------------------------
 
-    def candidates(self, vec: Sequence[int], adm: Admission) -> list[int]:
-        """Nodes, in order, with room for one pod of `vec` that are not known to refuse it."""
+    def candidates(self, vec: Sequence[int], adm: Admission) -> npt.NDArray[np.intp]:
+        """Nodes, in order, that admit a pod of `adm` and have room for one of `vec`.
+
+        Admission is settled for every shape (or, when the hostname is named, every node)
+        among the nodes with room that is not known yet, so each is judged once per
+        admission however many classes share it."""
         if not self.nodes:
-            return []
-        ok = np.ones(len(self.nodes), dtype=bool)
+            return np.zeros(0, dtype=np.intp)
+        room = np.ones(len(self.nodes), dtype=bool)
         for r, v in enumerate(vec):
             if v:
-                ok &= self.free[:, r] >= v
+                room &= self.free[:, r] >= v
         per_node, table = self._table(adm)
-        ok &= (table if per_node else table[self.shape_of]) != _NO
-        found: list[int] = np.flatnonzero(ok).tolist()
-        return found
+        verdicts = table if per_node else table[self.shape_of]
+        unknown = np.flatnonzero(room & (verdicts == _UNKNOWN))
+        if unknown.size:
+            if not per_node:
+                # one node of each shape not judged yet
+                _, first = np.unique(self.shape_of[unknown], return_index=True)
+                unknown = unknown[first]
+            for i in unknown.tolist():
+                self.admits(i, adm)
+            verdicts = table if per_node else table[self.shape_of]
+        return np.flatnonzero(room & (verdicts == _YES))
+
+    def domain_ids(self, keys: tuple[str, ...]) -> npt.NDArray[np.intp]:
+        """Per node, a number naming its values of `keys` (equal values, equal numbers)."""
+        got = self._domain_ids.get(keys)
+        if got is None:
+            ids: dict[tuple[str | None, ...], int] = {}
+            got = np.array(
+                [
+                    ids.setdefault(tuple(v.labels.get(k) for k in keys), len(ids))
+                    for v in self.nodes
+                ],
+                dtype=np.intp,
+            ).reshape(len(self.nodes))
+            self._domain_ids[keys] = got
+        return got
 
     def room(self, idx: int, vec: Sequence[int], want: int) -> int:
         """How many pods of `vec` (at most `want`) fit in the node's free room."""

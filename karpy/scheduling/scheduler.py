@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from karpy.apis.v1.labels import (
     LABEL_CAPACITY_TYPE,
@@ -476,32 +477,39 @@ class Scheduler:
 
     # ---- existing nodes ---------------------------------------------------------------------
 
-    def _existing_topology_ok(self, e: NodeView, cls: _Class, eff: _Eff, topo: _Topo) -> bool:
-        for key in list(topo.keys) + ([LABEL_HOSTNAME] if topo.hostname else []):
-            d = e.labels.get(key)
+    def _existing_domains_ok(
+        self, cls: _Class, eff: _Eff, topo: _Topo, domains: tuple[str | None, ...]
+    ) -> bool:
+        """Whether a node in these domains (one per key of `topo.keys`) keeps the class's
+        zonal (non-hostname) constraints; the same for every node of those domains."""
+        reqs = eff.alternatives[0]
+        for key, d in zip(topo.keys, domains, strict=True):
             if d is None:
                 if topo.spread.get(key) or topo.affinity.get(key):
                     return False
-                continue
-            reqs = eff.alternatives[0]
-            if key == LABEL_HOSTNAME:
-                for s, g, self_match in topo.spread.get(key, ()):
-                    if g.count(d) + (1 if self_match else 0) > s.max_skew:
-                        return False
-                for g in topo.affinity.get(key, ()):
-                    if g.count(d) == 0 and (g.counts or not g.selects(cls.pod, self.ns_labels)):
-                        return False
-                for g in topo.anti.get(key, ()):
-                    if g.count(d) > 0:
-                        return False
-                for g in topo.inverse.get(key, ()):
-                    if g.owners.get(d, 0) > 0:
-                        return False
                 continue
             candidates = self._universe_sorted.get(key, ())
             if self._domain_ok(topo, eff, key, d, reqs, candidates) is not None:
                 return False
         return True
+
+    def _existing_host_ok(self, e: NodeView, cls: _Class, topo: _Topo) -> bool:
+        """Whether the node keeps the class's hostname constraints. Placing pods of the class
+        only adds to the counts these read, so once a node fails it fails for the class."""
+        if not topo.hostname:
+            return True
+        key = LABEL_HOSTNAME
+        d = e.labels[key]
+        for s, g, self_match in topo.spread.get(key, ()):
+            if g.count(d) + (1 if self_match else 0) > s.max_skew:
+                return False
+        for g in topo.affinity.get(key, ()):
+            if g.count(d) == 0 and (g.counts or not g.selects(cls.pod, self.ns_labels)):
+                return False
+        for g in topo.anti.get(key, ()):
+            if g.count(d) > 0:
+                return False
+        return all(g.owners.get(d, 0) <= 0 for g in topo.inverse.get(key, ()))
 
     def _to_existing(
         self, cls: _Class, eff: _Eff, topo: _Topo, pods: list[PodView]
@@ -510,35 +518,74 @@ class Scheduler:
         are visited (see existing.py)."""
         cluster = self.cluster
         vec = cls.vec
-        ports = cls.pod.host_ports
         adm = eff.admission
+        nodes = cluster.candidates(vec, adm)
+        if not topo.simple:
+            return self._to_existing_one_by_one(cls, eff, topo, pods, nodes)
         total = len(pods)
         start = 0
-        for i in cluster.candidates(vec, adm):
+        for i in nodes.tolist():
             if start >= total:
                 break
             k = cluster.room(i, vec, total - start)
-            if k <= 0 or not cluster.admits(i, adm):
-                continue
             e = self.existing[i]
-            if ports and ports & e.ports:
-                continue
-            if not topo.simple:
-                k = min(k, 1) if ports else k
-                placed = 0
-                while placed < k and self._existing_topology_ok(e, cls, eff, topo):
-                    self._record(cls, eff, e.labels, 1)
-                    placed += 1
-                k = placed
-                if k <= 0:
-                    continue
-            else:
-                self._record(cls, eff, e.labels, k)
+            self._record(cls, eff, e.labels, k)
             cluster.take(i, vec, k)
-            e.ports.update(ports)
             self.existing_placed[e.node.name].extend(pods[start : start + k])
             start += k
         return pods[start:] if start else pods
+
+    def _to_existing_one_by_one(
+        self,
+        cls: _Class,
+        eff: _Eff,
+        topo: _Topo,
+        pods: list[PodView],
+        nodes: npt.NDArray[np.intp],
+    ) -> list[PodView]:
+        """Pods with topology constraints, as Karpenter places them: each goes to the first
+        node in order that takes it now. A node's zonal verdict is shared by every node of its
+        domains and can change with each pod, so it is asked per domain and pod; room, host
+        ports and hostname constraints only get tighter, so each domain's list of nodes is
+        walked once, past the nodes that can no longer take a pod of the class."""
+        cluster = self.cluster
+        vec = cls.vec
+        ports = cls.pod.host_ports
+        by_domains: dict[tuple[str | None, ...], list[int]] = {}
+        ids = cluster.domain_ids(topo.keys)[nodes]
+        for u in np.unique(ids).tolist():
+            members: list[int] = nodes[ids == u].tolist()
+            labels = self.existing[members[0]].labels
+            by_domains[tuple(labels.get(k) for k in topo.keys)] = members
+        heads = dict.fromkeys(by_domains, 0)
+        placed = 0
+        for pod in pods:
+            best = -1
+            for domains, members in by_domains.items():
+                h = heads[domains]
+                if h >= len(members) or not self._existing_domains_ok(cls, eff, topo, domains):
+                    continue
+                while h < len(members):
+                    e = self.existing[members[h]]
+                    if (
+                        cluster.room(e.idx, vec, 1) > 0
+                        and not (ports & e.ports)
+                        and self._existing_host_ok(e, cls, topo)
+                    ):
+                        break
+                    h += 1
+                heads[domains] = h
+                if h < len(members) and (best < 0 or members[h] < best):
+                    best = members[h]
+            if best < 0:
+                break  # the rest of the class is refused alike
+            e = self.existing[best]
+            self._record(cls, eff, e.labels, 1)
+            cluster.take(best, vec, 1)
+            e.ports.update(ports)
+            self.existing_placed[e.node.name].append(pod)
+            placed += 1
+        return pods[placed:] if placed else pods
 
     # ---- new capacity -----------------------------------------------------------------------
 

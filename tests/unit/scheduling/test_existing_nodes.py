@@ -32,6 +32,7 @@ from tests.unit.scheduling.builders import (
 from tests.unit.scheduling.checker import check_plan, node_affinity_ok, requests, tolerates
 
 GI = 1024**3
+ZONES = ["test-zone-a", "test-zone-b", "test-zone-c"]
 
 
 def run(raws: list[dict[str, Any]], nodes: list[ExistingNode], **kw: Any) -> SchedulingResult:
@@ -147,9 +148,41 @@ def test_topology_counts_bound_pods_on_existing_nodes() -> None:
     assert on["spread"] == "n0"
 
 
+def test_each_spread_pod_tries_every_existing_node_from_the_first() -> None:
+    # Karpenter tries every existing node for each pod: after one pod per zone the first
+    # node's zone is within the skew again, so all six stay on the three nodes
+    nodes = [node(f"n-{z}", labels={ZONE: f"test-zone-{z}"}) for z in "abc"]
+    labels = {"app": "s"}
+    raws = [
+        raw_pod(f"s{i}", labels=labels, topologySpreadConstraints=spread(ZONE, labels))
+        for i in range(6)
+    ]
+    abc = {"key": ZONE, "operator": "In", "values": ZONES}
+    result = run(raws, nodes, templates=[template(requirements=[abc])])
+    assert not result.node_claims
+    assert {n: [p.name for p in ps] for n, ps in result.existing.items()} == {
+        "n-a": ["s0", "s3"],
+        "n-b": ["s1", "s4"],
+        "n-c": ["s2", "s5"],
+    }
+
+
+def test_hostname_anti_affinity_takes_one_node_each_then_new_ones() -> None:
+    labels = {"app": "db"}
+    nodes = [node(f"n{i}") for i in range(3)]
+    nodes.append(node("n3", pods_=[pod_view(raw_pod("db-old", labels=labels))]))
+    raws = [
+        raw_pod(f"db-{i}", labels=labels, affinity=anti_affinity(HOSTNAME, labels))
+        for i in range(5)
+    ]
+    result = run(raws, nodes)
+    assert placed_on(result) == {"db-0": "n0", "db-1": "n1", "db-2": "n2"}
+    assert sorted(p.name for c in result.node_claims for p in c.pods) == ["db-3", "db-4"]
+    assert len(result.node_claims) == 2
+
+
 # ---- property ------------------------------------------------------------------------------
 
-ZONES = ["test-zone-a", "test-zone-b", "test-zone-c"]
 CPUS = [500, 1000, 1500, 2000]
 SHAPE_CPUS = [2000, 4000]
 
