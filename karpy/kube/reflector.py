@@ -34,8 +34,9 @@ DEFAULT_PAGE_SIZE = 100
 """Objects per list page. A raw page of Deployment pods decodes into about 200 KB of Python
 objects per pod, and the allocator keeps much of that arena space after the page is freed
 (objects that live on get placed among it), so resident memory grows by about one decoded page.
-500-pod pages cost 4.9 KiB per cached pod in the informer benchmark, 100-pod pages 2.8 KiB at
-the same speed; a smaller page also blocks the event loop for less time while it is decoded."""
+In the informer benchmark 500-pod pages cost 4.9 KiB of resident memory per cached pod and
+100-pod pages 2.9 KiB, at the same speed; a smaller page also blocks the event loop for less
+time while it is decoded (about 30 ms for 100 such pods)."""
 
 
 class ReflectorSink(Protocol):
