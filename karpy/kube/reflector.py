@@ -36,7 +36,7 @@ objects per pod, and the allocator keeps much of that arena space after the page
 (objects that live on get placed among it), so resident memory grows by about one decoded page.
 In the informer benchmark 500-pod pages cost 4.9 KiB of resident memory per cached pod and
 100-pod pages 2.9 KiB, at the same speed; a smaller page also blocks the event loop for less
-time while it is decoded (about 30 ms for 100 such pods)."""
+time while it is decoded (about 20 ms for 100 such pods)."""
 
 
 class ReflectorSink(Protocol):
