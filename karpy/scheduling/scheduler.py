@@ -35,6 +35,7 @@ from karpy.apis.v1.labels import (
     LABEL_NODEPOOL,
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
 )
+from karpy.scheduling import limits
 from karpy.scheduling.existing import Admission, ExistingNodes, NodeView
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.model import (
@@ -44,7 +45,7 @@ from karpy.scheduling.model import (
 )
 from karpy.scheduling.packer import Item, OpenNode, Packer
 from karpy.scheduling.pods import DO_NOT_SCHEDULE, AffinityTerm, PodView, SpreadConstraint
-from karpy.scheduling.pools import Dims, PoolContext
+from karpy.scheduling.pools import Dims, PoolContext, bits
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import CPU, MEMORY, PODS, format_resources
 from karpy.scheduling.taints import Toleration, untolerated
@@ -53,7 +54,10 @@ from karpy.scheduling.topology import AFFINITY, ANTI, SPREAD, Group, GroupKey, g
 __all__ = ["Scheduler", "schedule"]
 
 _PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
-_NODES = "nodes"
+_NODES = limits.NODES
+# How many times the pods of new nodes a pool's limits refused are packed again onto smaller
+# types that fit what is left.
+_LIMIT_ROUNDS = 4
 # Batches up to these sizes per pool are also packed in more expensive ways (see packer.py).
 _FIRST_FIT_LIMIT = 2000
 _LARGE_BATCH = 5000
@@ -180,6 +184,10 @@ class _Unit:
     pods: list[PodView]
 
 
+_Packed = tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]
+"""A new node: its pool, the packed node, its pods, its instance types, minValues relaxed."""
+
+
 # ---- the scheduler -----------------------------------------------------------------------------
 
 
@@ -242,13 +250,16 @@ class Scheduler:
 
     def _limit_mask(self, pool: PoolContext) -> int:
         remaining = self._remaining_limits[pool.index]
-        if remaining is None:
-            return pool.all_mask
-        if remaining.get(_NODES, 1) < 1:
+        return pool.all_mask if remaining is None else self._mask_within(pool, remaining)
+
+    @staticmethod
+    def _mask_within(pool: PoolContext, left: dict[str, int]) -> int:
+        """The pool's types that alone fit in what is `left` of its limits."""
+        if left.get(_NODES, 1) < 1:
             return 0
         mask = 0
         for i, it in enumerate(pool.types):
-            if all(it.capacity.get(k, 0) <= v for k, v in remaining.items() if k != _NODES):
+            if all(it.capacity.get(k, 0) <= v for k, v in left.items() if k != _NODES):
                 mask |= 1 << i
         return mask
 
@@ -632,10 +643,31 @@ class Scheduler:
                 continue
             mask = fit & self._limit_masks[pool.index]
             if not mask:
-                reason = "all instance types that fit exceed the nodepool's limits"
+                reason = self._limit_reason(pool, fit)
                 continue
             return alt, mask
         return reason or "incompatible"
+
+    def _limit_reason(self, pool: PoolContext, fit: int) -> str:
+        """Which limit keeps every type in `fit` out: the resource whose smallest need among
+        them is more than what is left."""
+        left = self._remaining_limits[pool.index] or {}
+        if left.get(_NODES, 1) < 1:
+            return "all instance types that fit exceed its limits " + limits.detail(
+                _NODES, need={_NODES: 1}, left=left
+            )
+        smallest: dict[str, int] = {}
+        for i in bits(fit):
+            for name in left:
+                amount = pool.types[i].capacity.get(name, 0)
+                if name not in smallest or amount < smallest[name]:
+                    smallest[name] = amount
+        short = limits.shortfall(smallest, left)
+        if short is None:  # each resource fits in some type, but no type fits in all of them
+            short = min(left, key=lambda n: left[n] - smallest.get(n, 0))
+        return "all instance types that fit exceed its limits " + limits.detail(
+            short, need=smallest, left=left
+        )
 
     def _choose_domains(
         self, pool: PoolContext, cls: _Class, eff: _Eff, topo: _Topo, reqs: Requirements, mask: int
@@ -780,44 +812,116 @@ class Scheduler:
             floor = max(floor, n if t >= 0 else math.ceil(n / skews.get(-1 - t, 1)))
         return items, floor
 
-    def _pack_pools(
-        self,
-    ) -> list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]]:
+    def _pack_pools(self) -> list[_Packed]:
         by_pool: dict[int, list[_Unit]] = {}
         for u in self.units.values():
             by_pool.setdefault(u.pool, []).append(u)
-        out: list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]] = []
+        out: list[_Packed] = []
         for pool in self.pools:
             units = by_pool.get(pool.index)
             if not units:
                 continue
-            items, nodes = self._best_packing(pool, units)
-            for item in items:
-                for p in item.failed:
-                    self.errors[p.key] = (
-                        f'incompatible with nodepool "{pool.name}": no node could hold it '
-                        "together with the pods its hostname affinity selects"
-                    )
-            remaining = self._remaining_limits[pool.index]
             spilled: list[tuple[_Unit, list[PodView]]] = []
-            unit_of = {id(p): u for u in units for p in u.pods}
-            for node, pods in nodes:
-                types, relaxed, why = self._finalize_types(pool, node)
-                if types and remaining is not None and not _all_within(pool, remaining):
-                    types = [t for t in types if _within(t, remaining)]
-                    if not types:
-                        why = (
-                            "all instance types that fit exceed the limits of nodepool "
-                            f'"{pool.name}"'
-                        )
-                if not types:
-                    self._spill(pods, unit_of, spilled, why)
-                    continue
-                if remaining is not None:
-                    _consume(remaining, types)
-                out.append((pool, node, pods, types, relaxed))
+            remaining = self._remaining_limits[pool.index]
+            if remaining is None:
+                out.extend((pool, *got) for got in self._pack_round(pool, units, spilled))
+            else:
+                out.extend(self._pack_limited(pool, units, remaining, spilled))
             for unit, pods in self._regroup(spilled):
                 self._reassign(unit, pods, pool.index + 1, by_pool)
+        return out
+
+    def _pack_round(
+        self, pool: PoolContext, units: list[_Unit], spilled: list[tuple[_Unit, list[PodView]]]
+    ) -> list[tuple[OpenNode, list[PodView], list[InstanceType], bool]]:
+        """Pack units onto new nodes of the pool and list each node's instance types; pods of
+        nodes no type can hold go to `spilled`."""
+        items, nodes = self._best_packing(pool, units)
+        for item in items:
+            for p in item.failed:
+                self.errors[p.key] = (
+                    f'incompatible with nodepool "{pool.name}": no node could hold it '
+                    "together with the pods its hostname affinity selects"
+                )
+        unit_of = {id(p): u for u in units for p in u.pods}
+        out = []
+        for node, pods in nodes:
+            types, relaxed, why = self._finalize_types(pool, node)
+            if not types:
+                self._spill(pods, unit_of, spilled, why)
+                continue
+            out.append((node, pods, types, relaxed))
+        return out
+
+    def _pack_limited(
+        self,
+        pool: PoolContext,
+        units: list[_Unit],
+        remaining: dict[str, int],
+        spilled: list[tuple[_Unit, list[PodView]]],
+    ) -> list[_Packed]:
+        """Pack a pool with limits (see limits.py): nodes are accepted in order while their
+        cheapest types fit in what is left; the pods of refused nodes are packed again onto
+        types that fit what is left, a few rounds; then the accepted lists are trimmed from the
+        top until their largest types fit the remaining limits."""
+        resources = sorted(k for k in remaining if k != limits.NODES)
+        left = dict(remaining)
+        accepted: list[tuple[OpenNode, list[PodView], list[InstanceType], bool, list[int]]] = []
+        todo = units
+        for _ in range(_LIMIT_ROUNDS):
+            refused: list[tuple[_Unit, list[PodView]]] = []
+            unit_of = {id(p): u for u in todo for p in u.pods}
+            progress = False
+            for node, pods, types, relaxed in self._pack_round(pool, todo, spilled):
+                keep = limits.floor(
+                    types, node.reqs, resources=resources, strict_min_values=self.strict_min_values
+                )
+                need = limits.peak(types, keep, left)
+                short = limits.shortfall(need, left)
+                if short is not None:
+                    self._spill(
+                        pods,
+                        unit_of,
+                        refused,
+                        limits.refusal(pool.name, short, need=need, left=left),
+                    )
+                    continue
+                for name, amount in need.items():
+                    left[name] -= amount
+                for p in pods:
+                    self.errors.pop(p.key, None)
+                accepted.append((node, pods, types, relaxed, keep))
+                progress = True
+            todo = []
+            if progress:
+                mask = self._mask_within(pool, left)
+                for unit, pods in self._regroup(refused):
+                    if mask & unit.mask and not any(t.is_hostname for t in unit.eff.affinity):
+                        todo.append(
+                            _Unit(
+                                cls=unit.cls,
+                                eff=unit.eff,
+                                pool=unit.pool,
+                                reqs=unit.reqs,
+                                mask=unit.mask & mask,
+                                pods=pods,
+                            )
+                        )
+                    else:
+                        spilled.append((unit, pods))
+            else:
+                spilled.extend(refused)
+            if not todo:
+                break
+        else:
+            spilled.extend((u, u.pods) for u in todo)  # errors say why: the limits
+        trimmed = limits.trim([a[2] for a in accepted], [a[4] for a in accepted], remaining)
+        out: list[_Packed] = []
+        for (node, pods, types, relaxed, _keep), kept in zip(accepted, trimmed, strict=True):
+            if len(kept) < len(types) and not self.strict_min_values:
+                relaxed = limits.min_values_shortfall(node.reqs, kept) is not None
+            out.append((pool, node, pods, kept, relaxed))
+            _consume(remaining, kept)
         return out
 
     def _best_packing(
@@ -856,9 +960,7 @@ class Scheduler:
         assert best is not None
         return best[2], best[3]
 
-    def _repair_spread(
-        self, packed: list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]]
-    ) -> list[tuple[PoolContext, OpenNode, list[PodView], list[InstanceType], bool]]:
+    def _repair_spread(self, packed: list[_Packed]) -> list[_Packed]:
         """Undo placements that limits turned into spread violations.
 
         Zones were chosen for every pod before nodes were packed; when a pool's limits then drop
@@ -986,26 +1088,19 @@ class Scheduler:
                 f'incompatible with nodepool "{pool.name}": no instance type holds the pods',
             )
         relaxed = False
-        for key, req in node.reqs.items():
-            if req.min_values is None:
-                continue
-            values: set[str] = set()
-            for t in types:
-                tr = t.requirements.get(key)
-                if tr is not None and not tr.complement:
-                    values.update(v for v in tr.values if req.has(v))
-            if len(values) < req.min_values:
-                if self.strict_min_values:
-                    return (
-                        [],
-                        False,
-                        (
-                            f'incompatible with nodepool "{pool.name}": '
-                            "minValues requirement not met "
-                            f"for {key} ({len(values)} < {req.min_values})"
-                        ),
-                    )
-                relaxed = True
+        short = limits.min_values_shortfall(node.reqs, types)
+        if short is not None:
+            key, found, wanted = short
+            if self.strict_min_values:
+                return (
+                    [],
+                    False,
+                    (
+                        f'incompatible with nodepool "{pool.name}": '
+                        f"minValues requirement not met for {key} ({found} < {wanted})"
+                    ),
+                )
+            relaxed = True
         return types, relaxed, ""
 
     # ---- results ----------------------------------------------------------------------------
@@ -1115,22 +1210,8 @@ class Scheduler:
         )
 
 
-def _within(t: InstanceType, remaining: dict[str, int]) -> bool:
-    return (
-        all(t.capacity.get(k, 0) <= v for k, v in remaining.items() if k != _NODES)
-        and remaining.get(_NODES, 1) >= 1
-    )
-
-
-def _all_within(pool: PoolContext, remaining: dict[str, int]) -> bool:
-    """Even the pool's largest type is within the remaining limits (the common case)."""
-    if remaining.get(_NODES, 1) < 1:
-        return False
-    return all(pool.max_capacity.get(k, 0) <= v for k, v in remaining.items() if k != _NODES)
-
-
 def _consume(remaining: dict[str, int], types: list[InstanceType]) -> None:
-    """Pessimistic, as Karpenter: the claim may become its largest listed type."""
+    """The claim may become its largest listed type."""
     for k in list(remaining):
         if k == _NODES:
             remaining[k] -= 1
