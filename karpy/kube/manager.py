@@ -33,6 +33,7 @@ from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.errors import KubeError
 from karpy.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from karpy.kube.memory import freeze_heap
 from karpy.kube.offload import LoopLagMonitor
 
 __all__ = [
@@ -258,6 +259,10 @@ class Manager:
         for runnable in self._leaders.runnables:
             self._leaders.start(group, runnable)
 
+    async def _freeze_after_sync(self) -> None:
+        await self.cache.wait_for_sync()
+        log.info("caches synced; heap frozen", objects=freeze_heap())
+
     async def _hold(self) -> None:
         assert self.elector is not None
         await self.elector.hold()
@@ -277,6 +282,7 @@ class Manager:
                 lag_task = group.create_task(self.lag.run(), name="loop-lag")
                 cache_stop = asyncio.Event()
                 cache_task = group.create_task(self.cache.start(cache_stop), name="cache")
+                freeze_task = group.create_task(self._freeze_after_sync(), name="freeze-heap")
                 for runnable in self._others.runnables:
                     self._others.start(group, runnable)
                 lead_task = group.create_task(self._lead(group), name="leader")
@@ -293,6 +299,7 @@ class Manager:
                 cache_stop.set()
                 await asyncio.wait({cache_task}, timeout=max(remaining, 1.0))
                 cache_task.cancel()
+                freeze_task.cancel()
                 lag_task.cancel()
         finally:
             await self._stop_servers()

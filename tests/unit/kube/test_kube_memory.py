@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from karpy.kube.memory import gc_paused, release_free_memory
+from karpy.kube.memory import freeze_heap, gc_paused, release_free_memory
 
 
 @pytest.fixture(autouse=True)
@@ -75,3 +75,13 @@ def test_overlapping_pauses_in_two_threads_restore_once_both_end() -> None:
 def test_release_free_memory_works_where_glibc_is() -> None:
     released = release_free_memory()
     assert released is (platform.libc_ver()[0] == "glibc")
+
+
+def test_freeze_heap_moves_live_objects_out_of_collection() -> None:
+    try:
+        kept = [{"pod": i} for i in range(1000)]
+        frozen = freeze_heap()
+        assert frozen >= len(kept)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
