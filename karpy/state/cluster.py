@@ -28,7 +28,7 @@ from karpy.kube.clock import Clock, RealClock
 from karpy.kube.informer import HandlerFuncs, Informer
 from karpy.kube.metrics import REGISTRY
 from karpy.kube.resources import DAEMONSETS, NAMESPACES, NODES, PODS
-from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, field_indexer
+from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, IndexFunc, field_indexer
 from karpy.scheduling.resources import ResourceMap, add
 from karpy.state import pods as podutil
 from karpy.state.nodepoolhealth import NodePoolHealth
@@ -44,6 +44,9 @@ PENDING_CLAIM_TTL = 15.0
 watch may lag; past this it was deleted before the watch saw it, Karpenter's issue #3176)."""
 CONSOLIDATION_STATE_REFRESH = 300.0
 NODES_RESOURCE = "nodes"
+INDEX_NOMINATED = "status.nominatedNodeName"
+_BY_NOMINATED: IndexFunc = field_indexer("status", "nominatedNodeName")
+_BY_PROVIDER_ID: IndexFunc = field_indexer("status", "providerID")
 
 
 def nomination_window(batch_max_duration: float) -> float:
@@ -86,6 +89,15 @@ def _provider_id_of_claim(claim: Mapping[str, Any]) -> str:
     return str((claim.get("status") or {}).get("providerID") or "")
 
 
+def _coming(claim: Mapping[str, Any]) -> bool:
+    """Neither registered nor deleting: pods planned onto it wait for it."""
+    return (
+        not (claim.get("metadata") or {}).get("deletionTimestamp")
+        and (claim_condition(claim, conditions.NODECLAIM_REGISTERED) or {}).get("status")
+        != conditions.STATUS_TRUE
+    )
+
+
 def _node_key(node: Mapping[str, Any]) -> str:
     return str((node.get("spec") or {}).get("providerID") or "") or _name(node)
 
@@ -103,7 +115,8 @@ class Cluster:
         self.cache = cache
         self.clock = clock or RealClock()
         self.nomination_window = nomination_window
-        cache.add_indexer(NODECLAIMS, INDEX_PROVIDER_ID, field_indexer("status", "providerID"))
+        cache.add_indexer(NODECLAIMS, INDEX_PROVIDER_ID, _BY_PROVIDER_ID)
+        cache.add_indexer(PODS, INDEX_NOMINATED, _BY_NOMINATED)
         self.node_informer: Informer = cache.informer(NODES)
         self.nodeclaim_informer: Informer = cache.informer(NODECLAIMS)
         self.pod_informer: Informer = cache.informer(PODS)
@@ -189,13 +202,7 @@ class Cluster:
         deleting): capacity is on its way for them, so they need no new plan. Once the Node
         registers, its planned pods are nominated to it and kube-scheduler takes over."""
         claims = {_name(c): c for c in self.nodeclaims()}
-        coming = {
-            name
-            for name, c in claims.items()
-            if not (c.get("metadata") or {}).get("deletionTimestamp")
-            and (claim_condition(c, conditions.NODECLAIM_REGISTERED) or {}).get("status")
-            != conditions.STATUS_TRUE
-        }
+        coming = {name for name, c in claims.items() if _coming(c)}
         for name in [n for n in self._planned if n not in claims]:
             if self.nodeclaim_informer.has_synced():
                 del self._planned[name]
@@ -281,6 +288,23 @@ class Cluster:
             if not podutil.is_terminal(p)
         )
 
+    def _planned_on(self, node: JSON | None, claim: JSON | None) -> tuple[JSON, ...]:
+        """Unbound pods on their way to this node: planned onto its NodeClaim while it is still
+        coming (the pods `planned_pods()` keeps out of batches), or nominated to its Node."""
+        keys: list[str] = []
+        if claim is not None and _coming(claim):
+            keys.extend(self._planned.get(_name(claim), ()))
+        if node is not None:
+            keys.extend(
+                podutil.pod_key(p) for p in self.pod_informer.by_index(INDEX_NOMINATED, _name(node))
+            )
+        out: dict[str, JSON] = {}
+        for key in keys:
+            pod = self.pod_informer.get(key)
+            if pod is not None and not podutil.node_name(pod) and podutil.is_active(pod):
+                out[key] = pod
+        return tuple(out.values())
+
     def _build(self, key: str, node: JSON | None, claim: JSON | None) -> StateNode:
         pods = self._pods_on(_name(node)) if node is not None else ()
         return StateNode(
@@ -288,6 +312,7 @@ class Cluster:
             node=node,
             nodeclaim=claim,
             pods=pods,
+            planned=self._planned_on(node, claim),
             marked=key in self._marked,
             nominated=self.is_nominated(key),
         )

@@ -92,14 +92,15 @@ def _taints(raw: Iterable[Mapping[str, Any]]) -> tuple[Taint, ...]:
 
 
 def existing_node(node: StateNode, views: PodViews) -> ExistingNode:
-    """The scheduler's view of a state node, with the pods already on it."""
+    """The scheduler's view of a state node, with the pods already on it and those on their way
+    to it (planned or nominated), which take its room and count for topology alike."""
     return ExistingNode(
         name=node.name,
         labels=node.labels,
         allocatable=node.allocatable,
         capacity=node.capacity or None,
         taints=_taints(node.taints),
-        pods=views.views(node.pods),
+        pods=views.views(node.pods + node.planned),
         initialized=node.initialized,
         nodepool=node.nodepool,
     )

@@ -47,6 +47,10 @@ class StateNode:
     nodeclaim: JSON | None
     pods: tuple[JSON, ...] = ()
     """Pods bound to the node that have not finished (terminating ones included)."""
+    planned: tuple[JSON, ...] = ()
+    """Pods on their way to the node but not bound yet: planned onto its NodeClaim before the
+    Node registered, or nominated to the Node (`status.nominatedNodeName`). A simulation counts
+    them as if bound, so later batches only use the room that is really left."""
     marked: bool = False
     """Explicitly marked for deletion (a disruption command is about to delete it)."""
     nominated: bool = False

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.state import StateNode
+from karpy.scheduling.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.pods import pod_view
+from karpy.scheduling.scheduler import schedule
+from karpy.state import PodViews, StateNode, existing_node
 from karpy.state.pods import is_provisionable, is_reschedulable
 
 CLAIM: dict[str, Any] = {
@@ -145,3 +148,24 @@ def test_pod_views_are_cached_by_version_and_pruned() -> None:
     assert views.view(newer) is not first
     views.prune()
     assert len(views) == 1, "the view of the old resourceVersion is gone"
+
+
+def test_pods_on_their_way_take_room_in_the_simulation() -> None:
+    planned = _pod("planned", cpu="3", uid="planned", resourceVersion="1")
+    planned["spec"].pop("nodeName")
+    bound = _pod("bound", cpu="500m", uid="bound", resourceVersion="1")
+    node = StateNode(key="kwok://c1", node=None, nodeclaim=CLAIM, pods=(bound,), planned=(planned,))
+    existing = existing_node(node, PodViews())
+    assert sorted(p.name for p in existing.pods) == ["bound", "planned"]
+    assert node.available["cpu"] == 3400, "the node's own view counts bound pods only"
+
+    def place(cpu: str) -> SchedulingResult:
+        raw = _pod("new", cpu=cpu, uid=f"new-{cpu}", resourceVersion="1")
+        raw["spec"] = {"containers": raw["spec"]["containers"], "tolerations": [{"key": "t"}]}
+        new = pod_view(raw)
+        return schedule(SchedulingInput(pods=[new], templates=[], existing_nodes=[existing]))
+
+    # 3900m allocatable, 500m bound, 3 CPU planned: 400m left.
+    assert [p.name for p in place("400m").existing["c1"]] == ["new"]
+    refused = place("500m")
+    assert refused.existing == {} and "ns/new" in refused.errors
