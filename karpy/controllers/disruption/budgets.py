@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
+from karpy.apis.objects import is_condition_true, is_node_ready
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
-from karpy.state import StateNode, claim_condition
+from karpy.state import StateNode
 
-__all__ = ["BudgetState", "budget_states", "node_ready"]
+__all__ = ["BudgetState", "budget_states"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,17 +35,10 @@ class BudgetState:
         return max(self.allowed - self.disrupting, 0)
 
 
-def node_ready(node: Mapping[str, Any] | None) -> bool:
-    """The Node's `Ready` condition is True."""
-    found = claim_condition(node, "Ready")
-    return found is not None and found.get("status") == cond.STATUS_TRUE
-
-
 def _counts(node: StateNode) -> bool:
     if not node.managed or not node.initialized:
         return False
-    terminating = claim_condition(node.nodeclaim, cond.NODECLAIM_INSTANCE_TERMINATING)
-    return terminating is None or terminating.get("status") != cond.STATUS_TRUE
+    return not is_condition_true(node.nodeclaim, cond.NODECLAIM_INSTANCE_TERMINATING)
 
 
 def budget_states(
@@ -63,7 +56,7 @@ def budget_states(
         if pool is None or pool not in nodepools or not _counts(node):
             continue
         totals[pool] += 1
-        if node.marked_for_deletion or not node_ready(node.node):
+        if node.marked_for_deletion or not is_node_ready(node.node):
             disrupting[pool] += 1
     return {
         name: BudgetState(

@@ -16,13 +16,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from karpy.apis.duration import DurationError, parse_duration
+from karpy.apis.objects import is_condition_true, parse_time
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1.labels import (
     ANNOTATION_DO_NOT_DISRUPT,
     LABEL_CAPACITY_TYPE,
     LABEL_INSTANCE_TYPE,
 )
-from karpy.controllers.nodeclaim.disruption.consolidatable import parse_time
 from karpy.scheduling.selectors import LabelSelector, SelectorError
 from karpy.state import StateNode
 from karpy.state import pods as podutil
@@ -118,13 +118,6 @@ def do_not_disrupt_active(pod: Mapping[str, Any], now: datetime) -> bool:
     return started is None or now < started + window
 
 
-def _pod_ready(pod: Mapping[str, Any]) -> bool:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "Ready":
-            return bool(condition.get("status") == "True")
-    return False
-
-
 @dataclass(frozen=True, slots=True)
 class _Pdb:
     key: str
@@ -173,7 +166,7 @@ class PdbLimits:
         for pdb in matching:
             if pdb.disruptions_allowed > 0:
                 continue
-            if pdb.always_allow_unhealthy and not _pod_ready(pod):
+            if pdb.always_allow_unhealthy and not is_condition_true(pod, "Ready"):
                 continue
             return f"pdb {quoted(pdb.key)} prevents pod evictions"
         return None

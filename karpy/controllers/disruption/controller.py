@@ -25,6 +25,7 @@ from typing import Any, Final
 import pydantic
 import structlog
 
+from karpy.apis.objects import conditions_of, get_condition, is_condition_true, is_deleting
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import TAINT_DISRUPTED_KEY, TAINT_EFFECT_NO_SCHEDULE
@@ -45,8 +46,6 @@ from karpy.controllers.disruption.events import (
 )
 from karpy.controllers.nodepool.resources import NODECLAIMS
 from karpy.controllers.nodepool.status import (
-    condition_of,
-    conditions_of,
     patch_status,
     remove_condition,
     same_conditions,
@@ -147,10 +146,10 @@ class DisruptionController:
         for node in self.cluster.nodes():
             if not node.managed or node.key in self._in_flight or node.marked_for_deletion:
                 continue
-            if node.node is not None and (node.node.get("metadata") or {}).get("deletionTimestamp"):
+            if node.node is not None and is_deleting(node.node):
                 continue
             tainted = _has_disrupted_taint(node.node)
-            marked = condition_of(node.nodeclaim or {}, cond.NODECLAIM_DISRUPTION_REASON)
+            marked = get_condition(node.nodeclaim, cond.NODECLAIM_DISRUPTION_REASON)
             if not tainted and marked is None:
                 continue
             log.info(
@@ -237,8 +236,7 @@ class DisruptionController:
             return False
         if c.nodepool.is_static:
             return False
-        consolidatable = condition_of(c.node.nodeclaim or {}, cond.NODECLAIM_CONSOLIDATABLE)
-        if consolidatable is None or consolidatable.get("status") != cond.STATUS_TRUE:
+        if not is_condition_true(c.node.nodeclaim, cond.NODECLAIM_CONSOLIDATABLE):
             return False
         return c.is_empty()
 

@@ -20,9 +20,10 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.objects import meta
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, meta
+from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     NODES,

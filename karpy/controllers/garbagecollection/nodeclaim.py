@@ -15,15 +15,10 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.objects import is_condition_true, is_deleting, is_node_ready, label, meta
 from karpy.apis.v1 import conditions, labels
 from karpy.cloudprovider.types import CloudProvider
-from karpy.controllers.nodeclaim.termination.objects import (
-    NODECLAIMS,
-    is_condition_true,
-    is_deleting,
-    is_node_ready,
-    meta,
-)
+from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     Client,
@@ -115,7 +110,7 @@ class NodeClaimGarbageCollection:
         log.info(
             "garbage collecting nodeclaim with no cloudprovider representation",
             NodeClaim={"name": name},
-            NodePool={"name": (meta(claim).get("labels") or {}).get(labels.LABEL_NODEPOOL, "")},
+            NodePool={"name": label(claim, labels.LABEL_NODEPOOL)},
             **{"provider-id": provider_id},
         )
         if self.on_disrupted is not None:

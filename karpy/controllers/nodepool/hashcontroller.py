@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from karpy.apis.objects import get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import (
     ANNOTATION_NODEPOOL_HASH,
@@ -19,7 +20,6 @@ from karpy.apis.v1.labels import (
 )
 from karpy.controllers.nodepool.hash import hash_annotations
 from karpy.controllers.nodepool.resources import NODECLAIMS, NODEPOOLS
-from karpy.controllers.nodepool.status import condition_of
 from karpy.kube import Client, Controller, Informer, NotFoundError, Result
 
 __all__ = ["NAME", "NodePoolHashController"]
@@ -71,7 +71,7 @@ class NodePoolHashController:
             ) == NODEPOOL_HASH_VERSION:
                 continue
             annotations = {ANNOTATION_NODEPOOL_HASH_VERSION: NODEPOOL_HASH_VERSION}
-            if condition_of(claim, cond.NODECLAIM_DRIFTED) is None:
+            if get_condition(claim, cond.NODECLAIM_DRIFTED) is None:
                 annotations[ANNOTATION_NODEPOOL_HASH] = pool_hash
             try:
                 await self.client.patch(

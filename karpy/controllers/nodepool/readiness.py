@@ -11,12 +11,11 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from karpy.apis.objects import conditions_of, get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1 import group_of_ref
 from karpy.controllers.nodepool.resources import NODEPOOLS, nodeclass_resource
 from karpy.controllers.nodepool.status import (
-    condition_of,
-    conditions_of,
     generation_of,
     roll_up_ready,
     set_condition,
@@ -95,7 +94,7 @@ class NodeClassCheck:
                 cond.REASON_NODECLASS_TERMINATING,
                 f"NodeClass {kind}/{name} is terminating",
             )
-        ready = condition_of(nodeclass, cond.NODECLASS_READY)
+        ready = get_condition(nodeclass, cond.NODECLASS_READY)
         if ready is None or ready.get("status") == cond.STATUS_UNKNOWN:
             return (
                 cond.STATUS_FALSE,

@@ -13,12 +13,11 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from karpy.apis.objects import conditions_of, get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.controllers.nodepool.readiness import NodeClassCheck, pools_using
 from karpy.controllers.nodepool.resources import NODEPOOLS
 from karpy.controllers.nodepool.status import (
-    condition_of,
-    conditions_of,
     generation_of,
     set_condition,
     timestamp,
@@ -74,7 +73,7 @@ class NodePoolRegistrationHealthController:
         nodeclass_generation = generation_of(nodeclass)
         generation = generation_of(pool)
         now = timestamp(self.clock)
-        current = condition_of(pool, cond.NODEPOOL_NODE_REGISTRATION_HEALTHY)
+        current = get_condition(pool, cond.NODEPOOL_NODE_REGISTRATION_HEALTHY)
         observed = (pool.get("status") or {}).get("nodeClassObservedGeneration")
         conditions = conditions_of(pool)
         if (

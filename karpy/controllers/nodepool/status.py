@@ -16,15 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from karpy.apis.objects import conditions_of, format_time, get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.kube import Client, Clock, ConflictError, NotFoundError, Resource, Result
 
 __all__ = [
     "ConflictError",
-    "condition_of",
-    "conditions_of",
     "generation_of",
-    "is_true",
     "patch_status",
     "remove_condition",
     "roll_up_ready",
@@ -39,35 +37,12 @@ JSON = dict[str, Any]
 
 def timestamp(clock: Clock) -> str:
     """The clock's wall time as an RFC 3339 timestamp (seconds), as the API stores times."""
-    return clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(clock.wall())
 
 
 def generation_of(obj: Mapping[str, Any]) -> int | None:
     generation = (obj.get("metadata") or {}).get("generation")
     return generation if isinstance(generation, int) else None
-
-
-def conditions_of(obj: Mapping[str, Any]) -> list[JSON]:
-    conditions = (obj.get("status") or {}).get("conditions")
-    return [c for c in conditions if isinstance(c, dict)] if isinstance(conditions, list) else []
-
-
-def condition_of(obj_or_conditions: Mapping[str, Any] | Sequence[JSON], type_: str) -> JSON | None:
-    """The condition of `type_` on an object (or in a list of conditions), if present."""
-    items = (
-        conditions_of(obj_or_conditions)
-        if isinstance(obj_or_conditions, Mapping)
-        else obj_or_conditions
-    )
-    for condition in items:
-        if condition.get("type") == type_:
-            return condition
-    return None
-
-
-def is_true(obj_or_conditions: Mapping[str, Any] | Sequence[JSON], type_: str) -> bool:
-    found = condition_of(obj_or_conditions, type_)
-    return found is not None and found.get("status") == cond.STATUS_TRUE
 
 
 def set_condition(
@@ -117,7 +92,7 @@ def roll_up_ready(
     """Set any missing dependent to Unknown, then derive `Ready` from the dependents."""
     out = [dict(c) for c in conditions]
     for type_ in dependents:
-        if condition_of(out, type_) is None:
+        if get_condition(out, type_) is None:
             out = set_condition(
                 out,
                 type_,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pydantic
 import structlog
 
+from karpy.apis.objects import conditions_of
 from karpy.apis.v1 import NodePool, runtime_validate
 from karpy.apis.v1 import conditions as cond
 from karpy.controllers.nodepool.resources import NODEPOOLS
 from karpy.controllers.nodepool.status import (
-    conditions_of,
     generation_of,
     roll_up_ready,
     set_condition,

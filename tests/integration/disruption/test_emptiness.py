@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from karpy.apis.objects import is_node_ready
 from karpy.controllers.disruption import DisruptionController
-from karpy.controllers.disruption.budgets import node_ready
 from karpy.controllers.nodepool.resources import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.kube import NODES, PODS, EventRecorder
 from karpy.kube.resources import EVENTS
@@ -44,7 +44,8 @@ async def _wait_synced(env: Env, cluster: Cluster, count: int) -> None:
     await env.until(
         lambda: (
             cluster.synced()
-            and len([n for n in cluster.nodes() if n.initialized and node_ready(n.node)]) == count
+            and len([n for n in cluster.nodes() if n.initialized and is_node_ready(n.node)])
+            == count
         ),
         message=f"cluster state with {count} initialized, Ready nodes",
     )

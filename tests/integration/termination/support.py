@@ -21,11 +21,12 @@ from typing import Any, TypeVar
 
 from kubetest import Kubectl, async_wait_until
 
+from karpy.apis.objects import format_time
 from karpy.apis.v1 import NodeClaim, NodePool
 from karpy.cloudprovider.types import NodeClaimNotFoundError, RepairPolicy
 from karpy.controllers.node.termination import EvictionQueue, NodeTerminationController
 from karpy.controllers.nodeclaim.termination import NodeClaimTermination
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, format_time
+from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import (
     NODES,
     PODS,

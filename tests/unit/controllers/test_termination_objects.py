@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from karpy.apis.objects import format_time, parse_time
 from karpy.controllers.nodeclaim.termination.objects import (
     expire_after,
-    format_time,
     grace_period,
-    parse_time,
     termination_deadline,
     with_condition,
 )

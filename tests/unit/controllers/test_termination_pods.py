@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from karpy.apis.objects import format_time
 from karpy.controllers.node.termination.pods import (
     drain_tiers,
     has_do_not_disrupt,
@@ -14,7 +15,6 @@ from karpy.controllers.node.termination.pods import (
     needs_force_delete,
     tolerates_disrupted_taint,
 )
-from karpy.controllers.nodeclaim.termination.objects import format_time
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 JSON = dict[str, Any]

@@ -29,6 +29,17 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.objects import (
+    format_time,
+    get_condition,
+    has_finalizer,
+    is_condition_true,
+    is_deleting,
+    is_node_ready,
+    label,
+    meta,
+    parse_time,
+)
 from karpy.apis.v1 import conditions, labels
 from karpy.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.node.termination import metrics
@@ -42,16 +53,8 @@ from karpy.controllers.nodeclaim.termination.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
     ensure_provider_id_index,
-    format_time,
-    get_condition,
-    has_finalizer,
-    is_condition_true,
-    is_deleting,
-    is_node_ready,
-    meta,
     nodeclaim_model,
     object_ref,
-    parse_time,
     patch_conditions,
     remove_node_finalizer,
     termination_deadline,
@@ -251,7 +254,7 @@ class NodeTerminationController:
         )
         if drained is not None:
             await patch_conditions(self.client, claim, drained)
-            metrics.NODES_DRAINED.labels(_nodepool(node)).inc()
+            metrics.NODES_DRAINED.labels(label(node, labels.LABEL_NODEPOOL)).inc()
         return Result(requeue_after=READ_OWN_WRITES)
 
     async def _await_volume_detachment(
@@ -335,8 +338,8 @@ class NodeTerminationController:
             await remove_node_finalizer(self.client, node)
         except NotFoundError:
             return
-        nodepool = _nodepool(node)
-        zone = (meta(node).get("labels") or {}).get(labels.LABEL_TOPOLOGY_ZONE, "")
+        nodepool = label(node, labels.LABEL_NODEPOOL)
+        zone = label(node, labels.LABEL_TOPOLOGY_ZONE)
         metrics.NODES_TERMINATED.labels(nodepool, zone).inc()
         now = self.clock.wall()
         deleted_at = parse_time(meta(node).get("deletionTimestamp"))
@@ -354,10 +357,6 @@ class NodeTerminationController:
 
 def _terminating(node: Mapping[str, Any]) -> bool:
     return is_deleting(node) and has_finalizer(node)
-
-
-def _nodepool(obj: Mapping[str, Any]) -> str:
-    return str((meta(obj).get("labels") or {}).get(labels.LABEL_NODEPOOL, ""))
 
 
 def _node_ref(node: Mapping[str, Any]) -> JSON:

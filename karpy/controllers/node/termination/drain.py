@@ -13,6 +13,7 @@ from typing import Any
 
 import structlog
 
+from karpy.apis.objects import meta
 from karpy.apis.v1 import labels
 from karpy.controllers.node.termination.eviction import EvictionQueue
 from karpy.controllers.node.termination.pods import (
@@ -22,7 +23,6 @@ from karpy.controllers.node.termination.pods import (
     is_waiting_eviction,
     needs_force_delete,
 )
-from karpy.controllers.nodeclaim.termination.objects import meta
 from karpy.kube import INDEX_NODE_NAME, NODES, Client, Informer
 
 __all__ = ["drain", "pending_volume_attachments", "taint_node"]

@@ -23,8 +23,8 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from karpy.apis.duration import DurationError, parse_duration
+from karpy.apis.objects import is_deleting, meta, parse_time
 from karpy.apis.v1 import labels
-from karpy.controllers.nodeclaim.termination.objects import meta, parse_time
 from karpy.scheduling.taints import Taint, TaintError, Toleration
 
 __all__ = [
@@ -59,7 +59,7 @@ def is_terminal(pod: Pod) -> bool:
 
 
 def is_terminating(pod: Pod) -> bool:
-    return bool(meta(pod).get("deletionTimestamp"))
+    return is_deleting(pod)
 
 
 def is_stuck_terminating(pod: Pod, now: datetime) -> bool:

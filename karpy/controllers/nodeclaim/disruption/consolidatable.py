@@ -15,12 +15,11 @@ from typing import Any
 import structlog
 
 from karpy.apis.duration import DurationError, parse_nillable_duration
+from karpy.apis.objects import conditions_of, get_condition, is_deleting, label, parse_time
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import LABEL_NODEPOOL
 from karpy.controllers.nodepool.resources import NODECLAIMS
 from karpy.controllers.nodepool.status import (
-    condition_of,
-    conditions_of,
     generation_of,
     remove_condition,
     set_condition,
@@ -29,22 +28,12 @@ from karpy.controllers.nodepool.status import (
 )
 from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
 
-__all__ = ["NAME", "ConsolidatableController", "consolidatable_at", "parse_time"]
+__all__ = ["NAME", "ConsolidatableController", "consolidatable_at"]
 
 NAME = "nodeclaim.disruption"
 log = structlog.get_logger("karpy.controllers.nodeclaim.disruption")
 
 JSON = dict[str, Any]
-
-
-def parse_time(value: object) -> datetime | None:
-    """An RFC 3339 timestamp from the API, as an aware datetime; None if absent or malformed."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def consolidate_after(pool: Mapping[str, Any]) -> timedelta | None:
@@ -58,7 +47,7 @@ def consolidate_after(pool: Mapping[str, Any]) -> timedelta | None:
 
 def consolidatable_at(claim: Mapping[str, Any], after: timedelta) -> datetime | None:
     """When the NodeClaim becomes consolidatable; None while it is not Initialized."""
-    initialized = condition_of(claim, cond.NODECLAIM_INITIALIZED)
+    initialized = get_condition(claim, cond.NODECLAIM_INITIALIZED)
     if initialized is None or initialized.get("status") != cond.STATUS_TRUE:
         return None
     start = parse_time((claim.get("status") or {}).get("lastPodEventTime")) or parse_time(
@@ -106,12 +95,12 @@ class ConsolidatableController:
         return [
             str((c.get("metadata") or {}).get("name"))
             for c in self.nodeclaims.list()
-            if ((c.get("metadata") or {}).get("labels") or {}).get(LABEL_NODEPOOL) == name
+            if label(c, LABEL_NODEPOOL) == name
         ]
 
     async def reconcile(self, name: str) -> Result | None:
         claim = self.nodeclaims.get(name)
-        if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
+        if claim is None or is_deleting(claim):
             return None
         pool_name = ((claim.get("metadata") or {}).get("labels") or {}).get(LABEL_NODEPOOL)
         pool = self.nodepools.get(pool_name) if pool_name else None

@@ -14,14 +14,9 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.objects import is_deleting, label, meta, parse_time
 from karpy.apis.v1 import labels
-from karpy.controllers.nodeclaim.termination.objects import (
-    NODECLAIMS,
-    expire_after,
-    is_deleting,
-    meta,
-    parse_time,
-)
+from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, expire_after
 from karpy.kube import Client, Clock, ConflictError, Controller, Informer, NotFoundError, Result
 
 __all__ = ["REASON_EXPIRED", "ExpirationController"]
@@ -85,7 +80,7 @@ class ExpirationController:
             return None
         log.info(
             "deleting expired nodeclaim",
-            NodePool={"name": (meta(claim).get("labels") or {}).get(labels.LABEL_NODEPOOL, "")},
+            NodePool={"name": label(claim, labels.LABEL_NODEPOOL)},
         )
         if self.on_disrupted is not None:
             self.on_disrupted(claim, REASON_EXPIRED)

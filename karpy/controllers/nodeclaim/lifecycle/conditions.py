@@ -11,24 +11,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from karpy.apis.objects import format_time, get_condition, parse_time
 from karpy.apis.v1 import conditions as c
 
-__all__ = ["ConditionSet", "format_time", "parse_time"]
+__all__ = ["ConditionSet"]
 
 JSON = dict[str, Any]
-
-
-def format_time(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: object) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 class ConditionSet:
@@ -41,7 +29,7 @@ class ConditionSet:
         self.items: list[JSON] = status.setdefault("conditions", [])
 
     def get(self, type_: str) -> JSON | None:
-        return next((x for x in self.items if x.get("type") == type_), None)
+        return get_condition(self.items, type_)
 
     def is_true(self, type_: str) -> bool:
         found = self.get(type_)

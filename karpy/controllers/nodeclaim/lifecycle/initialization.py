@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from karpy.apis.objects import is_node_ready
 from karpy.apis.v1 import conditions as c
 from karpy.apis.v1 import labels
 from karpy.controllers.nodeclaim.lifecycle.conditions import taint_matches
@@ -33,18 +34,11 @@ def _taint_text(taint: Mapping[str, Any]) -> str:
     return f"{key}:{taint.get('effect')}"
 
 
-def _ready(node: Mapping[str, Any]) -> bool:
-    for condition in (node.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == c.CONDITION_READY:
-            return bool(condition.get("status") == c.STATUS_TRUE)
-    return False
-
-
 def why_not_initialized(
     node: Mapping[str, Any], claim: Mapping[str, Any]
 ) -> tuple[str, str] | None:
     """(reason, message) of the first unmet condition, or None when initialized."""
-    if not _ready(node):
+    if not is_node_ready(node):
         return c.REASON_NODE_NOT_READY, "Node status is NotReady"
     node_taints = list((node.get("spec") or {}).get("taints") or ())
     for startup in (claim.get("spec") or {}).get("startupTaints") or ():

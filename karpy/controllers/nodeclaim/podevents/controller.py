@@ -16,7 +16,7 @@ from typing import Any, Final
 
 import structlog
 
-from karpy.controllers.nodeclaim.disruption.consolidatable import parse_time
+from karpy.apis.objects import is_deleting, parse_time
 from karpy.controllers.nodepool.resources import NODECLAIMS
 from karpy.controllers.nodepool.status import patch_status, timestamp
 from karpy.kube import (
@@ -47,10 +47,6 @@ def _terminal(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
 
 
-def _terminating(pod: Mapping[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
-
-
 def _daemonset(pod: Mapping[str, Any]) -> bool:
     owners = (pod.get("metadata") or {}).get("ownerReferences") or ()
     return any(o.get("kind") == "DaemonSet" for o in owners)
@@ -73,7 +69,7 @@ def is_pod_event(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -
         return node  # bound
     if _terminal(new) and not _terminal(old):
         return node
-    if _terminating(new) and not _terminating(old):
+    if is_deleting(new) and not is_deleting(old):
         return node
     return None
 

@@ -24,6 +24,16 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.objects import (
+    format_time,
+    get_condition,
+    has_finalizer,
+    is_condition_true,
+    is_deleting,
+    label,
+    meta,
+    parse_time,
+)
 from karpy.apis.v1 import conditions, labels
 from karpy.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
 from karpy.controllers.nodeclaim.termination import metrics
@@ -31,15 +41,8 @@ from karpy.controllers.nodeclaim.termination.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
     ensure_provider_id_index,
-    format_time,
-    get_condition,
     grace_period,
-    has_finalizer,
-    is_condition_true,
-    is_deleting,
-    meta,
     nodeclaim_model,
-    parse_time,
     patch_conditions,
     remove_claim_finalizer,
     with_condition,
@@ -180,15 +183,15 @@ class NodeClaimTermination:
         since = parse_time(condition.get("lastTransitionTime"))
         if since is not None:
             metrics.INSTANCE_TERMINATION_DURATION.labels(
-                _label(claim, labels.LABEL_NODEPOOL)
+                label(claim, labels.LABEL_NODEPOOL)
             ).observe(max((self.clock.wall() - since).total_seconds(), 0.0))
 
     def _observe_termination(self, claim: Mapping[str, Any]) -> None:
-        nodepool = _label(claim, labels.LABEL_NODEPOOL)
+        nodepool = label(claim, labels.LABEL_NODEPOOL)
         metrics.NODECLAIMS_TERMINATED.labels(
             nodepool,
-            _label(claim, labels.LABEL_CAPACITY_TYPE),
-            _label(claim, labels.LABEL_TOPOLOGY_ZONE),
+            label(claim, labels.LABEL_CAPACITY_TYPE),
+            label(claim, labels.LABEL_TOPOLOGY_ZONE),
         ).inc()
         deleted_at = parse_time(meta(claim).get("deletionTimestamp"))
         if deleted_at is not None:
@@ -198,7 +201,3 @@ class NodeClaimTermination:
 
 def _finalizing(claim: Mapping[str, Any]) -> bool:
     return is_deleting(claim) and has_finalizer(claim)
-
-
-def _label(obj: Mapping[str, Any], key: str) -> str:
-    return str((meta(obj).get("labels") or {}).get(key, ""))

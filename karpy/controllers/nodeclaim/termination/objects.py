@@ -5,16 +5,18 @@ them back with small patches. The helpers here keep those patches safe: status c
 written with the object's resourceVersion (a merge patch replaces the whole list, so a stale
 list must fail with a conflict rather than erase another writer's condition), and finalizers are
 removed by value (a strategic merge patch on Nodes, a JSON patch with a `test` on NodeClaims), so
-another controller's finalizer is never lost.
+another controller's finalizer is never lost. The generic readers (metadata, timestamps,
+conditions) are `karpy.apis.objects`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from karpy.apis.duration import DurationError, parse_duration, parse_nillable_duration
+from karpy.apis.objects import conditions_of, format_time, meta, parse_time
 from karpy.apis.v1 import NodeClaim, conditions, labels
 from karpy.kube import NODES, Client, Informer, PatchType
 from karpy.kube.store import INDEX_PROVIDER_ID, field_indexer
@@ -25,18 +27,10 @@ __all__ = [
     "NODECLAIMS",
     "ensure_provider_id_index",
     "expire_after",
-    "format_time",
-    "get_condition",
     "grace_period",
-    "has_finalizer",
     "index_nodeclaim_provider_id",
-    "is_condition_true",
-    "is_deleting",
-    "is_node_ready",
-    "meta",
     "nodeclaim_model",
     "object_ref",
-    "parse_time",
     "patch_conditions",
     "remove_claim_finalizer",
     "remove_node_finalizer",
@@ -61,55 +55,6 @@ def ensure_provider_id_index(nodeclaims: Informer) -> None:
 
 
 # -- small readers ----------------------------------------------------------------------------
-
-
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
-def is_deleting(obj: Mapping[str, Any]) -> bool:
-    return bool(meta(obj).get("deletionTimestamp"))
-
-
-def has_finalizer(obj: Mapping[str, Any], finalizer: str = labels.FINALIZER_TERMINATION) -> bool:
-    return finalizer in (meta(obj).get("finalizers") or ())
-
-
-def parse_time(text: object) -> datetime | None:
-    """An RFC 3339 timestamp from the API as an aware datetime; None if absent or malformed."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def format_time(moment: datetime) -> str:
-    """RFC 3339 in UTC with second precision, as Kubernetes writes `metav1.Time`."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def get_condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    status = obj.get("status")
-    if not isinstance(status, Mapping):
-        return None
-    for condition in status.get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == type_:
-            return condition
-    return None
-
-
-def is_condition_true(obj: Mapping[str, Any], type_: str) -> bool:
-    condition = get_condition(obj, type_)
-    return condition is not None and condition.get("status") == conditions.STATUS_TRUE
-
-
-def is_node_ready(node: Mapping[str, Any]) -> bool:
-    """The kubelet's `Ready` condition is True."""
-    return is_condition_true(node, "Ready")
 
 
 def object_ref(obj: Mapping[str, Any], *, kind: str, api_version: str) -> JSON:
@@ -175,7 +120,7 @@ def with_condition(
     if reason is None:
         reason = type_ if status == conditions.STATUS_TRUE else ""
     generation = meta(obj).get("generation")
-    current = [dict(c) for c in ((obj.get("status") or {}).get("conditions") or ())]
+    current = [dict(c) for c in conditions_of(obj)]
     for index, existing in enumerate(current):
         if existing.get("type") != type_:
             continue
