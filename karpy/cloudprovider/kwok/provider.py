@@ -19,6 +19,7 @@ import structlog
 
 from karpy.apis.kwok.v1alpha1 import GROUP, KWOKNodeClass
 from karpy.apis.kwok.v1alpha1.kwoknodeclass import KIND
+from karpy.apis.objects import format_time, is_condition_true, is_deleting
 from karpy.apis.v1 import NodeClaim, NodePool, conditions
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.kwok.instances import (
@@ -50,13 +51,6 @@ log = structlog.get_logger("karpy.cloudprovider.kwok")
 
 KWOKNODECLASSES: Final = Resource(GROUP, "v1alpha1", KIND, "kwoknodeclasses", namespaced=False)
 _REPAIR_TOLERATION = timedelta(minutes=10)
-
-
-def _ready(obj: Mapping[str, Any]) -> bool:
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == conditions.CONDITION_READY:
-            return bool(condition.get("status") == conditions.STATUS_TRUE)
-    return False
 
 
 class KwokCloudProvider:
@@ -100,9 +94,9 @@ class KwokCloudProvider:
         nodeclass = await self.nodeclass(ref.name)
         if nodeclass is None:
             raise InsufficientCapacityError(f'KWOKNodeClass "{ref.name}" not found')
-        if (nodeclass.get("metadata") or {}).get("deletionTimestamp"):
+        if is_deleting(nodeclass):
             raise NodeClassNotReadyError(f'KWOKNodeClass "{ref.name}" is terminating')
-        if not _ready(nodeclass):
+        if not is_condition_true(nodeclass, conditions.NODECLASS_READY):
             raise NodeClassNotReadyError(f'KWOKNodeClass "{ref.name}" is not ready')
         return nodeclass
 
@@ -149,7 +143,7 @@ class KwokCloudProvider:
             node_labels=node_labels,
             capacity=choice.instance_type.capacity,
             allocatable=choice.instance_type.allocatable,
-            now=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            now=format_time(datetime.now(UTC)),
         )
         if self.registration_delay(nodeclass) <= timedelta(0):
             launched = self._adopt(claim, await self.create_node(node))
@@ -235,7 +229,7 @@ class KwokCloudProvider:
         if name is None:
             raise NodeClaimNotFoundError(f"no kwok instance for providerID {provider_id!r}")
         node = await self._read_node(name)
-        if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
+        if node is None or is_deleting(node):
             raise NodeClaimNotFoundError(f'instance "{provider_id}" not found')
         return self.claim_of(node)
 

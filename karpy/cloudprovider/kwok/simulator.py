@@ -18,11 +18,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 import structlog
 
+from karpy.apis.objects import (
+    format_time,
+    get_condition,
+    is_condition_true,
+    is_deleting,
+    is_node_ready,
+    parse_time,
+)
 from karpy.apis.v1 import conditions
 from karpy.cloudprovider.kwok.instances import (
     PROVIDER_ID_PREFIX,
@@ -50,22 +57,6 @@ def _is_kwok(node: Mapping[str, Any] | None) -> bool:
     return node is not None and str((node.get("spec") or {}).get("providerID") or "").startswith(
         PROVIDER_ID_PREFIX
     )
-
-
-def _condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for condition in (obj.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == type_:
-            return condition  # type: ignore[no-any-return]
-    return None
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 class KwokSimulator:
@@ -123,19 +114,18 @@ class KwokSimulator:
 
     async def reconcile_instance(self, name: str) -> Result | None:
         claim = self.claims.get(name)
-        if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
+        if claim is None or is_deleting(claim):
             return None
         status = claim.get("status") or {}
         node_name = node_name_of(str(status.get("providerID") or ""))
         if node_name is None:
             return None
-        registered = _condition(claim, conditions.NODECLAIM_REGISTERED)
-        if registered is not None and registered.get("status") == conditions.STATUS_TRUE:
+        if is_condition_true(claim, conditions.NODECLAIM_REGISTERED):
             return None  # registered once: a missing Node now means a terminated instance
         if self.nodes.get(node_name) is not None:
             return None
-        launched = _condition(claim, conditions.NODECLAIM_LAUNCHED)
-        launched_at = _parse_time((launched or {}).get("lastTransitionTime"))
+        launched = get_condition(claim, conditions.NODECLAIM_LAUNCHED)
+        launched_at = parse_time((launched or {}).get("lastTransitionTime"))
         ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
         nodeclass = await self.provider.nodeclass(str(ref.get("name") or ""))
         delay = self.provider.registration_delay(nodeclass).total_seconds()
@@ -150,7 +140,7 @@ class KwokSimulator:
             node_labels=dict(meta.get("labels") or {}),
             capacity=parse_resources(status.get("capacity"), field="status.capacity"),
             allocatable=parse_resources(status.get("allocatable"), field="status.allocatable"),
-            now=self.clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ"),
+            now=format_time(self.clock.wall()),
         )
         await self.provider.create_node(node)
         log.info("created kwok node", Node={"name": node_name}, NodeClaim={"name": name})
@@ -163,10 +153,9 @@ class KwokSimulator:
         if not _is_kwok(node):
             return None
         assert node is not None
-        ready = _condition(node, conditions.CONDITION_READY)
-        if ready is not None and ready.get("status") == conditions.STATUS_TRUE:
+        if is_node_ready(node):
             return None
-        now = self.clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_time(self.clock.wall())
         patch = {"status": {"phase": "Running", "conditions": node_conditions(now)}}
         try:
             await self.client.patch_status(NODES, name, patch, patch_type=PatchType.STRATEGIC)
@@ -199,10 +188,9 @@ class KwokSimulator:
         status = pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
             return None
-        ready = _condition(pod, "Ready")
-        if status.get("phase") == "Running" and ready is not None and ready.get("status") == "True":
+        if status.get("phase") == "Running" and is_condition_true(pod, "Ready"):
             return None
-        now = self.clock.wall().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_time(self.clock.wall())
         assert node is not None
         node_ip = next(
             (
