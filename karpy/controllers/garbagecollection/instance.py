@@ -23,16 +23,14 @@ import structlog
 from karpy.apis.objects import meta
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
+from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, delete_exactly
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     NODES,
     Client,
     Clock,
-    ConflictError,
     Controller,
     Informer,
-    NotFoundError,
     Result,
 )
 
@@ -106,10 +104,5 @@ class InstanceGarbageCollection:
         with contextlib.suppress(NodeClaimNotFoundError):
             await self.cloud_provider.delete(instance)
         for node in self.nodes.by_index(INDEX_PROVIDER_ID, provider_id):
-            try:
-                await self.client.delete(
-                    NODES, str(meta(node).get("name")), uid=meta(node).get("uid")
-                )
-            except (NotFoundError, ConflictError):
-                continue
+            await delete_exactly(self.client, NODES, node)
         log.info("garbage collected cloudprovider instance", **{"provider-id": provider_id})

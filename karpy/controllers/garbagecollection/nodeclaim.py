@@ -18,15 +18,13 @@ import structlog
 from karpy.apis.objects import is_condition_true, is_deleting, is_node_ready, label, meta
 from karpy.apis.v1 import conditions, labels
 from karpy.cloudprovider.types import CloudProvider
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
+from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, delete_exactly
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     Client,
     Clock,
-    ConflictError,
     Controller,
     Informer,
-    NotFoundError,
     Result,
 )
 
@@ -102,11 +100,9 @@ class NodeClaimGarbageCollection:
         nodes = self.nodes.by_index(INDEX_PROVIDER_ID, provider_id) if provider_id else []
         if any(is_node_ready(node) for node in nodes):
             return
-        name = str(meta(claim).get("name"))
-        try:
-            await self.client.delete(NODECLAIMS, name, uid=meta(claim).get("uid"))
-        except (NotFoundError, ConflictError):
+        if not await delete_exactly(self.client, NODECLAIMS, claim):
             return
+        name = str(meta(claim).get("name"))
         log.info(
             "garbage collecting nodeclaim with no cloudprovider representation",
             NodeClaim={"name": name},

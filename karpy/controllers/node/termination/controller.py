@@ -52,6 +52,7 @@ from karpy.controllers.node.termination.eviction import FORCEFUL_TERMINATION, Ev
 from karpy.controllers.nodeclaim.termination.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
+    delete_exactly,
     ensure_provider_id_index,
     nodeclaim_model,
     object_ref,
@@ -175,13 +176,8 @@ class NodeTerminationController:
             return await self._finalize(node, claim, provider_id)
 
     async def _finalize(self, node: JSON, claim: JSON, provider_id: str) -> Result | None:
-        if not is_deleting(claim):
-            try:
-                await self.client.delete(
-                    NODECLAIMS, str(meta(claim).get("name")), uid=meta(claim).get("uid")
-                )
-            except (NotFoundError, ConflictError):
-                return Result(requeue_after=READ_OWN_WRITES)
+        if not is_deleting(claim) and not await delete_exactly(self.client, NODECLAIMS, claim):
+            return Result(requeue_after=READ_OWN_WRITES)
         if not is_node_ready(node) and await self._instance_gone(provider_id):
             await self._remove_finalizer(node)
             return None

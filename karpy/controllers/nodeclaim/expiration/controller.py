@@ -16,8 +16,12 @@ import structlog
 
 from karpy.apis.objects import is_deleting, label, meta, parse_time
 from karpy.apis.v1 import labels
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, expire_after
-from karpy.kube import Client, Clock, ConflictError, Controller, Informer, NotFoundError, Result
+from karpy.controllers.nodeclaim.termination.objects import (
+    NODECLAIMS,
+    delete_exactly,
+    expire_after,
+)
+from karpy.kube import Client, Clock, Controller, Informer, Result
 
 __all__ = ["REASON_EXPIRED", "ExpirationController"]
 
@@ -74,9 +78,7 @@ class ExpirationController:
         left = (expires - self.clock.wall()).total_seconds()
         if left > 0:
             return Result(requeue_after=left)
-        try:
-            await self.client.delete(NODECLAIMS, name, uid=meta(claim).get("uid"))
-        except (NotFoundError, ConflictError):
+        if not await delete_exactly(self.client, NODECLAIMS, claim):
             return None
         log.info(
             "deleting expired nodeclaim",

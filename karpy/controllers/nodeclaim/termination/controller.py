@@ -40,6 +40,7 @@ from karpy.controllers.nodeclaim.termination import metrics
 from karpy.controllers.nodeclaim.termination.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
+    delete_exactly,
     ensure_provider_id_index,
     grace_period,
     nodeclaim_model,
@@ -134,12 +135,7 @@ class NodeClaimTermination:
             nodes = self.nodes.by_index(INDEX_PROVIDER_ID, provider_id)
             for node in nodes:
                 if not is_deleting(node):
-                    try:
-                        await self.client.delete(
-                            NODES, str(meta(node).get("name")), uid=meta(node).get("uid")
-                        )
-                    except (NotFoundError, ConflictError):
-                        continue
+                    await delete_exactly(self.client, NODES, node)
             if nodes:
                 return None  # the Node's deletion event brings us back
         if provider_id:

@@ -18,13 +18,14 @@ from typing import Any, Final
 from karpy.apis.duration import DurationError, parse_duration, parse_nillable_duration
 from karpy.apis.objects import conditions_of, format_time, meta, parse_time
 from karpy.apis.v1 import NodeClaim, conditions, labels
-from karpy.kube import NODES, Client, Informer, PatchType
+from karpy.kube import NODES, Client, ConflictError, Informer, NotFoundError, PatchType, Resource
 from karpy.kube.store import INDEX_PROVIDER_ID, field_indexer
 from karpy.state.resources import NODECLAIMS
 
 __all__ = [
     "INDEX_NODECLAIM_PROVIDER_ID",
     "NODECLAIMS",
+    "delete_exactly",
     "ensure_provider_id_index",
     "expire_after",
     "grace_period",
@@ -160,6 +161,20 @@ async def patch_conditions(client: Client, claim: Mapping[str, Any], new: Iterab
         "status": {"conditions": list(new)},
     }
     return await client.patch_status(NODECLAIMS, str(m.get("name")), patch)
+
+
+# -- deletion ---------------------------------------------------------------------------------
+
+
+async def delete_exactly(client: Client, resource: Resource, obj: Mapping[str, Any]) -> bool:
+    """Delete `obj` itself: its UID is a precondition, so an object that has since taken the
+    name is left alone. False if it was already gone or replaced."""
+    m = meta(obj)
+    try:
+        await client.delete(resource, str(m.get("name")), uid=m.get("uid"))
+    except (NotFoundError, ConflictError):
+        return False
+    return True
 
 
 # -- finalizers -------------------------------------------------------------------------------
