@@ -8,7 +8,7 @@ same way rather than ignored, since karpy runs one provider.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.apis.objects import conditions_of, get_condition
@@ -53,6 +53,10 @@ def pools_using(
     ]
 
 
+def _pools_using(nodepools: Informer, resource: Resource, nodeclass: JSON) -> list[str]:
+    return pools_using(nodepools, resource=resource, nodeclass=nodeclass)
+
+
 class NodeClassCheck:
     """Finds a NodePool's NodeClass in the cache of the kinds the provider supports."""
 
@@ -62,6 +66,11 @@ class NodeClassCheck:
     @property
     def supported(self) -> Sequence[Resource]:
         return list(self.nodeclasses)
+
+    def watch(self, controller: Controller[str], nodepools: Informer) -> None:
+        """Wake `controller` for the NodePools that reference a NodeClass when it changes."""
+        for resource, informer in self.nodeclasses.items():
+            controller.watch(informer, mapper=functools.partial(_pools_using, nodepools, resource))
 
     def find(self, pool: Mapping[str, Any]) -> tuple[Resource | None, JSON | None]:
         group, kind, name = nodeclass_ref(pool)
@@ -131,12 +140,8 @@ class NodePoolReadinessController:
             name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
         )
         controller.watch(self.nodepools)
-        for resource, informer in self.check.nodeclasses.items():
-            controller.watch(informer, mapper=functools.partial(self._pools_of, resource))
+        self.check.watch(controller, self.nodepools)
         return controller
-
-    def _pools_of(self, resource: Resource, nodeclass: JSON) -> Iterable[str]:
-        return pools_using(self.nodepools, resource=resource, nodeclass=nodeclass)
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)

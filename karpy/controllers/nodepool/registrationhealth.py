@@ -9,13 +9,12 @@ and the condition goes back to Unknown: the new configuration has not been tried
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from karpy.apis.objects import conditions_of, get_condition
 from karpy.apis.v1 import conditions as cond
-from karpy.controllers.nodepool.readiness import NodeClassCheck, pools_using
+from karpy.controllers.nodepool.readiness import NodeClassCheck
 from karpy.controllers.nodepool.resources import NODEPOOLS
 from karpy.controllers.nodepool.status import (
     generation_of,
@@ -54,13 +53,9 @@ class NodePoolRegistrationHealthController:
             name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
         )
         controller.watch(self.nodepools)
-        for resource, informer in self.check.nodeclasses.items():
-            controller.watch(informer, mapper=functools.partial(self._pools_of, resource))
+        self.check.watch(controller, self.nodepools)
         self.health.subscribe(controller.enqueue)
         return controller
-
-    def _pools_of(self, resource: Resource, nodeclass: JSON) -> Iterable[str]:
-        return pools_using(self.nodepools, resource=resource, nodeclass=nodeclass)
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)
