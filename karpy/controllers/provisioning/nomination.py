@@ -32,7 +32,7 @@ from karpy.kube.informer import Informer
 from karpy.kube.resources import PODS, split_key
 from karpy.state import pods as podutil
 
-__all__ = ["NominationJanitor", "nominate_pods"]
+__all__ = ["NominationJanitor", "nominate_placements", "nominate_pods"]
 
 JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.provisioning")
@@ -54,9 +54,22 @@ async def nominate_pods(
 ) -> int:
     """Nominate the pending, unnominated ones of `keys` to `node_name`, recording each in
     `ledger`; returns how many."""
+    return await nominate_placements(client, pods, {node_name: list(keys)}, ledger=ledger)
+
+
+async def nominate_placements(
+    client: Client,
+    pods: Informer,
+    placements: Mapping[str, Iterable[str]],
+    *,
+    ledger: MutableMapping[str, str],
+) -> int:
+    """Nominate pods to nodes (`placements`: node name -> pod keys) with one bound on
+    concurrent requests for all nodes: a batch that fills a hundred existing nodes makes a
+    hundred nodes' worth of requests at once, not one node's after another's."""
     semaphore = asyncio.Semaphore(CONCURRENCY)
 
-    async def one(key: str) -> bool:
+    async def one(key: str, node_name: str) -> bool:
         pod = pods.get(key)
         if pod is None or podutil.node_name(pod) or _nominated(pod) or not podutil.is_active(pod):
             return False
@@ -78,7 +91,9 @@ async def nominate_pods(
         ledger[key] = node_name
         return True
 
-    done = await asyncio.gather(*(one(k) for k in dict.fromkeys(keys)))
+    done = await asyncio.gather(
+        *(one(key, node) for node, keys in placements.items() for key in dict.fromkeys(keys))
+    )
     return sum(done)
 
 

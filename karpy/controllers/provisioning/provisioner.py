@@ -29,7 +29,7 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.provisioning import metrics
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
-from karpy.controllers.provisioning.nomination import nominate_pods
+from karpy.controllers.provisioning.nomination import nominate_placements
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
@@ -204,18 +204,31 @@ class Provisioner:
 
     async def provision(self) -> list[str]:
         """Schedule the pending pods and create NodeClaims; returns the created names."""
+        laps = Stopwatch()
         batch = await self.gather()
         if batch is None:
             return []
+        laps.lap("gather")
         scheduling_id = str(uuid.uuid4())
         metrics.QUEUE_DEPTH.labels(NAME, scheduling_id).set(len(batch.pods))
         started = time.perf_counter()
         try:
-            result = await run_off_loop(self._solve, batch)
+            result, worker = await run_off_loop(self._solve, batch)
         finally:
             metrics.SCHEDULING_DURATION.labels(NAME).observe(time.perf_counter() - started)
             metrics.QUEUE_DEPTH.remove(NAME, scheduling_id)
-        return await self.apply(batch, result)
+        laps.lap("simulate")
+        names = await self.apply(batch, result)
+        laps.lap("apply")
+        log.debug(
+            "provisioning pass timings",
+            pods=len(batch.pods),
+            nodes=len(batch.snapshot.nodes),
+            nodeclaims=len(result.node_claims),
+            loop=laps.fields(),
+            worker=worker.fields(),
+        )
+        return names
 
     # -- 1 and 2: what to schedule ----------------------------------------------------------------
 
@@ -290,22 +303,25 @@ class Provisioner:
 
     # -- 3: simulate (worker thread) -----------------------------------------------------------
 
-    def _solve(self, batch: _Batch) -> SchedulingResult:
+    def _solve(self, batch: _Batch) -> tuple[SchedulingResult, Stopwatch]:
+        laps = Stopwatch()
         try:
-            return self._schedule(batch)
+            return self._schedule(batch, laps), laps
         finally:
             self.views.prune()
 
-    def _schedule(self, batch: _Batch) -> SchedulingResult:
+    def _schedule(self, batch: _Batch, laps: Stopwatch) -> SchedulingResult:
         pods = self.views.views(batch.pods)
+        laps.lap("pods")
         existing = [existing_node(n, self.views) for n in batch.snapshot.active_nodes()]
+        laps.lap("nodes")
         daemons = []
         for raw in batch.snapshot.daemonset_pods:
             try:
                 daemons.append(self.views.view(raw, daemon=True))
             except PodError:
                 continue
-        return schedule(
+        result = schedule(
             SchedulingInput(
                 pods=pods,
                 templates=batch.templates,
@@ -317,10 +333,15 @@ class Provisioner:
                 min_values_policy=self.min_values_policy,
             )
         )
+        laps.lap("schedule")
+        return result
 
     # -- 4: act -----------------------------------------------------------------------------------
 
     async def apply(self, batch: _Batch, result: SchedulingResult) -> list[str]:
+        """Nominate the pods placed on existing nodes and create the new NodeClaims. The API
+        calls of both run at once: nominations to a hundred nodes must not hold the launches
+        back (each is a round trip, slow on a busy API server)."""
         by_key = {podutil.pod_key(p): p for p in batch.pods}
         if result.node_claims:
             log.info(
@@ -328,7 +349,7 @@ class Provisioner:
                 nodeclaims=len(result.node_claims),
                 pods=sum(len(c.pods) for c in result.node_claims),
             )
-        await self._nominate_existing(batch, result, by_key)
+        placements = self._nominate_existing(batch, result, by_key)
         for key, reason in sorted(result.errors.items()):
             pod = by_key.get(key)
             if pod is not None:
@@ -340,17 +361,30 @@ class Provisioner:
             async with semaphore:
                 return await self.create(claim, by_key)
 
-        names = await asyncio.gather(*(create(c) for c in result.node_claims))
+        async def nominate() -> None:
+            if placements:
+                await nominate_placements(
+                    self.client,
+                    self.cluster.pod_informer,
+                    placements,
+                    ledger=self.cluster.pod_nominations,
+                )
+
+        *names, _ = await asyncio.gather(*(create(c) for c in result.node_claims), nominate())
         return [n for n in names if n]
 
-    async def _nominate_existing(
+    def _nominate_existing(
         self, batch: _Batch, result: SchedulingResult, by_key: Mapping[str, JSON]
-    ) -> None:
+    ) -> dict[str, list[str]]:
+        """Record the pods placed on existing nodes (cluster state, `Nominated` events); returns
+        the pods to nominate through the API, by registered node name. Pods placed on nodes
+        that have not registered are recorded as plans, nominated when the node registers."""
         if not result.existing:
-            return
+            return {}
         nodes = {n.name: n for n in batch.snapshot.nodes}
         unready = 0
         placed = 0
+        placements: dict[str, list[str]] = {}
         for name, views in result.existing.items():
             node = nodes.get(name)
             if node is None:
@@ -366,17 +400,12 @@ class Provisioner:
                     self._nominated(pod, target)
             keys = [v.key for v in views]
             if node.node_name and node.registered:
-                await nominate_pods(
-                    self.client,
-                    self.cluster.pod_informer,
-                    keys,
-                    node.node_name,
-                    ledger=self.cluster.pod_nominations,
-                )
+                placements.setdefault(node.node_name, []).extend(keys)
             elif node.nodeclaim_name:
                 self.cluster.record_plan(node.nodeclaim_name, keys)
         if unready:
             log.info(f"computed {unready} unready node(s) will fit {placed} pod(s)")
+        return placements
 
     def _nominated(self, pod: JSON, target: str) -> None:
         self.events.publish(
@@ -445,6 +474,26 @@ class Provisioner:
             if pod is not None:
                 self._nominated(pod, f"nodeclaim/{name}")
         return name
+
+
+class Stopwatch:
+    """Wall and CPU time (of the calling thread) per step: a worker thread's CPU time far below
+    its wall time means it waited for the GIL or for a core."""
+
+    __slots__ = ("_cpu", "_wall", "laps")
+
+    def __init__(self) -> None:
+        self.laps: list[tuple[str, float, float]] = []
+        self._wall = time.perf_counter()
+        self._cpu = time.thread_time()
+
+    def lap(self, name: str) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        self.laps.append((name, wall - self._wall, cpu - self._cpu))
+        self._wall, self._cpu = wall, cpu
+
+    def fields(self) -> dict[str, str]:
+        return {name: f"{wall:.3f}s wall, {cpu:.3f}s cpu" for name, wall, cpu in self.laps}
 
 
 def _warm_up() -> None:

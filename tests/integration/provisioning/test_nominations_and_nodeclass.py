@@ -11,6 +11,7 @@ from kubetest import async_wait_until
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 from karpy.controllers.provisioning import NominationJanitor, nominate_pods
+from karpy.controllers.provisioning.nomination import nominate_placements
 from karpy.kube import NODES, PODS, FakeClock
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass
@@ -92,6 +93,37 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
     live = await env.client.get(PODS, "hopeful", namespace=env.namespace)
     assert not live["status"].get("nominatedNodeName")
     assert ledger == {}
+
+
+async def test_placements_on_many_nodes_are_nominated_in_one_pass(env: Env) -> None:
+    names = ["a", "b", "c", "bound"]
+    for name in names:
+        spec: JSON = {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]}
+        if name == "bound":
+            spec["nodeName"] = "node-2"
+        await env.client.create(
+            PODS,
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": env.namespace},
+                "spec": spec,
+            },
+        )
+    pods = env.cache.informer(PODS)
+    keys = {name: f"{env.namespace}/{name}" for name in names}
+    await async_wait_until(
+        lambda: _async(all(pods.get(k) for k in keys.values())), timeout=30, message="pods cached"
+    )
+    ledger: dict[str, str] = {}
+    placements = {"node-1": [keys["a"], keys["b"]], "node-2": [keys["c"], keys["bound"]]}
+    assert await nominate_placements(env.client, pods, placements, ledger=ledger) == 3
+    assert ledger == {keys["a"]: "node-1", keys["b"]: "node-1", keys["c"]: "node-2"}
+    for name, node in (("a", "node-1"), ("b", "node-1"), ("c", "node-2")):
+        live: JSON = await env.client.get(PODS, name, namespace=env.namespace)
+        assert live["status"]["nominatedNodeName"] == node
+    bound: JSON = await env.client.get(PODS, "bound", namespace=env.namespace)
+    assert not bound["status"].get("nominatedNodeName"), "a bound pod is left alone"
 
 
 async def _async(value: Any) -> Any:
