@@ -1,4 +1,5 @@
-"""Helpers for tests that talk to the local control plane: kubectl, deadline waits, cleanup.
+"""Helpers for tests that talk to the local control plane: kubectl, deadline waits, CRDs,
+cleanup, fake nodes.
 
 Synchronous on purpose (subprocess), so fixtures stay independent of pytest-asyncio's loops;
 ``async_wait_until`` is the one coroutine, for tests that poll with their own async client.
@@ -16,6 +17,8 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+CRDS = Path(__file__).resolve().parents[1] / "manifests" / "crds"
+"""Karpenter's CRDs as karpy generates them."""
 # Cluster-scoped kinds tests create, in deletion order (claims before pools before nodes).
 CLUSTER_SCOPED_TEST_KINDS = (
     "nodeclaims.karpenter.sh",
@@ -132,6 +135,18 @@ async def async_wait_until(
         await asyncio.sleep(interval)
 
 
+def install_crds(kubectl: Kubectl, directory: Path = CRDS) -> None:
+    """Apply the CRDs in `directory` and wait until the apiserver serves them (idempotent).
+
+    Server-side, forcing conflicts: suites of one session apply the same CRDs, and the last
+    apply must win whichever suite made the one before.
+    """
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(directory))
+    kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "-f", str(directory), timeout=90
+    )
+
+
 def delete_cluster_objects(
     kubectl: Kubectl,
     kinds: Sequence[str] = CLUSTER_SCOPED_TEST_KINDS,
@@ -187,6 +202,38 @@ def delete_namespace(kubectl: Kubectl, name: str) -> None:
     )
 
 
+def now_rfc3339() -> str:
+    """The current time as the API writes timestamps (UTC, seconds)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def node_status(
+    *,
+    cpu: str = "4",
+    memory: str = "16Gi",
+    pods: str = "110",
+    ready: bool = True,
+    stamp: str | None = None,
+) -> dict[str, Any]:
+    """The `status` of a fake Node: what it can hold, and the kubelet's `Ready` condition."""
+    resources = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"}
+    stamp = stamp or now_rfc3339()
+    return {
+        "capacity": resources,
+        "allocatable": resources,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if ready else "False",
+                "reason": "KubeletReady",
+                "message": "fake node",
+                "lastHeartbeatTime": stamp,
+                "lastTransitionTime": stamp,
+            }
+        ],
+    }
+
+
 def ready_node(
     name: str,
     *,
@@ -213,25 +260,7 @@ def ready_node(
         },
         "spec": {},
     }
-    resources = {"cpu": cpu, "memory": memory, "pods": pods, "ephemeral-storage": "100Gi"}
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    status = {
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "fake node",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
-        }
-    }
-    return node, status
+    return node, {"status": node_status(cpu=cpu, memory=memory, pods=pods)}
 
 
 def create_ready_node(kubectl: Kubectl, name: str, **kwargs: Any) -> None:

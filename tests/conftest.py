@@ -17,7 +17,7 @@ from pathlib import Path
 import controlplane
 import pytest
 from controlplane import ControlPlane, ControlPlaneError
-from kubetest import Kubectl, delete_cluster_objects, delete_namespace
+from kubetest import Kubectl, delete_cluster_objects, delete_namespace, install_crds
 
 _CONTROL_PLANE_FIXTURES = {"control_plane", "control_plane_no_watch_cache"}
 _binaries: Path | None = None
@@ -130,3 +130,9 @@ def clean_cluster(kubectl: Kubectl) -> Iterator[None]:
     delete_cluster_objects(kubectl)
     yield
     delete_cluster_objects(kubectl)
+
+
+@pytest.fixture(scope="session")
+def crds(kubectl: Kubectl) -> None:
+    """Karpenter's CRDs (manifests/crds), applied once a session and Established."""
+    install_crds(kubectl)

@@ -1,7 +1,7 @@
 """End-to-end fixtures: the session control plane with karpy's CRDs, real `karpy run`
 processes (PROVIDER=kwok) and kwok NodeClasses/NodePools per test.
 
-- `crds` (session): applies `manifests/crds` and waits until they are Established.
+- `crds` (session, from tests/conftest.py): `manifests/crds` applied and Established.
 - `karpy_factory`: starts `karpy run` subprocesses with settings overrides
   (`karpy_factory({"REGISTRATION_TIMEOUT": "20s"})`, leader election off unless
   `DISABLE_LEADER_ELECTION="false"`); every process is stopped after the test and its log tail
@@ -26,16 +26,9 @@ from kubetest import Kubectl
 from tests.e2e.karpy_process import KarpyProcess
 from tests.e2e.support import kwok_nodeclass, nodepool, wait_nodepool_ready
 
-CRDS = Path(__file__).resolve().parents[2] / "manifests" / "crds"
 LEASE = "karpenter-leader-election"
 KarpyFactory = Callable[..., KarpyProcess]
 PoolFactory = Callable[..., dict[str, Any]]
-
-
-@pytest.fixture(scope="session")
-def crds(kubectl: Kubectl) -> None:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
-    kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(CRDS))
 
 
 @pytest.hookimpl(wrapper=True)
