@@ -2,60 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
-from kubetest import Kubectl, delete_cluster_objects
+from kubetest import Kubectl
 
-from karpy.kube import Cache, Client
 from tests.integration.disruption.support import Env
-
-ROOT = Path(__file__).resolve().parents[3]
-CRDS = ROOT / "manifests" / "crds"
-CRD_NAMES = (
-    "nodepools.karpenter.sh",
-    "nodeclaims.karpenter.sh",
-    "ec2nodeclasses.karpenter.k8s.aws",
-    "kwoknodeclasses.karpenter.kwok.sh",
-)
-
-
-@pytest.fixture(scope="session")
-def crds(kubectl: Kubectl) -> None:
-    """Install the generated CRDs (idempotent; other suites need them too)."""
-    kubectl("apply", "-f", str(CRDS))
-    kubectl(
-        "wait",
-        "--for=condition=Established",
-        *(f"crd/{name}" for name in CRD_NAMES),
-        "--timeout=60s",
-        timeout=90,
-    )
+from tests.integration.support import running
 
 
 @pytest.fixture
-def clean(crds: None, kubectl: Kubectl) -> Iterator[None]:
-    delete_cluster_objects(kubectl)
-    yield
-    delete_cluster_objects(kubectl)
-
-
-@pytest.fixture
-async def env(kubeconfig: str, kubectl: Kubectl, clean: None) -> AsyncIterator[Env]:
-    client = await Client.connect(kubeconfig=kubeconfig)
-    cache = Cache(client)
-    environment = Env(client=client, cache=cache, kubectl=kubectl)
-    cache_task = asyncio.create_task(cache.start(environment._stop))
-    try:
+async def env(
+    kubeconfig: str, kubectl: Kubectl, crds: None, clean_cluster: None
+) -> AsyncIterator[Env]:
+    async with running(Env, kubeconfig=kubeconfig, kubectl=kubectl) as environment:
         yield environment
-    finally:
-        environment._stop.set()
-        for task in environment._tasks:
-            try:
-                await asyncio.wait_for(task, 10)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
-        await asyncio.wait_for(cache_task, 10)
-        await client.close()

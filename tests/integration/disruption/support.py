@@ -4,52 +4,21 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-from kubetest import Kubectl, async_wait_until
+from kubetest import node_status
 
-from karpy.kube import Cache, Client, Controller, Informer, Resource
+from karpy.kube import Informer, Resource
+from tests.integration.support import ControllerEnv, claim_spec, ready_claim_conditions
 
-T = TypeVar("T")
 JSON = dict[str, Any]
 
 
-@dataclass
-class Env:
-    """An async client and a running shared informer cache."""
-
-    client: Client
-    cache: Cache
-    kubectl: Kubectl
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _stop: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def informer(self, resource: Resource) -> Informer:
-        informer = self.cache.informer(resource)
-        await asyncio.wait_for(informer.wait_for_sync(), 30)
-        return informer
-
-    def run(self, controller: Controller[Any]) -> None:
-        """Run a controller until the test ends."""
-        self._tasks.append(asyncio.create_task(controller.start(self._stop)))
-
-    async def until(
-        self,
-        predicate: Callable[[], Awaitable[T | None]] | Callable[[], T | None],
-        *,
-        timeout: float = 30.0,  # noqa: ASYNC109 - a polling deadline
-        message: str = "condition",
-    ) -> T:
-        async def check() -> T | None:
-            value = predicate()
-            if asyncio.iscoroutine(value):
-                return await value  # type: ignore[no-any-return]
-            return value  # type: ignore[return-value]
-
-        return await async_wait_until(check, timeout=timeout, interval=0.1, message=message)
+@dataclass(kw_only=True)
+class Env(ControllerEnv):
+    """The shared environment, with short forms of the reads and writes these tests make."""
 
     async def cached(
         self,
@@ -128,14 +97,7 @@ def nodeclaim(name: str, *, pool: str = "pool", annotations: dict[str, str] | No
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodeClaim",
         "metadata": meta,
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.kwok.sh",
-                "kind": "KWOKNodeClass",
-                "name": "default",
-            },
-            "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
-        },
+        "spec": claim_spec(),
     }
 
 
@@ -150,12 +112,7 @@ def status_of(obj: JSON, type_: str) -> str | None:
 
 def initialized(at: str) -> JSON:
     """NodeClaim status conditions of a launched, registered and initialized NodeClaim."""
-    return {
-        "conditions": [
-            {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": at}
-            for t in ("Launched", "Registered", "Initialized", "Ready")
-        ]
-    }
+    return {"conditions": ready_claim_conditions(at)}
 
 
 async def create_node(
@@ -171,7 +128,6 @@ async def create_node(
     """A Node with a providerID, made Ready with allocatable resources through its status."""
     from karpy.kube import NODES
 
-    now = "2026-01-01T00:00:00Z"
     meta: JSON = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
     if annotations:
         meta["annotations"] = annotations
@@ -179,24 +135,8 @@ async def create_node(
     if taints:
         spec["taints"] = taints
     await env.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec})
-    resources = {"cpu": "4", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
     return await env.patch_status(
-        NODES,
-        name,
-        {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True" if ready else "False",
-                    "reason": "KubeletReady",
-                    "message": "fake node",
-                    "lastHeartbeatTime": now,
-                    "lastTransitionTime": now,
-                }
-            ],
-        },
+        NODES, name, node_status(ready=ready, stamp="2026-01-01T00:00:00Z")
     )
 
 

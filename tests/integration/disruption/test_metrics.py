@@ -76,7 +76,7 @@ async def test_pods_state_and_nodepool_usage_and_limits(env: Env, namespace: str
 
     assert samples("karpenter_pods_state") == []  # not leading: nothing reported
     controller = MetricsController(pods=pods, nodes=nodes, nodepools=pools)
-    env.run(controller)  # type: ignore[arg-type]
+    env.run(controller)
     await asyncio.sleep(0.1)
 
     states = [labels for labels, _ in samples("karpenter_pods_state") if labels["name"] == "web"]

@@ -140,7 +140,7 @@ async def test_pod_binding_and_termination_stamp_last_pod_event_time(
     controller = PodEventsController(
         client=env.client, pods=pods, nodes=nodes, nodeclaims=claims, clock=clock
     )
-    env.run(controller)  # type: ignore[arg-type]
+    env.run(controller)
     await env.create(NODECLAIMS, nodeclaim("claim"))
     await env.patch_status(NODECLAIMS, "claim", {"providerID": "kwok://events-node"})
     await create_node(env, "events-node", provider_id="kwok://events-node")

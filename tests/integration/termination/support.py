@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from kubetest import Kubectl, async_wait_until
+from kubetest import node_status, now_rfc3339
 
 from karpy.apis.objects import format_time
 from karpy.apis.v1 import NodeClaim, NodePool
@@ -30,7 +29,6 @@ from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import (
     NODES,
     PODS,
-    Cache,
     Client,
     Clock,
     EventRecorder,
@@ -43,8 +41,8 @@ from karpy.kube import (
 )
 from karpy.kube.resources import EVENTS, PERSISTENTVOLUMECLAIMS, VOLUMEATTACHMENTS
 from karpy.scheduling.instancetypes import InstanceType
+from tests.integration.support import ControllerEnv, claim_spec, ready_claim_conditions
 
-T = TypeVar("T")
 JSON = dict[str, Any]
 FINALIZER = "karpenter.sh/termination"
 POOL = "term-pool"
@@ -115,26 +113,6 @@ class FakeCloud:
 
 
 # -- builders ---------------------------------------------------------------------------------
-
-
-def claim_spec(**extra: Any) -> JSON:
-    return {
-        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
-        "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
-        **extra,
-    }
-
-
-def now_rfc3339() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def ready_conditions() -> list[JSON]:
-    stamp = now_rfc3339()
-    return [
-        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": stamp}
-        for t in ("Launched", "Registered", "Initialized", "Ready")
-    ]
 
 
 def pod(
@@ -241,28 +219,15 @@ class FakeKubelet:
 # -- the environment --------------------------------------------------------------------------
 
 
-@dataclass
-class Env:
-    """An async client, a running informer cache, and helpers to run controllers."""
+@dataclass(kw_only=True)
+class Env(ControllerEnv):
+    """The shared environment with the cloud double, the stand-in kubelet, and the termination
+    controllers."""
 
-    client: Client
-    cache: Cache
-    kubectl: Kubectl
     namespace: str
     cloud: FakeCloud = field(default_factory=FakeCloud)
-    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
-    _stop: asyncio.Event = field(default_factory=asyncio.Event)
     kubelet: FakeKubelet | None = None
     events: EventRecorder | None = None
-
-    async def informer(self, resource: Resource) -> Informer:
-        informer = self.cache.informer(resource)
-        await asyncio.wait_for(informer.wait_for_sync(), 30)
-        return informer
-
-    def run(self, runnable: Any) -> None:
-        """Run a controller (anything with `start(stop)`) until the test ends."""
-        self._tasks.append(asyncio.create_task(runnable.start(self._stop)))
 
     async def start_kubelet(self, *, finish_after: float = 0.0) -> FakeKubelet:
         self.kubelet = FakeKubelet(
@@ -338,7 +303,7 @@ class Env:
                 "spec": {"providerID": provider_id},
             },
         )
-        await self.client.patch_status(NODES, name, node_status(cpu=cpu))
+        await self.client.patch_status(NODES, name, _node_status(cpu=cpu))
         extra: JSON = {"terminationGracePeriod": grace_period} if grace_period else {}
         await self.client.create(
             NODECLAIMS,
@@ -360,7 +325,7 @@ class Env:
                 "status": {
                     "providerID": provider_id,
                     "nodeName": name,
-                    "conditions": ready_conditions(),
+                    "conditions": ready_claim_conditions(now_rfc3339()),
                 }
             },
         )
@@ -381,24 +346,9 @@ class Env:
                 "spec": {},
             },
         )
-        await self.client.patch_status(NODES, name, node_status(cpu=cpu))
+        await self.client.patch_status(NODES, name, _node_status(cpu=cpu))
         if self.kubelet is not None:
             self.kubelet.nodes.add(name)
-
-    async def until(
-        self,
-        predicate: Callable[[], Awaitable[T | None]] | Callable[[], T | None],
-        *,
-        timeout: float = 30.0,  # noqa: ASYNC109 - a polling deadline
-        message: str = "condition",
-    ) -> T:
-        async def check() -> T | None:
-            value = predicate()
-            if asyncio.iscoroutine(value):
-                return await value  # type: ignore[no-any-return]
-            return value  # type: ignore[return-value]
-
-        return await async_wait_until(check, timeout=timeout, interval=0.1, message=message)
 
     async def gone(self, resource: Resource, name: str, namespace: str | None = None) -> bool:
         try:
@@ -423,38 +373,18 @@ class Env:
         ]
 
     async def close(self) -> None:
+        """Flush the events recorded so far, stop the controllers, then the kubelet."""
         self._stop.set()
         if self.events is not None:
             with contextlib.suppress(Exception):
                 await self.events.flush()
-        for task in self._tasks:
-            try:
-                await asyncio.wait_for(task, 10)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
+        await super().close()
         if self.kubelet is not None:
             await self.kubelet.close()
 
 
-def node_status(*, cpu: str = "8") -> JSON:
-    resources = {"cpu": cpu, "memory": "32Gi", "pods": "110", "ephemeral-storage": "100Gi"}
-    stamp = now_rfc3339()
-    return {
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "fake",
-                    "lastHeartbeatTime": stamp,
-                    "lastTransitionTime": stamp,
-                }
-            ],
-        }
-    }
+def _node_status(*, cpu: str) -> JSON:
+    return {"status": node_status(cpu=cpu, memory="32Gi")}
 
 
 def condition(obj: JSON, type_: str) -> JSON | None:

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from kubetest import now_rfc3339
 
 from karpy.controllers.garbagecollection import (
     InstanceGarbageCollection,
@@ -17,12 +18,8 @@ from karpy.controllers.garbagecollection import (
 from karpy.controllers.nodeclaim.expiration import ExpirationController
 from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import NODES, FakeClock, RealClock
-from tests.integration.termination.support import (
-    Env,
-    claim_spec,
-    now_rfc3339,
-    ready_conditions,
-)
+from tests.integration.support import claim_spec, ready_claim_conditions
+from tests.integration.termination.support import Env
 
 pytestmark = pytest.mark.timeout(120)
 JSON = dict[str, Any]
@@ -49,7 +46,7 @@ async def _claim(
     if provider_id is None:
         return created
     conditions = (
-        ready_conditions()
+        ready_claim_conditions(now_rfc3339())
         if registered
         else [
             {
