@@ -56,10 +56,9 @@ from karpy.controllers.nodeclaim.termination.objects import (
     ensure_provider_id_index,
     nodeclaim_model,
     object_ref,
-    patch_conditions,
     remove_node_finalizer,
     termination_deadline,
-    with_condition,
+    write_condition,
 )
 from karpy.kube import (
     NORMAL,
@@ -225,7 +224,8 @@ class NodeTerminationController:
                 reason="FailedDraining",
                 message=f"Failed to drain node, {remaining} pods are waiting to be evicted",
             )
-        draining = with_condition(
+        draining = await write_condition(
+            self.client,
             claim,
             type_=conditions.NODECLAIM_DRAINED,
             status=conditions.STATUS_UNKNOWN,
@@ -234,7 +234,6 @@ class NodeTerminationController:
             now=now,
         )
         if draining is not None:
-            await patch_conditions(self.client, claim, draining)
             return Result(requeue_after=READ_OWN_WRITES)
         if remaining:
             return Result(requeue_after=READ_OWN_WRITES)
@@ -245,11 +244,14 @@ class NodeTerminationController:
             left = (started + timedelta(seconds=self.min_drain_time) - now).total_seconds()
             if left > 0:
                 return Result(requeue_after=left)
-        drained = with_condition(
-            claim, type_=conditions.NODECLAIM_DRAINED, status=conditions.STATUS_TRUE, now=now
+        drained = await write_condition(
+            self.client,
+            claim,
+            type_=conditions.NODECLAIM_DRAINED,
+            status=conditions.STATUS_TRUE,
+            now=now,
         )
         if drained is not None:
-            await patch_conditions(self.client, claim, drained)
             metrics.NODES_DRAINED.labels(label(node, labels.LABEL_NODEPOOL)).inc()
         return Result(requeue_after=READ_OWN_WRITES)
 
@@ -263,54 +265,42 @@ class NodeTerminationController:
             attachments=self.volume_attachments,
             now=now,
         )
-        if not pending:
-            update = with_condition(
-                claim,
-                type_=conditions.NODECLAIM_VOLUMES_DETACHED,
-                status=conditions.STATUS_TRUE,
-                now=now,
-            )
-        elif deadline is None or now < deadline:
+        waiting = bool(pending) and (deadline is None or now < deadline)
+        if waiting:
             self.events.publish(
                 _node_ref(node),
                 type=NORMAL,
                 reason=REASON_AWAITING_VOLUME_DETACHMENT,
                 message=f"Awaiting deletion of bound volumeattachments ({', '.join(pending)})",
             )
-            update = with_condition(
-                claim,
-                type_=conditions.NODECLAIM_VOLUMES_DETACHED,
-                status=conditions.STATUS_UNKNOWN,
-                reason=REASON_AWAITING_VOLUME_DETACHMENT,
-                message=REASON_AWAITING_VOLUME_DETACHMENT,
-                now=now,
-            )
-            if update is not None:
-                await patch_conditions(self.client, claim, update)
-            return Result(requeue_after=READ_OWN_WRITES)
+        if not pending:
+            status, reason = conditions.STATUS_TRUE, None
+        elif waiting:
+            status, reason = conditions.STATUS_UNKNOWN, REASON_AWAITING_VOLUME_DETACHMENT
         else:
-            update = with_condition(
-                claim,
-                type_=conditions.NODECLAIM_VOLUMES_DETACHED,
-                status=conditions.STATUS_FALSE,
-                reason=REASON_GRACE_PERIOD_ELAPSED,
-                message=REASON_GRACE_PERIOD_ELAPSED,
-                now=now,
-            )
-        if update is not None:
-            await patch_conditions(self.client, claim, update)
+            status, reason = conditions.STATUS_FALSE, REASON_GRACE_PERIOD_ELAPSED
+        written = await write_condition(
+            self.client,
+            claim,
+            type_=conditions.NODECLAIM_VOLUMES_DETACHED,
+            status=status,
+            reason=reason,
+            message=reason or "",
+            now=now,
+        )
+        if waiting or written is not None:
             return Result(requeue_after=READ_OWN_WRITES)
         return None
 
     async def _await_instance_termination(self, node: JSON, claim: JSON) -> Result | None:
-        terminating = with_condition(
+        terminating = await write_condition(
+            self.client,
             claim,
             type_=conditions.NODECLAIM_INSTANCE_TERMINATING,
             status=conditions.STATUS_TRUE,
             now=self.clock.wall(),
         )
-        if terminating is not None:
-            claim = await patch_conditions(self.client, claim, terminating)
+        claim = terminating or claim
         try:
             await self.cloud_provider.delete(nodeclaim_model(claim))
         except NodeClaimNotFoundError:

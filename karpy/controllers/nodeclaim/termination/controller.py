@@ -44,9 +44,8 @@ from karpy.controllers.nodeclaim.termination.objects import (
     ensure_provider_id_index,
     grace_period,
     nodeclaim_model,
-    patch_conditions,
     remove_claim_finalizer,
-    with_condition,
+    write_condition,
 )
 from karpy.kube import (
     INDEX_PROVIDER_ID,
@@ -139,14 +138,14 @@ class NodeClaimTermination:
             if nodes:
                 return None  # the Node's deletion event brings us back
         if provider_id:
-            terminating = with_condition(
+            terminating = await write_condition(
+                self.client,
                 claim,
                 type_=conditions.NODECLAIM_INSTANCE_TERMINATING,
                 status=conditions.STATUS_TRUE,
                 now=self.clock.wall(),
             )
-            if terminating is not None:
-                claim = await patch_conditions(self.client, claim, terminating)
+            claim = terminating or claim
             try:
                 await self.cloud_provider.delete(nodeclaim_model(claim))
             except NodeClaimNotFoundError:

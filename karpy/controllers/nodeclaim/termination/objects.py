@@ -37,6 +37,7 @@ __all__ = [
     "remove_node_finalizer",
     "termination_deadline",
     "with_condition",
+    "write_condition",
 ]
 
 JSON = dict[str, Any]
@@ -161,6 +162,26 @@ async def patch_conditions(client: Client, claim: Mapping[str, Any], new: Iterab
         "status": {"conditions": list(new)},
     }
     return await client.patch_status(NODECLAIMS, str(m.get("name")), patch)
+
+
+async def write_condition(
+    client: Client,
+    claim: Mapping[str, Any],
+    *,
+    type_: str,
+    status: str,
+    reason: str | None = None,
+    message: str = "",
+    now: datetime,
+) -> JSON | None:
+    """Set one condition on a NodeClaim (as `with_condition` does) and write it with
+    `patch_conditions`; the patched NodeClaim, or None when the condition already read so."""
+    updated = with_condition(
+        claim, type_=type_, status=status, reason=reason, message=message, now=now
+    )
+    if updated is None:
+        return None
+    return await patch_conditions(client, claim, updated)
 
 
 # -- deletion ---------------------------------------------------------------------------------
