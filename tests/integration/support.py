@@ -100,3 +100,37 @@ def ready_claim_conditions(stamp: str) -> list[JSON]:
         {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": stamp}
         for t in ("Launched", "Registered", "Initialized", "Ready")
     ]
+
+
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    node: str | None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    owner: JSON | None = None,
+    priority_class: str | None = None,
+    tolerations: list[JSON] | None = None,
+    grace: int = 30,
+    volumes: list[JSON] | None = None,
+) -> JSON:
+    """A pod of one pause container; bound to `node` unless it is None."""
+    meta: JSON = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
+    if annotations:
+        meta["annotations"] = annotations
+    if owner:
+        meta["ownerReferences"] = [owner]
+    spec: JSON = {
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+        "terminationGracePeriodSeconds": grace,
+    }
+    if node:
+        spec["nodeName"] = node
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if volumes:
+        spec["volumes"] = volumes
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -23,6 +23,7 @@ from tests.integration.disruption.support import (
     managed_node,
     nodepool,
 )
+from tests.integration.support import pod
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -162,16 +163,7 @@ async def test_pod_arriving_during_validation_cancels_the_deletion(
     await _wait_synced(env, cluster, 1)
     task = asyncio.create_task(controller.reconcile("disruption"))
     await asyncio.sleep(0.5)
-    await env.client.create(
-        PODS,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "late", "namespace": namespace},
-            "spec": {"nodeName": "busy-soon", "containers": [{"name": "c", "image": "x"}]},
-        },
-        namespace=namespace,
-    )
+    await env.client.create(PODS, pod("late", namespace, node="busy-soon"), namespace=namespace)
     await env.until(lambda: bool(cluster.node("kwok://busy-soon").pods))  # type: ignore[union-attr]
     result = await task
     assert result.requeue_after == controller.polling_period

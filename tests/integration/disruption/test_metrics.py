@@ -14,6 +14,7 @@ from karpy.controllers.nodepool.resources import KWOKNODECLASSES, NODEPOOLS
 from karpy.kube import NODES, PODS
 from karpy.kube.metrics import REGISTRY
 from tests.integration.disruption.support import Env, create_node, kwok_nodeclass, nodepool
+from tests.integration.support import pod
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -60,16 +61,7 @@ async def test_pods_state_and_nodepool_usage_and_limits(env: Env, namespace: str
             "node.kubernetes.io/instance-type": "c-4x-amd64-linux",
         },
     )
-    await env.client.create(
-        PODS,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "web", "namespace": namespace},
-            "spec": {"nodeName": "metrics-node", "containers": [{"name": "c", "image": "x"}]},
-        },
-        namespace=namespace,
-    )
+    await env.client.create(PODS, pod("web", namespace, node="metrics-node"), namespace=namespace)
     await env.cached(pods, f"{namespace}/web", lambda p: True)
     await env.cached(nodes, "metrics-node", lambda n: True)
     await env.cached(pools, "pool", lambda p: bool((p.get("status") or {}).get("resources")))

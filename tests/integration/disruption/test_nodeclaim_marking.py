@@ -34,6 +34,18 @@ async def _marking(env: Env, clock: FakeClock) -> ConsolidatableController:
     )
 
 
+async def _pool_and_claim(
+    env: Env, *, consolidate_after: str, initialized_at: str | None = "2026-01-01T00:00:00Z"
+) -> None:
+    """The default KWOKNodeClass, NodePool `pool` and its NodeClaim `claim`, Initialized at
+    `initialized_at` (None: not initialized)."""
+    await env.create(KWOKNODECLASSES, kwok_nodeclass())
+    await env.create(NODEPOOLS, nodepool(consolidate_after=consolidate_after))
+    await env.create(NODECLAIMS, nodeclaim("claim"))
+    if initialized_at is not None:
+        await env.patch_status(NODECLAIMS, "claim", initialized(initialized_at))
+
+
 def _consolidatable(claim: dict[str, object]) -> bool:
     return "Consolidatable" in conditions(claim)  # type: ignore[arg-type]
 
@@ -41,10 +53,7 @@ def _consolidatable(claim: dict[str, object]) -> bool:
 async def test_consolidatable_after_consolidate_after_since_initialization(env: Env) -> None:
     clock = FakeClock(wall_start=START)
     marking = await _marking(env, clock)
-    await env.create(KWOKNODECLASSES, kwok_nodeclass())
-    await env.create(NODEPOOLS, nodepool(consolidate_after="30s"))
-    await env.create(NODECLAIMS, nodeclaim("claim"))
-    await env.patch_status(NODECLAIMS, "claim", initialized("2026-01-01T00:00:00Z"))
+    await _pool_and_claim(env, consolidate_after="30s")
     await env.cached(marking.nodeclaims, "claim", lambda c: "Initialized" in conditions(c))
     await env.cached(marking.nodepools, "pool", lambda p: True)
 
@@ -66,10 +75,7 @@ async def test_consolidatable_after_consolidate_after_since_initialization(env: 
 async def test_pod_event_restarts_the_clock_and_never_clears(env: Env) -> None:
     clock = FakeClock(wall_start=START)
     marking = await _marking(env, clock)
-    await env.create(KWOKNODECLASSES, kwok_nodeclass())
-    await env.create(NODEPOOLS, nodepool(consolidate_after="1m"))
-    await env.create(NODECLAIMS, nodeclaim("claim"))
-    await env.patch_status(NODECLAIMS, "claim", initialized("2026-01-01T00:00:00Z"))
+    await _pool_and_claim(env, consolidate_after="1m")
     await env.cached(marking.nodepools, "pool", lambda p: True)
     clock.advance(120)
     await env.cached(marking.nodeclaims, "claim", lambda c: "Initialized" in conditions(c))
@@ -105,9 +111,7 @@ async def test_pod_event_restarts_the_clock_and_never_clears(env: Env) -> None:
 async def test_not_initialized_is_never_consolidatable(env: Env) -> None:
     clock = FakeClock(wall_start=START)
     marking = await _marking(env, clock)
-    await env.create(KWOKNODECLASSES, kwok_nodeclass())
-    await env.create(NODEPOOLS, nodepool(consolidate_after="0s"))
-    await env.create(NODECLAIMS, nodeclaim("claim"))
+    await _pool_and_claim(env, consolidate_after="0s", initialized_at=None)
     await env.cached(marking.nodeclaims, "claim", lambda c: True)
     await env.cached(marking.nodepools, "pool", lambda p: True)
     clock.advance(3600)
@@ -119,10 +123,7 @@ async def test_controller_requeues_itself_at_the_consolidatable_moment(env: Env)
     clock = FakeClock(wall_start=START)
     marking = await _marking(env, clock)
     env.run(marking.controller())
-    await env.create(KWOKNODECLASSES, kwok_nodeclass())
-    await env.create(NODEPOOLS, nodepool(consolidate_after="30s"))
-    await env.create(NODECLAIMS, nodeclaim("claim"))
-    await env.patch_status(NODECLAIMS, "claim", initialized("2026-01-01T00:00:00Z"))
+    await _pool_and_claim(env, consolidate_after="30s")
     await env.cached(marking.nodeclaims, "claim", lambda c: "Initialized" in conditions(c))
     await asyncio.sleep(1.0)  # the controller has looked and asked to come back in 30 s
     assert not _consolidatable(marking.nodeclaims.get("claim") or {})

@@ -115,37 +115,18 @@ class FakeCloud:
 # -- builders ---------------------------------------------------------------------------------
 
 
-def pod(
-    name: str,
-    namespace: str,
-    *,
-    node: str | None,
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    owner: JSON | None = None,
-    priority_class: str | None = None,
-    tolerations: list[JSON] | None = None,
-    grace: int = 30,
-    volumes: list[JSON] | None = None,
-) -> JSON:
-    meta: JSON = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
-    if annotations:
-        meta["annotations"] = annotations
-    if owner:
-        meta["ownerReferences"] = [owner]
-    spec: JSON = {
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-        "terminationGracePeriodSeconds": grace,
+def volume_attachment(name: str, *, node: str, pv: str) -> JSON:
+    """A CSI VolumeAttachment of PersistentVolume `pv` to `node` (no driver acts on it)."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "VolumeAttachment",
+        "metadata": {"name": name},
+        "spec": {
+            "attacher": "test.csi.karpy.dev",
+            "nodeName": node,
+            "source": {"persistentVolumeName": pv},
+        },
     }
-    if node:
-        spec["nodeName"] = node
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if tolerations:
-        spec["tolerations"] = tolerations
-    if volumes:
-        spec["volumes"] = volumes
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
 # -- the stand-in kubelet ---------------------------------------------------------------------

@@ -15,7 +15,8 @@ from karpy.controllers.nodeclaim.termination import metrics as claim_metrics
 from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import NODES, PODS, HandlerFuncs
 from karpy.kube.resources import DAEMONSETS, PODDISRUPTIONBUDGETS, VOLUMEATTACHMENTS, Resource
-from tests.integration.termination.support import POOL, Env, condition, pod
+from tests.integration.support import pod
+from tests.integration.termination.support import POOL, Env, condition, volume_attachment
 
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", namespaced=True)
 
@@ -338,19 +339,7 @@ async def test_termination_grace_period_force_deletes_blocking_pods(env: Env) ->
 async def test_volume_attachments_are_waited_for(env: Env) -> None:
     await env.start_kubelet()
     node, _ = await env.managed_node("n1")
-    await env.client.create(
-        VOLUMEATTACHMENTS,
-        {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "VolumeAttachment",
-            "metadata": {"name": "va-n1"},
-            "spec": {
-                "attacher": "test.csi.karpy.dev",
-                "nodeName": "n1",
-                "source": {"persistentVolumeName": "pv-data"},
-            },
-        },
-    )
+    await env.client.create(VOLUMEATTACHMENTS, volume_attachment("va-n1", node="n1", pv="pv-data"))
     await env.start_termination()
     await env.client.delete(NODES, "n1")
 
@@ -377,17 +366,7 @@ async def test_volume_attachments_stop_blocking_once_the_grace_period_ran_out(en
     await env.start_kubelet()
     await env.managed_node("n1", grace_period="4s")
     await env.client.create(
-        VOLUMEATTACHMENTS,
-        {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "VolumeAttachment",
-            "metadata": {"name": "va-stuck"},
-            "spec": {
-                "attacher": "test.csi.karpy.dev",
-                "nodeName": "n1",
-                "source": {"persistentVolumeName": "pv-stuck"},
-            },
-        },
+        VOLUMEATTACHMENTS, volume_attachment("va-stuck", node="n1", pv="pv-stuck")
     )
     await env.start_termination()
     await env.client.delete(NODECLAIMS, "n1")
