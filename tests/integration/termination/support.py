@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubetest import node_status, now_rfc3339
+from kubetest import now_rfc3339, ready_node
 
 from karpy.apis.objects import format_time
 from karpy.apis.v1 import NodeClaim, NodePool
@@ -46,6 +46,7 @@ from tests.integration.support import ControllerEnv, claim_spec, ready_claim_con
 JSON = dict[str, Any]
 FINALIZER = "karpenter.sh/termination"
 POOL = "term-pool"
+NODE_MEMORY = "32Gi"
 
 
 # -- the cloud double -------------------------------------------------------------------------
@@ -266,25 +267,16 @@ class Env(ControllerEnv):
         """A Ready Node and its registered NodeClaim, both with the termination finalizer, and
         the instance in the cloud double."""
         provider_id = f"test://{name}"
-        node = await self.client.create(
-            NODES,
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": {
-                        "kubernetes.io/hostname": name,
-                        "kubernetes.io/os": "linux",
-                        "karpenter.sh/nodepool": POOL,
-                        "topology.kubernetes.io/zone": "test-zone-a",
-                    },
-                    "finalizers": [FINALIZER],
-                },
-                "spec": {"providerID": provider_id},
-            },
+        manifest, status = ready_node(
+            name,
+            cpu=cpu,
+            memory=NODE_MEMORY,
+            labels={"karpenter.sh/nodepool": POOL, "topology.kubernetes.io/zone": "test-zone-a"},
         )
-        await self.client.patch_status(NODES, name, _node_status(cpu=cpu))
+        manifest["metadata"]["finalizers"] = [FINALIZER]
+        manifest["spec"]["providerID"] = provider_id
+        node = await self.client.create(NODES, manifest)
+        await self.client.patch_status(NODES, name, status)
         extra: JSON = {"terminationGracePeriod": grace_period} if grace_period else {}
         await self.client.create(
             NODECLAIMS,
@@ -318,16 +310,9 @@ class Env(ControllerEnv):
 
     async def plain_node(self, name: str, *, cpu: str = "8") -> None:
         """A Ready node karpy does not manage (somewhere for replacement pods to go)."""
-        await self.client.create(
-            NODES,
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-                "spec": {},
-            },
-        )
-        await self.client.patch_status(NODES, name, _node_status(cpu=cpu))
+        manifest, status = ready_node(name, cpu=cpu, memory=NODE_MEMORY)
+        await self.client.create(NODES, manifest)
+        await self.client.patch_status(NODES, name, status)
         if self.kubelet is not None:
             self.kubelet.nodes.add(name)
 
@@ -362,10 +347,6 @@ class Env(ControllerEnv):
         await super().close()
         if self.kubelet is not None:
             await self.kubelet.close()
-
-
-def _node_status(*, cpu: str) -> JSON:
-    return {"status": node_status(cpu=cpu, memory="32Gi")}
 
 
 def condition(obj: JSON, type_: str) -> JSON | None:
