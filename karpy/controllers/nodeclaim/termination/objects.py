@@ -11,7 +11,7 @@ conditions) are `karpy.apis.objects`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -82,22 +82,22 @@ def termination_deadline(claim: Mapping[str, Any]) -> datetime | None:
 
 def grace_period(claim: Mapping[str, Any]) -> timedelta | None:
     """`spec.terminationGracePeriod`; None when unset (wait forever) or unreadable."""
-    text = (claim.get("spec") or {}).get("terminationGracePeriod")
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return parse_duration(text)
-    except DurationError:
-        return None
+    return _spec_duration(claim, field="terminationGracePeriod", parse=parse_duration)
 
 
 def expire_after(claim: Mapping[str, Any]) -> timedelta | None:
     """`spec.expireAfter`; None for `Never` or when unreadable."""
-    text = (claim.get("spec") or {}).get("expireAfter")
+    return _spec_duration(claim, field="expireAfter", parse=parse_nillable_duration)
+
+
+def _spec_duration(
+    claim: Mapping[str, Any], *, field: str, parse: Callable[[str], timedelta | None]
+) -> timedelta | None:
+    text = (claim.get("spec") or {}).get(field)
     if not isinstance(text, str) or not text:
         return None
     try:
-        return parse_nillable_duration(text)
+        return parse(text)
     except DurationError:
         return None
 
