@@ -104,5 +104,5 @@ class InstanceGarbageCollection:
         with contextlib.suppress(NodeClaimNotFoundError):
             await self.cloud_provider.delete(instance)
         for node in self.nodes.by_index(INDEX_PROVIDER_ID, provider_id):
-            await delete_exactly(self.client, NODES, node)
+            await delete_exactly(self.client, resource=NODES, obj=node)
         log.info("garbage collected cloudprovider instance", **{"provider-id": provider_id})

@@ -100,7 +100,7 @@ class NodeClaimGarbageCollection:
         nodes = self.nodes.by_index(INDEX_PROVIDER_ID, provider_id) if provider_id else []
         if any(is_node_ready(node) for node in nodes):
             return
-        if not await delete_exactly(self.client, NODECLAIMS, claim):
+        if not await delete_exactly(self.client, resource=NODECLAIMS, obj=claim):
             return
         name = str(meta(claim).get("name"))
         log.info(

@@ -41,7 +41,7 @@ def nodeclass_ref(pool: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def pools_using(
-    nodepools: Informer, *, resource: Resource, nodeclass: Mapping[str, Any]
+    nodepools: Informer, nodeclass: Mapping[str, Any], *, resource: Resource
 ) -> list[str]:
     """Names of the NodePools whose nodeClassRef points at `nodeclass` (of kind `resource`)."""
     group, kind = resource.group, resource.kind
@@ -51,10 +51,6 @@ def pools_using(
         for p in nodepools.list()
         if nodeclass_ref(p) == (group, kind, name)
     ]
-
-
-def _pools_using(nodepools: Informer, resource: Resource, nodeclass: JSON) -> list[str]:
-    return pools_using(nodepools, resource=resource, nodeclass=nodeclass)
 
 
 class NodeClassCheck:
@@ -70,7 +66,9 @@ class NodeClassCheck:
     def watch(self, controller: Controller[str], nodepools: Informer) -> None:
         """Wake `controller` for the NodePools that reference a NodeClass when it changes."""
         for resource, informer in self.nodeclasses.items():
-            controller.watch(informer, mapper=functools.partial(_pools_using, nodepools, resource))
+            controller.watch(
+                informer, mapper=functools.partial(pools_using, nodepools, resource=resource)
+            )
 
     def find(self, pool: Mapping[str, Any]) -> tuple[Resource | None, JSON | None]:
         group, kind, name = nodeclass_ref(pool)

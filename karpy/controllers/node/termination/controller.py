@@ -175,7 +175,10 @@ class NodeTerminationController:
             return await self._finalize(node, claim, provider_id)
 
     async def _finalize(self, node: JSON, claim: JSON, provider_id: str) -> Result | None:
-        if not is_deleting(claim) and not await delete_exactly(self.client, NODECLAIMS, claim):
+        deleted = is_deleting(claim) or await delete_exactly(
+            self.client, resource=NODECLAIMS, obj=claim
+        )
+        if not deleted:
             return Result(requeue_after=READ_OWN_WRITES)
         if not is_node_ready(node) and await self._instance_gone(provider_id):
             await self._remove_finalizer(node)

@@ -78,7 +78,7 @@ class ExpirationController:
         left = (expires - self.clock.wall()).total_seconds()
         if left > 0:
             return Result(requeue_after=left)
-        if not await delete_exactly(self.client, NODECLAIMS, claim):
+        if not await delete_exactly(self.client, resource=NODECLAIMS, obj=claim):
             return None
         log.info(
             "deleting expired nodeclaim",

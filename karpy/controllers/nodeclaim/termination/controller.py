@@ -134,7 +134,7 @@ class NodeClaimTermination:
             nodes = self.nodes.by_index(INDEX_PROVIDER_ID, provider_id)
             for node in nodes:
                 if not is_deleting(node):
-                    await delete_exactly(self.client, NODES, node)
+                    await delete_exactly(self.client, resource=NODES, obj=node)
             if nodes:
                 return None  # the Node's deletion event brings us back
         if provider_id:

@@ -187,7 +187,7 @@ async def write_condition(
 # -- deletion ---------------------------------------------------------------------------------
 
 
-async def delete_exactly(client: Client, resource: Resource, obj: Mapping[str, Any]) -> bool:
+async def delete_exactly(client: Client, *, resource: Resource, obj: Mapping[str, Any]) -> bool:
     """Delete `obj` itself: its UID is a precondition, so an object that has since taken the
     name is left alone. False if it was already gone or replaced."""
     m = meta(obj)
