@@ -11,17 +11,11 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.apis.objects import conditions_of, get_condition
+from karpy.apis.objects import get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1 import group_of_ref
-from karpy.controllers.nodepool.resources import NODEPOOLS, nodeclass_resource
-from karpy.controllers.nodepool.status import (
-    generation_of,
-    roll_up_ready,
-    set_condition,
-    timestamp,
-    write_conditions,
-)
+from karpy.controllers.nodepool.resources import nodeclass_resource
+from karpy.controllers.nodepool.status import timestamp, write_ready_dependent
 from karpy.kube import Client, Clock, Controller, Informer, RealClock, Resource, Result
 
 __all__ = ["NAME", "NodeClassCheck", "NodePoolReadinessController", "nodeclass_ref", "pools_using"]
@@ -146,20 +140,12 @@ class NodePoolReadinessController:
         if pool is None:
             return None
         status, reason, message = self.check.verdict(pool)
-        now = timestamp(self.clock)
-        generation = generation_of(pool)
-        conditions = set_condition(
-            conditions_of(pool),
-            cond.NODEPOOL_NODECLASS_READY,
+        return await write_ready_dependent(
+            self.client,
+            pool,
+            type_=cond.NODEPOOL_NODECLASS_READY,
             status=status,
-            now=now,
+            now=timestamp(self.clock),
             reason=reason,
             message=message,
-            observed_generation=generation,
-        )
-        conditions = roll_up_ready(
-            conditions, cond.NODEPOOL_READY_DEPENDENTS, now=now, observed_generation=generation
-        )
-        return await write_conditions(
-            self.client, resource=NODEPOOLS, obj=pool, conditions=conditions
         )

@@ -18,6 +18,7 @@ from typing import Any
 
 from karpy.apis.objects import conditions_of, format_time, get_condition
 from karpy.apis.v1 import conditions as cond
+from karpy.controllers.nodepool.resources import NODEPOOLS
 from karpy.kube import Client, Clock, ConflictError, NotFoundError, Resource, Result
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "set_condition",
     "timestamp",
     "write_conditions",
+    "write_ready_dependent",
 ]
 
 JSON = dict[str, Any]
@@ -187,3 +189,31 @@ async def write_conditions(
     except ConflictError:
         return Result(requeue=True)
     return None
+
+
+async def write_ready_dependent(
+    client: Client,
+    pool: Mapping[str, Any],
+    *,
+    type_: str,
+    status: str,
+    now: str,
+    reason: str | None = None,
+    message: str = "",
+) -> Result | None:
+    """Set `type_`, one of the conditions a NodePool's `Ready` derives from, derive `Ready`
+    again, and write them if they changed (see `write_conditions`)."""
+    generation = generation_of(pool)
+    conditions = set_condition(
+        conditions_of(pool),
+        type_,
+        status=status,
+        now=now,
+        reason=reason,
+        message=message,
+        observed_generation=generation,
+    )
+    conditions = roll_up_ready(
+        conditions, cond.NODEPOOL_READY_DEPENDENTS, now=now, observed_generation=generation
+    )
+    return await write_conditions(client, resource=NODEPOOLS, obj=pool, conditions=conditions)

@@ -9,17 +9,9 @@ from __future__ import annotations
 import pydantic
 import structlog
 
-from karpy.apis.objects import conditions_of
 from karpy.apis.v1 import NodePool, runtime_validate
 from karpy.apis.v1 import conditions as cond
-from karpy.controllers.nodepool.resources import NODEPOOLS
-from karpy.controllers.nodepool.status import (
-    generation_of,
-    roll_up_ready,
-    set_condition,
-    timestamp,
-    write_conditions,
-)
+from karpy.controllers.nodepool.status import timestamp, write_ready_dependent
 from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
 
 __all__ = ["NAME", "NodePoolValidationController", "validation_errors"]
@@ -60,29 +52,12 @@ class NodePoolValidationController:
         if pool is None:
             return None
         errors = validation_errors(pool)
-        now = timestamp(self.clock)
-        generation = generation_of(pool)
-        if errors:
-            conditions = set_condition(
-                conditions_of(pool),
-                cond.NODEPOOL_VALIDATION_SUCCEEDED,
-                status=cond.STATUS_FALSE,
-                now=now,
-                reason=cond.REASON_NODEPOOL_VALIDATION_FAILED,
-                message="; ".join(errors),
-                observed_generation=generation,
-            )
-        else:
-            conditions = set_condition(
-                conditions_of(pool),
-                cond.NODEPOOL_VALIDATION_SUCCEEDED,
-                status=cond.STATUS_TRUE,
-                now=now,
-                observed_generation=generation,
-            )
-        conditions = roll_up_ready(
-            conditions, cond.NODEPOOL_READY_DEPENDENTS, now=now, observed_generation=generation
-        )
-        return await write_conditions(
-            self.client, resource=NODEPOOLS, obj=pool, conditions=conditions
+        return await write_ready_dependent(
+            self.client,
+            pool,
+            type_=cond.NODEPOOL_VALIDATION_SUCCEEDED,
+            status=cond.STATUS_FALSE if errors else cond.STATUS_TRUE,
+            now=timestamp(self.clock),
+            reason=cond.REASON_NODEPOOL_VALIDATION_FAILED if errors else None,
+            message="; ".join(errors),
         )
