@@ -11,7 +11,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.apis.objects import get_condition
+from karpy.apis.objects import get_condition, is_deleting
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1 import group_of_ref
 from karpy.controllers.nodepool.resources import nodeclass_resource
@@ -89,7 +89,7 @@ class NodeClassCheck:
                 cond.REASON_NODECLASS_NOT_FOUND,
                 f"NodeClass {kind}/{name} ({group}) not found on cluster",
             )
-        if (nodeclass.get("metadata") or {}).get("deletionTimestamp"):
+        if is_deleting(nodeclass):
             return (
                 cond.STATUS_FALSE,
                 cond.REASON_NODECLASS_TERMINATING,
