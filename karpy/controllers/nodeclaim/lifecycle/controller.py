@@ -51,7 +51,25 @@ JSON = dict[str, Any]
 NAME = "nodeclaim.lifecycle"
 log = structlog.get_logger("karpy.controllers.nodeclaim.lifecycle")
 MESSAGE_LIMIT = 300
-REGISTERED_MEMORY = 10_000
+REMEMBERED = 10_000
+
+
+class _Once:
+    """NodeClaim UIDs a transition was already reported for. A reconcile may run again on a
+    cache that has not yet seen its own status write; this keeps that repeat from logging and
+    counting the transition twice. Bounded: the oldest UIDs are forgotten first."""
+
+    def __init__(self) -> None:
+        self._uids: dict[str, None] = {}
+
+    def first(self, work: JSON) -> bool:
+        uid = str((work.get("metadata") or {}).get("uid") or "")
+        if uid in self._uids:
+            return False
+        self._uids[uid] = None
+        if len(self._uids) > REMEMBERED:
+            self._uids.pop(next(iter(self._uids)))
+        return True
 
 
 class _Stop(Exception):
@@ -107,7 +125,8 @@ class Lifecycle:
         self.health = health
         self.cluster = cluster
         self.pods = pods
-        self._registered: dict[str, None] = {}
+        self._registered = _Once()
+        self._initialized = _Once()
 
     def controller(self, *, workers: int = 50) -> Controller[str]:
         controller = Controller[str](
@@ -349,12 +368,8 @@ class Lifecycle:
         registered: JSON = await self.client.patch(NODES, node_name, registration_patch(node, work))
         work["status"]["nodeName"] = node_name
         conds.set_true(c.NODECLAIM_REGISTERED)
-        uid = str((work.get("metadata") or {}).get("uid") or "")
-        if uid in self._registered:
+        if not self._registered.first(work):
             return registered  # a repeat after a failed status write: counted and logged
-        self._registered[uid] = None
-        if len(self._registered) > REGISTERED_MEMORY:
-            self._registered.pop(next(iter(self._registered)))
         pool = ((work.get("metadata") or {}).get("labels") or {}).get(labels.LABEL_NODEPOOL, "")
         NODES_CREATED.labels(pool).inc()
         if self.health is not None and pool:
@@ -396,6 +411,8 @@ class Lifecycle:
                 NODES, name, {"metadata": {"labels": {labels.LABEL_NODE_INITIALIZED: "true"}}}
             )
         conds.set_true(c.NODECLAIM_INITIALIZED)
+        if not self._initialized.first(work):
+            return
         log.info(
             "initialized nodeclaim",
             Node={"name": name},
