@@ -193,7 +193,7 @@ def candidate(
         raise NotCandidate("node isn't initialized")
     if node.marked_for_deletion or node.key in in_flight:
         raise NotCandidate("node is deleting or marked for deletion")
-    if node.nominated:
+    if node.nominated or node.planned:
         raise NotCandidate("node is nominated for a pending pod")
     if node.annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true":
         raise NotCandidate(

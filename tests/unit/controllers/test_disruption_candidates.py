@@ -1,4 +1,4 @@
-"""Pod-level blockers of disruption: do-not-disrupt (true or a duration) and PDB limits."""
+"""Blockers of disruption: do-not-disrupt (true or a duration), PDB limits, pods on their way."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from karpy.controllers.disruption.candidates import PdbLimits, do_not_disrupt_active
+from karpy.apis.v1 import validate_nodepool
+from karpy.controllers.disruption.candidates import (
+    NotCandidate,
+    PdbLimits,
+    candidate,
+    do_not_disrupt_active,
+)
+from karpy.state import StateNode
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -114,3 +121,56 @@ def test_two_pdbs_on_one_pod_block_and_selectors() -> None:
     other_ns = pod()
     other_ns["metadata"]["namespace"] = "elsewhere"
     assert limits.blocking(other_ns) is None
+
+
+def _empty_node(*, planned: tuple[dict[str, Any], ...] = ()) -> StateNode:
+    claim = {
+        "metadata": {"name": "c1", "labels": {"karpenter.sh/nodepool": "pool"}},
+        "status": {
+            "providerID": "kwok://c1",
+            "conditions": [
+                {"type": t, "status": "True"} for t in ("Launched", "Registered", "Initialized")
+            ],
+        },
+    }
+    node = {
+        "metadata": {
+            "name": "c1",
+            "labels": {
+                "karpenter.sh/nodepool": "pool",
+                "karpenter.sh/registered": "true",
+                "karpenter.sh/initialized": "true",
+            },
+        },
+        "spec": {"providerID": "kwok://c1"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    return StateNode(key="kwok://c1", node=node, nodeclaim=claim, planned=planned)
+
+
+def test_a_node_with_pods_on_their_way_is_not_a_candidate() -> None:
+    pool = validate_nodepool(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "pool"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "requirements": [],
+                        "nodeClassRef": {
+                            "group": "karpenter.kwok.sh",
+                            "kind": "KWOKNodeClass",
+                            "name": "c",
+                        },
+                    }
+                }
+            },
+        }
+    )
+    pdbs = PdbLimits([])
+    assert candidate(_empty_node(), nodepools={"pool": pool}, pdbs=pdbs, now=NOW).is_empty()
+    nominated = pod()
+    nominated["status"]["nominatedNodeName"] = "c1"
+    with pytest.raises(NotCandidate, match="nominated"):
+        candidate(_empty_node(planned=(nominated,)), nodepools={"pool": pool}, pdbs=pdbs, now=NOW)
