@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from karpy.apis.objects import is_condition_true
 from karpy.apis.v1 import NodePool, conditions, labels
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.provisioning import metrics
@@ -38,7 +39,6 @@ from karpy.kube.events import NORMAL, WARNING, EventRecorder
 from karpy.kube.informer import Informer
 from karpy.kube.offload import run_off_loop
 from karpy.kube.resources import PERSISTENTVOLUMECLAIMS, STORAGECLASSES
-from karpy.scheduling.catalog import KWOK_LABELS
 from karpy.scheduling.model import (
     MinValuesPolicy,
     NewNodeClaim,
@@ -53,7 +53,7 @@ from karpy.scheduling.scheduler import schedule
 from karpy.state import NODECLAIMS, Cluster, ClusterSnapshot, PodViews, existing_node
 from karpy.state import pods as podutil
 
-__all__ = ["NAME", "Provisioner", "limits_exceeded"]
+__all__ = ["NAME", "Provisioner", "limits_exceeded", "well_known_labels"]
 
 JSON = dict[str, Any]
 NAME = "provisioner"
@@ -63,7 +63,6 @@ MAX_LOGGED = 20
 CREATE_CONCURRENCY = 25
 SYNC_POLL = 0.2
 UNSYNCED_LOG_EVERY = 30.0
-WELL_KNOWN = labels.WELL_KNOWN_LABELS | KWOK_LABELS
 
 
 def _ref(obj: Mapping[str, Any]) -> dict[str, str]:
@@ -93,11 +92,12 @@ def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) 
     return None
 
 
-def _ready(nodepool: Mapping[str, Any]) -> bool:
-    for condition in (nodepool.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == conditions.CONDITION_READY:
-            return bool(condition.get("status") == conditions.STATUS_TRUE)
-    return False
+def well_known_labels(templates: Sequence[NodePoolTemplate]) -> frozenset[str]:
+    """Karpenter's well-known labels plus every label the provider's instance types carry
+    (kwok's `karpenter.kwok.sh/*`, AWS's `karpenter.k8s.aws/*`): pods may select on those
+    even though their domains are restricted."""
+    keys = {key for t in templates for it in t.instance_types for key in it.requirements}
+    return labels.WELL_KNOWN_LABELS | keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,19 +236,27 @@ class Provisioner:
         started = time.perf_counter()
         snapshot = self.cluster.snapshot()
         planned = self.cluster.planned_pods()
+        candidates = [
+            pod
+            for pod in self.cluster.provisionable_pods()
+            if podutil.pod_key(pod) not in planned  # else its NodeClaim is on the way
+        ]
+        deleting = self.cluster.pods_on_deleting_nodes(snapshot.nodes)
+        if not candidates and not deleting:
+            return None
+        templates = await self.templates()
+        well_known = well_known_labels(templates)
         pods: dict[str, JSON] = {}
-        for pod in self.cluster.provisionable_pods():
-            if podutil.pod_key(pod) in planned:
-                continue  # its NodeClaim is on the way
+        for pod in candidates:
             try:
                 validate_pod(
-                    pod, well_known=WELL_KNOWN, pvc=self._pvc, storage_class=self._storage_class
+                    pod, well_known=well_known, pvc=self._pvc, storage_class=self._storage_class
                 )
             except PodValidationError as err:
                 self._ignore(pod, str(err))
                 continue
             pods[podutil.pod_key(pod)] = pod
-        for pod in self.cluster.pods_on_deleting_nodes(snapshot.nodes):
+        for pod in deleting:
             pods.setdefault(podutil.pod_key(pod), pod)
         if not pods:
             return None
@@ -258,7 +266,6 @@ class Provisioner:
             Pods=_names(keys),
             duration=f"{time.perf_counter() - started:.3f}s",
         )
-        templates = await self.templates()
         if not templates:
             log.info("no nodepools found")
             for pod in pods.values():
@@ -289,7 +296,9 @@ class Provisioner:
         out: list[NodePoolTemplate] = []
         for raw in self.cluster.nodepools():
             meta = raw.get("metadata") or {}
-            if meta.get("deletionTimestamp") or not _ready(raw):
+            if meta.get("deletionTimestamp") or not is_condition_true(
+                raw, conditions.CONDITION_READY
+            ):
                 continue
             if (raw.get("spec") or {}).get("replicas") is not None:
                 continue

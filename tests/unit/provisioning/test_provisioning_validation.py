@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
+from karpy.controllers.provisioning.provisioner import well_known_labels
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
+from karpy.scheduling.catalog import kwok_instance_types
+from karpy.scheduling.model import NodePoolTemplate
 
 
 def _pod(**spec: Any) -> dict[str, Any]:
@@ -77,3 +80,11 @@ def test_volumes_need_their_claim_and_storage_class() -> None:
     validate_pod(pod, pvc=lambda ns, n: claims.get(f"{ns}/{n}"), storage_class=lambda n: {})
     bound = {"ns/data": {"spec": {"storageClassName": "gone", "volumeName": "pv-1"}}}
     validate_pod(pod, pvc=lambda ns, n: bound.get(f"{ns}/{n}"), storage_class=lambda n: None)
+
+
+def test_well_known_labels_include_the_labels_the_providers_instance_types_carry() -> None:
+    family = "karpenter.kwok.sh/instance-family"
+    assert family not in well_known_labels([])
+    pool = NodePoolTemplate(name="default", instance_types=kwok_instance_types())
+    assert family in well_known_labels([pool])
+    assert well_known_labels([]) <= well_known_labels([pool])
