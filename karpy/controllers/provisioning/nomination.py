@@ -8,10 +8,16 @@ nominated pods as already there when placing others. karpy sets it when the pod 
 pending and unnominated, on a Node that exists (the scheduler drops a nomination to a node it
 cannot see), just before the Node is registered and becomes schedulable.
 
-The component that nominates owns the nomination: `NominationJanitor` clears nominations
-whose node is gone, and karpy's own (recorded in a ledger) when the node is ready but the pod
-has stayed unschedulable there, so the pod is provisioned for again. Nominations kube-scheduler
-made for preemption are never withdrawn while their node exists.
+kube-scheduler clears a nomination whenever an attempt to place the pod fails, and it may
+try the pod in the moment between the nomination and the node becoming schedulable (it retries
+pending pods on every node event, and nodes register in bursts). A pod whose nomination is lost
+that way is placed on whatever node has room and displaces a pod planned there.
+
+The component that nominates owns the nomination: `NominationJanitor` restores karpy's own
+(recorded in a ledger) that kube-scheduler cleared before their node became schedulable, clears
+nominations whose node is gone, and karpy's own when the node is ready but the pod has stayed
+unschedulable there, so the pod is provisioned for again. Nominations kube-scheduler made for
+preemption are never withdrawn while their node exists.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from karpy.kube.informer import Informer
 from karpy.kube.resources import PODS, split_key
 from karpy.state import pods as podutil
 
-__all__ = ["NominationJanitor", "nominate_placements", "nominate_pods"]
+__all__ = ["NominationJanitor", "awaiting_registration", "nominate_placements", "nominate_pods"]
 
 JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.provisioning")
@@ -42,6 +48,20 @@ GRACE = 30.0
 
 def _nominated(pod: Mapping[str, Any]) -> str:
     return str((pod.get("status") or {}).get("nominatedNodeName") or "")
+
+
+def awaiting_registration(key: str, ledger: Mapping[str, str], nodes: Informer) -> bool:
+    """The pod is planned onto a node of ours that has not registered yet (its nomination
+    may have been cleared meanwhile): it needs no new plan."""
+    node = nodes.get(ledger.get(key, ""))
+    return node is not None and _unregistered(node)
+
+
+def _unregistered(node: Mapping[str, Any]) -> bool:
+    return any(
+        t.get("key") == labels.TAINT_UNREGISTERED_KEY
+        for t in (node.get("spec") or {}).get("taints") or ()
+    )
 
 
 async def nominate_pods(
@@ -98,7 +118,8 @@ async def nominate_placements(
 
 
 class NominationJanitor:
-    """`provisioner.nomination`: clears nominations that no longer hold."""
+    """`provisioner.nomination`: restores karpy's nominations kube-scheduler cleared too early,
+    and clears nominations that no longer hold."""
 
     def __init__(
         self,
@@ -117,6 +138,8 @@ class NominationJanitor:
         self.clock = clock or RealClock()
         self.grace = grace
         self._stale_since: dict[str, float] = {}
+        # Pods whose nomination waits for their node to register: node name -> pod keys.
+        self._awaiting: dict[str, set[str]] = {}
 
     def controller(self) -> Controller[str]:
         controller = Controller[str](
@@ -127,11 +150,31 @@ class NominationJanitor:
             log_kind="Pod",
         )
         controller.watch(self.pods, predicate=self._watched)
+        controller.watch(self.nodes, mapper=self._awaiting_node)
         return controller
 
-    @staticmethod
-    def _watched(pod: Mapping[str, Any]) -> bool:
-        return bool(_nominated(pod)) and not podutil.node_name(pod)
+    def _watched(self, pod: Mapping[str, Any]) -> bool:
+        meta = pod.get("metadata") or {}
+        ours = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}" in self.ledger
+        if (pod.get("spec") or {}).get("nodeName"):
+            return ours  # bound: forget it
+        return ours or bool(_nominated(pod))
+
+    def _awaiting_node(self, node: Mapping[str, Any]) -> list[str]:
+        return sorted(self._awaiting.get(str((node.get("metadata") or {}).get("name")), ()))
+
+    def _forget(self, key: str) -> None:
+        self._stale_since.pop(key, None)
+        node_name = self.ledger.pop(key, None)
+        if node_name is not None:
+            self._unawait(node_name, key)
+
+    def _unawait(self, node_name: str, key: str) -> None:
+        waiting = self._awaiting.get(node_name)
+        if waiting is not None:
+            waiting.discard(key)
+            if not waiting:
+                del self._awaiting[node_name]
 
     def _holds(self, key: str, pod: Mapping[str, Any]) -> bool:
         """The nominated node exists and, unless karpy made the nomination, that is all we
@@ -150,10 +193,11 @@ class NominationJanitor:
 
     async def reconcile(self, key: str) -> Result | None:
         pod = self.pods.get(key)
-        if pod is None or not self._watched(pod) or not podutil.is_active(pod):
-            self._stale_since.pop(key, None)
-            self.ledger.pop(key, None)
+        if pod is None or podutil.node_name(pod) or not podutil.is_active(pod):
+            self._forget(key)
             return None
+        if not _nominated(pod):
+            return await self._restore(key, pod)
         if self._holds(key, pod):
             self._stale_since.pop(key, None)
             return Result(requeue_after=self.grace)
@@ -175,6 +219,41 @@ class NominationJanitor:
                 node=_nominated(pod),
                 reason="node gone" if self.nodes.get(_nominated(pod)) is None else "unschedulable",
             )
-        self._stale_since.pop(key, None)
-        self.ledger.pop(key, None)
+        self._forget(key)
+        return None
+
+    async def _restore(self, key: str, pod: JSON) -> Result | None:
+        """Put back a nomination of ours that kube-scheduler cleared before the node became
+        schedulable: noted while the node has not registered, restored at its next event once
+        it has. A nomination cleared later means the pod did not fit: it is left to be
+        provisioned for again."""
+        node_name = self.ledger.get(key)
+        if node_name is None:
+            return None
+        node = self.nodes.get(node_name)
+        if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
+            self._forget(key)
+            return None
+        if _unregistered(node):
+            self._awaiting.setdefault(node_name, set()).add(key)
+            return None
+        if key not in self._awaiting.get(node_name, ()):
+            self._forget(key)
+            return None
+        self._unawait(node_name, key)
+        namespace, name = split_key(key)
+        rv = (pod.get("metadata") or {}).get("resourceVersion")
+        try:
+            await self.client.patch_status(
+                PODS,
+                name,
+                {"metadata": {"resourceVersion": rv}, "status": {"nominatedNodeName": node_name}},
+                namespace=namespace,
+            )
+        except ConflictError:
+            return None  # changed meanwhile (bound, or nominated by kube-scheduler)
+        except NotFoundError:
+            self._forget(key)
+            return None
+        log.debug("restored pod nomination", Pod=key, node=node_name)
         return None

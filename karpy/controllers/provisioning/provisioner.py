@@ -30,7 +30,7 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.provisioning import metrics
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
-from karpy.controllers.provisioning.nomination import nominate_placements
+from karpy.controllers.provisioning.nomination import awaiting_registration, nominate_placements
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
@@ -236,10 +236,12 @@ class Provisioner:
         started = time.perf_counter()
         snapshot = self.cluster.snapshot()
         planned = self.cluster.planned_pods()
+        ledger, nodes = self.cluster.pod_nominations, self.cluster.node_informer
         candidates = [
             pod
             for pod in self.cluster.provisionable_pods()
             if podutil.pod_key(pod) not in planned  # else its NodeClaim is on the way
+            and not awaiting_registration(podutil.pod_key(pod), ledger, nodes)
         ]
         deleting = self.cluster.pods_on_deleting_nodes(snapshot.nodes)
         if not candidates and not deleting:

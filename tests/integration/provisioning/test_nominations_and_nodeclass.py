@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -11,7 +12,7 @@ from kubetest import async_wait_until
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 from karpy.controllers.provisioning import NominationJanitor, nominate_pods
-from karpy.controllers.provisioning.nomination import nominate_placements
+from karpy.controllers.provisioning.nomination import awaiting_registration, nominate_placements
 from karpy.kube import NODES, PODS, FakeClock
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass
@@ -124,6 +125,89 @@ async def test_placements_on_many_nodes_are_nominated_in_one_pass(env: Env) -> N
         assert live["status"]["nominatedNodeName"] == node
     bound: JSON = await env.client.get(PODS, "bound", namespace=env.namespace)
     assert not bound["status"].get("nominatedNodeName"), "a bound pod is left alone"
+
+
+async def test_a_nomination_cleared_before_the_node_registers_is_restored_once(
+    env: Env,
+) -> None:
+    """kube-scheduler clears a nomination when it tries the pod while the node still has the
+    unregistered taint; karpy puts it back when the node registers. A nomination cleared after
+    that means the pod did not fit: it is let go, and the pod is provisioned for again."""
+    node_name = "registering"
+    env.kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": node_name, "labels": {"karpenter.sh/nodepool": "pool"}},
+            "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+        }
+    )
+    # kube-scheduler leaves this pod alone; the test plays its part.
+    await env.client.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "planned", "namespace": env.namespace},
+            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]},
+        },
+    )
+    key = f"{env.namespace}/planned"
+    pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
+    await async_wait_until(
+        lambda: _async(bool(pods.get(key)) and bool(nodes.get(node_name))),
+        timeout=30,
+        message="pod and node cached",
+    )
+    ledger: dict[str, str] = {}
+    assert await nominate_pods(env.client, pods, [key], node_name, ledger=ledger) == 1
+    janitor = NominationJanitor(client=env.client, pods=pods, nodes=nodes, ledger=ledger)
+    stop = asyncio.Event()
+    runner = asyncio.create_task(janitor.controller().start(stop))
+
+    async def nomination() -> str:
+        live: JSON = await env.client.get(PODS, "planned", namespace=env.namespace)
+        return str(live["status"].get("nominatedNodeName") or "")
+
+    async def scheduler_clears() -> None:
+        await env.client.patch_status(
+            PODS, "planned", {"status": {"nominatedNodeName": None}}, namespace=env.namespace
+        )
+
+    try:
+        await scheduler_clears()
+        await async_wait_until(
+            lambda: _async(not _nominated(pods.get(key))), timeout=30, message="cleared"
+        )
+        await asyncio.sleep(1.0)  # the janitor has seen it; the node is still unregistered
+        assert await nomination() == ""
+        assert ledger == {key: node_name}
+        assert awaiting_registration(key, ledger, nodes), "no new plan while it waits"
+
+        await env.client.patch(NODES, node_name, {"spec": {"taints": None}})
+
+        async def restored() -> bool:
+            return await nomination() == node_name
+
+        await async_wait_until(restored, timeout=30, message="the nomination to be restored")
+        assert not awaiting_registration(key, ledger, nodes)
+
+        await async_wait_until(
+            lambda: _async(_nominated(pods.get(key)) == node_name), timeout=30, message="cached"
+        )
+        await scheduler_clears()
+        await async_wait_until(
+            lambda: _async(key not in ledger), timeout=30, message="the pod to be let go"
+        )
+        await asyncio.sleep(1.0)
+        assert await nomination() == "", "a nomination cleared after registration stays cleared"
+    finally:
+        stop.set()
+        await asyncio.wait_for(runner, 10)
+
+
+def _nominated(pod: JSON | None) -> str:
+    return str(((pod or {}).get("status") or {}).get("nominatedNodeName") or "")
 
 
 async def _async(value: Any) -> Any:
