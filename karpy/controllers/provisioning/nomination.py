@@ -44,6 +44,7 @@ JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.provisioning")
 CONCURRENCY = 20
 GRACE = 30.0
+NOMINATE_ATTEMPTS = 3
 
 
 def _nominated(pod: Mapping[str, Any]) -> str:
@@ -62,6 +63,36 @@ def _unregistered(node: Mapping[str, Any]) -> bool:
         t.get("key") == labels.TAINT_UNREGISTERED_KEY
         for t in (node.get("spec") or {}).get("taints") or ()
     )
+
+
+async def _nominate(client: Client, pod: JSON, node_name: str) -> bool:
+    """Set the pod's nomination if it is still pending and unnominated. kube-scheduler writes
+    pending pods' status all the time, so a conflict is normal: look again and retry."""
+    namespace, name = split_key(podutil.pod_key(pod))
+    for _ in range(NOMINATE_ATTEMPTS):
+        if podutil.node_name(pod) or _nominated(pod) or not podutil.is_active(pod):
+            return False
+        try:
+            await client.patch_status(
+                PODS,
+                name,
+                {
+                    "metadata": {
+                        "resourceVersion": (pod.get("metadata") or {}).get("resourceVersion")
+                    },
+                    "status": {"nominatedNodeName": node_name},
+                },
+                namespace=namespace,
+            )
+            return True
+        except NotFoundError:
+            return False
+        except ConflictError:
+            try:
+                pod = await client.get(PODS, name, namespace=namespace)
+            except NotFoundError:
+                return False
+    return False
 
 
 async def nominate_pods(
@@ -91,23 +122,11 @@ async def nominate_placements(
 
     async def one(key: str, node_name: str) -> bool:
         pod = pods.get(key)
-        if pod is None or podutil.node_name(pod) or _nominated(pod) or not podutil.is_active(pod):
+        if pod is None:
             return False
-        namespace, name = split_key(key)
-        rv = (pod.get("metadata") or {}).get("resourceVersion")
         async with semaphore:
-            try:
-                await client.patch_status(
-                    PODS,
-                    name,
-                    {
-                        "metadata": {"resourceVersion": rv},
-                        "status": {"nominatedNodeName": node_name},
-                    },
-                    namespace=namespace,
-                )
-            except (ConflictError, NotFoundError):
-                return False  # changed meanwhile (bound, nominated by the scheduler, gone)
+            if not await _nominate(client, pod, node_name):
+                return False
         ledger[key] = node_name
         return True
 
@@ -241,19 +260,7 @@ class NominationJanitor:
             self._forget(key)
             return None
         self._unawait(node_name, key)
-        namespace, name = split_key(key)
-        rv = (pod.get("metadata") or {}).get("resourceVersion")
-        try:
-            await self.client.patch_status(
-                PODS,
-                name,
-                {"metadata": {"resourceVersion": rv}, "status": {"nominatedNodeName": node_name}},
-                namespace=namespace,
-            )
-        except ConflictError:
-            return None  # changed meanwhile (bound, or nominated by kube-scheduler)
-        except NotFoundError:
-            self._forget(key)
-            return None
+        if not await _nominate(self.client, pod, node_name):
+            return None  # bound, nominated by kube-scheduler, or gone meanwhile
         log.debug("restored pod nomination", Pod=key, node=node_name)
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from typing import Any
 
@@ -204,6 +205,38 @@ async def test_a_nomination_cleared_before_the_node_registers_is_restored_once(
     finally:
         stop.set()
         await asyncio.wait_for(runner, 10)
+
+
+async def test_a_nomination_survives_a_stale_cached_pod(env: Env) -> None:
+    """kube-scheduler rewrites pending pods' status all the time, so the cached copy is often
+    a version behind: the nomination looks again instead of giving up."""
+    await env.client.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "busy", "namespace": env.namespace},
+            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]},
+        },
+    )
+    key = f"{env.namespace}/busy"
+    stale: JSON = await env.client.get(PODS, "busy", namespace=env.namespace)
+    await env.client.patch(
+        PODS, "busy", {"metadata": {"labels": {"touched": "yes"}}}, namespace=env.namespace
+    )
+
+    class StaleCache:
+        """The pod informer as it is a moment behind the server."""
+
+        def get(self, wanted: str) -> JSON | None:
+            return copy.deepcopy(stale) if wanted == key else None
+
+    ledger: dict[str, str] = {}
+    assert await nominate_pods(env.client, StaleCache(), [key], "node-x", ledger=ledger) == 1  # type: ignore[arg-type]
+    assert ledger == {key: "node-x"}
+    live: JSON = await env.client.get(PODS, "busy", namespace=env.namespace)
+    assert live["status"]["nominatedNodeName"] == "node-x"
+    assert live["metadata"]["labels"] == {"touched": "yes"}
 
 
 def _nominated(pod: JSON | None) -> str:

@@ -358,12 +358,18 @@ class Lifecycle:
             # becomes schedulable (see karpy.controllers.provisioning.nomination).
             planned = self.cluster.take_plan(claim_name)
             if planned:
-                await nominate_pods(
+                nominated = await nominate_pods(
                     self.client,
                     self.pods,
                     planned,
                     node_name,
                     ledger=self.cluster.pod_nominations,
+                )
+                log.debug(
+                    "nominated planned pods",
+                    Node={"name": node_name},
+                    planned=len(planned),
+                    nominated=nominated,
                 )
         registered: JSON = await self.client.patch(NODES, node_name, registration_patch(node, work))
         work["status"]["nodeName"] = node_name
