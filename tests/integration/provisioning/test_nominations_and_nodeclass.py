@@ -100,18 +100,7 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
 async def test_placements_on_many_nodes_are_nominated_in_one_pass(env: Env) -> None:
     names = ["a", "b", "c", "bound"]
     for name in names:
-        spec: JSON = {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]}
-        if name == "bound":
-            spec["nodeName"] = "node-2"
-        await env.client.create(
-            PODS,
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": name, "namespace": env.namespace},
-                "spec": spec,
-            },
-        )
+        await _unscheduled_pod(env, name, node_name="node-2" if name == "bound" else None)
     pods = env.cache.informer(PODS)
     keys = {name: f"{env.namespace}/{name}" for name in names}
     await async_wait_until(
@@ -143,16 +132,7 @@ async def test_a_nomination_cleared_before_the_node_registers_is_restored_once(
             "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
         }
     )
-    # kube-scheduler leaves this pod alone; the test plays its part.
-    await env.client.create(
-        PODS,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "planned", "namespace": env.namespace},
-            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]},
-        },
-    )
+    await _unscheduled_pod(env, "planned")
     key = f"{env.namespace}/planned"
     pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
     await async_wait_until(
@@ -210,15 +190,7 @@ async def test_a_nomination_cleared_before_the_node_registers_is_restored_once(
 async def test_a_nomination_survives_a_stale_cached_pod(env: Env) -> None:
     """kube-scheduler rewrites pending pods' status all the time, so the cached copy is often
     a version behind: the nomination looks again instead of giving up."""
-    await env.client.create(
-        PODS,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "busy", "namespace": env.namespace},
-            "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]},
-        },
-    )
+    await _unscheduled_pod(env, "busy")
     key = f"{env.namespace}/busy"
     stale: JSON = await env.client.get(PODS, "busy", namespace=env.namespace)
     await env.client.patch(
@@ -237,6 +209,22 @@ async def test_a_nomination_survives_a_stale_cached_pod(env: Env) -> None:
     live: JSON = await env.client.get(PODS, "busy", namespace=env.namespace)
     assert live["status"]["nominatedNodeName"] == "node-x"
     assert live["metadata"]["labels"] == {"touched": "yes"}
+
+
+async def _unscheduled_pod(env: Env, name: str, *, node_name: str | None = None) -> None:
+    """A pod kube-scheduler leaves alone (another scheduler's): the test plays its part."""
+    spec: JSON = {"schedulerName": "nobody", "containers": [{"name": "c", "image": "pause"}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    await env.client.create(
+        PODS,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": env.namespace},
+            "spec": spec,
+        },
+    )
 
 
 def _nominated(pod: JSON | None) -> str:
