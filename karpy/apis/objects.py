@@ -98,3 +98,12 @@ def is_condition_true(
 def is_node_ready(node: Mapping[str, Any] | None) -> bool:
     """The kubelet's `Ready` condition is True."""
     return is_condition_true(node, conditions.CONDITION_READY)
+
+
+def has_unregistered_taint(node: Mapping[str, Any]) -> bool:
+    """The node still carries `karpenter.sh/unregistered`: karpy has not registered it, and
+    kube-scheduler will not place pods on it."""
+    return any(
+        t.get("key") == labels.TAINT_UNREGISTERED_KEY
+        for t in (node.get("spec") or {}).get("taints") or ()
+    )

@@ -29,6 +29,7 @@ from typing import Any
 
 import structlog
 
+from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import labels
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
@@ -55,14 +56,7 @@ def awaiting_registration(key: str, ledger: Mapping[str, str], nodes: Informer) 
     """The pod is planned onto a node of ours that has not registered yet (its nomination
     may have been cleared meanwhile): it needs no new plan."""
     node = nodes.get(ledger.get(key, ""))
-    return node is not None and _unregistered(node)
-
-
-def _unregistered(node: Mapping[str, Any]) -> bool:
-    return any(
-        t.get("key") == labels.TAINT_UNREGISTERED_KEY
-        for t in (node.get("spec") or {}).get("taints") or ()
-    )
+    return node is not None and has_unregistered_taint(node)
 
 
 async def _nominate(client: Client, pod: JSON, node_name: str) -> bool:
@@ -253,7 +247,7 @@ class NominationJanitor:
         if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
             self._forget(key)
             return None
-        if _unregistered(node):
+        if has_unregistered_taint(node):
             self._awaiting.setdefault(node_name, set()).add(key)
             return None
         if key not in self._awaiting.get(node_name, ()):

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import NodeClaim, labels
 from karpy.apis.v1 import conditions as c
 from karpy.cloudprovider.types import (
@@ -341,12 +342,8 @@ class Lifecycle:
         if conds.is_true(c.NODECLAIM_REGISTERED):
             work["status"]["nodeName"] = node_name
             return node
-        node_labels = node_meta.get("labels") or {}
-        tainted = any(
-            t.get("key") == labels.TAINT_UNREGISTERED_KEY
-            for t in (node.get("spec") or {}).get("taints") or ()
-        )
-        if node_labels.get(labels.LABEL_NODE_REGISTERED) != "true" and not tainted:
+        labelled = (node_meta.get("labels") or {}).get(labels.LABEL_NODE_REGISTERED) == "true"
+        if not labelled and not has_unregistered_taint(node):
             log.info(
                 "node registered without the unregistered taint; it may have taken pods "
                 "before karpy synced it",
@@ -395,10 +392,7 @@ class Lifecycle:
         # Judge the newer of the cache's view and the one registration just wrote.
         cached = self.nodes.get(str((node.get("metadata") or {}).get("name")))
         current = node if cached is None or _rv(cached) < _rv(node) else cached
-        if any(
-            t.get("key") == labels.TAINT_UNREGISTERED_KEY
-            for t in (current.get("spec") or {}).get("taints") or ()
-        ):
+        if has_unregistered_taint(current):
             conds.set_unknown(
                 c.NODECLAIM_INITIALIZED,
                 reason=c.REASON_KNOWN_EPHEMERAL_TAINTS_EXIST,
