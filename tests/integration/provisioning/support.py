@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from kubetest import Kubectl
 
 JSON = dict[str, Any]
 
@@ -44,3 +47,26 @@ def condition(obj: JSON | None, type_: str) -> str | None:
         if c.get("type") == type_:
             return str(c.get("status"))
     return None
+
+
+def set_ready(
+    kubectl: Kubectl, kind: str, name: str, *, ready: bool = True, reason: str = "Ready"
+) -> None:
+    """Write an object's Ready condition through its status subresource, as its controller
+    would."""
+    condition = {
+        "type": "Ready",
+        "status": "True" if ready else "False",
+        "reason": reason,
+        "message": "" if ready else reason.lower(),
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    kubectl(
+        "patch",
+        kind,
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "--patch",
+        json.dumps({"status": {"conditions": [condition]}}),
+    )

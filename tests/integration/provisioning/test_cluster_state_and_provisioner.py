@@ -12,7 +12,7 @@ from karpy.controllers.provisioning import Batcher, Provisioner
 from karpy.kube import PODS
 from karpy.state import NODECLAIMS
 from tests.integration.provisioning.conftest import Env
-from tests.integration.provisioning.support import nodeclaim, nodeclass
+from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
 
 JSON = dict[str, Any]
 
@@ -126,28 +126,7 @@ def _nodepool() -> JSON:
 async def test_one_provisioning_pass(env: Env) -> None:
     env.kubectl.apply(nodeclass())
     env.kubectl.apply(_nodepool())
-    ready = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "Ready",
-                    "message": "",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ]
-        }
-    }
-    env.kubectl(
-        "patch",
-        "nodepool",
-        "pool",
-        "--subresource=status",
-        "--type=merge",
-        "--patch",
-        json.dumps(ready),
-    )
+    set_ready(env.kubectl, "nodepool", "pool")
     env.kubectl.apply(
         [
             {

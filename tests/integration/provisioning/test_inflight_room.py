@@ -4,7 +4,6 @@ registration delay, against the real control plane)."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +15,7 @@ from karpy.kube import NODES, PODS, RealClock
 from karpy.scheduling.resources import parse_resources, pod_requests
 from karpy.state import NODECLAIMS
 from tests.integration.provisioning.conftest import Env
-from tests.integration.provisioning.support import condition, nodeclass
+from tests.integration.provisioning.support import condition, nodeclass, set_ready
 
 JSON = dict[str, Any]
 TYPE = "c-4x-amd64-linux"  # 3900m allocatable: three 1-CPU pods
@@ -85,28 +84,7 @@ async def test_a_later_batch_plans_onto_an_unregistered_node_only_what_still_fit
 ) -> None:
     env.kubectl.apply(nodeclass(delay="10m"))
     env.kubectl.apply(_nodepool())
-    ready = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "Ready",
-                    "message": "",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ]
-        }
-    }
-    env.kubectl(
-        "patch",
-        "nodepool",
-        "pool",
-        "--subresource=status",
-        "--type=merge",
-        "--patch",
-        json.dumps(ready),
-    )
+    set_ready(env.kubectl, "nodepool", "pool")
     cluster = env.cluster
     await _until(
         lambda: (cluster.nodepool_informer.get("pool") or {}).get("status"), "NodePool cached"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from karpy.controllers.provisioning import NominationJanitor, nominate_pods
 from karpy.controllers.provisioning.nomination import awaiting_registration, nominate_placements
 from karpy.kube import NODES, PODS, FakeClock
 from tests.integration.provisioning.conftest import Env
-from tests.integration.provisioning.support import nodeclaim, nodeclass
+from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
 
 JSON = dict[str, Any]
 
@@ -242,28 +241,7 @@ async def test_kwok_nodeclass_must_exist_and_be_ready(env: Env) -> None:
     with pytest.raises(InsufficientCapacityError, match="not found"):
         await env.kwok.create(claim)
     env.kubectl.apply(nodeclass())
-    not_ready = {
-        "status": {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "False",
-                    "reason": "Broken",
-                    "message": "broken",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ]
-        }
-    }
-    env.kubectl(
-        "patch",
-        "kwoknodeclass",
-        "default",
-        "--subresource=status",
-        "--type=merge",
-        "--patch",
-        json.dumps(not_ready),
-    )
+    set_ready(env.kubectl, "kwoknodeclass", "default", ready=False, reason="Broken")
 
     async def cached_not_ready() -> bool:
         found = env.kwok.nodeclasses.get("default") or {}
