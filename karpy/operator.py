@@ -26,8 +26,11 @@ from dataclasses import dataclass
 import structlog
 import uvloop
 
+from karpy.apis.descriptors import CRD_RESOURCES, NODECLAIMS
 from karpy.cloudprovider import faults
-from karpy.cloudprovider.kwok import KwokCloudProvider, KwokSimulator
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
+from karpy.cloudprovider.kwok.provider import KwokCloudProvider
+from karpy.cloudprovider.kwok.simulator import KwokSimulator
 from karpy.cloudprovider.metrics import MetricsCloudProvider
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers import ControllerContext, register_all
@@ -52,10 +55,10 @@ from karpy.kube.resources import (
     VOLUMEATTACHMENTS,
     Resource,
 )
-from karpy.scheduling.catalog import CatalogError, kwok_instance_types, load_catalog
+from karpy.scheduling.catalog import CatalogError
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.settings import SETTINGS, Settings, SettingsError, load_settings
-from karpy.state import CRD_RESOURCES, NODECLAIMS, Cluster, nomination_window
+from karpy.state import Cluster, nomination_window
 
 __all__ = [
     "CACHED_RESOURCES",
@@ -127,7 +130,7 @@ def instance_types(settings: Settings) -> list[InstanceType]:
     if path is None:
         return kwok_instance_types()
     try:
-        return load_catalog(path)
+        return load_kwok_catalog(path)
     except CatalogError as exc:
         raise ProviderUnavailableError(f"INSTANCE_TYPES_FILE_PATH: {exc}") from None
 

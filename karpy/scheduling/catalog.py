@@ -1,26 +1,20 @@
-"""Instance-type catalogues: the built-in kwok catalogue and files in its JSON format.
+"""Instance-type catalogue files: the JSON format of Karpenter's kwok ``instance_types.json``.
 
-The kwok catalogue has 144 types: {1..256} vCPU x memory families c (2 GiB/vCPU), s (4) and
-m (8) x linux/windows x amd64/arm64, each sold in four zones as spot and on-demand. It is
-generated from those rules rather than shipped as data, so it cannot drift from them. Catalogue
-files use the same format as Karpenter's kwok ``instance_types.json`` (DESIGN section 7).
+A catalogue is a list of ``{"name", "resources", "architecture", "operatingSystems",
+"offerings": [{"Price", "Available", "Requirements"}]}`` (DESIGN section 7). `karpy simulate
+--instance-types FILE`, `INSTANCE_TYPES_FILE_PATH` and `karpy catalog export` all use it; the
+labels a provider derives from an instance type's name are the provider's business, passed in
+as `labels`.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from karpy.apis.v1.labels import (
-    CAPACITY_TYPE_ON_DEMAND,
-    CAPACITY_TYPE_SPOT,
-    LABEL_ARCH,
-    LABEL_CAPACITY_TYPE,
-    LABEL_OS,
-    LABEL_TOPOLOGY_ZONE,
-)
+from karpy.apis.v1.labels import LABEL_ARCH, LABEL_CAPACITY_TYPE, LABEL_OS, LABEL_TOPOLOGY_ZONE
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.quantity import QuantityError, format_bytes, format_milli
 from karpy.scheduling.requirements import Requirement, RequirementError, Requirements
@@ -30,104 +24,28 @@ from karpy.scheduling.resources import (
     MEMORY,
     PODS,
     ResourceError,
+    ResourceMap,
     parse_resources,
 )
 
-__all__ = [
-    "KWOK_LABELS",
-    "CatalogError",
-    "dump_catalog",
-    "kwok_instance_types",
-    "load_catalog",
-    "parse_catalog",
-]
+__all__ = ["CatalogError", "LabelsFor", "dump_catalog", "load_catalog", "parse_catalog"]
 
-GIB: Final = 1024**3
-KWOK_LABEL_SIZE: Final = "karpenter.kwok.sh/instance-size"
-KWOK_LABEL_FAMILY: Final = "karpenter.kwok.sh/instance-family"
-KWOK_LABEL_CPU: Final = "karpenter.kwok.sh/instance-cpu"
-KWOK_LABEL_MEMORY: Final = "karpenter.kwok.sh/instance-memory"
-KWOK_LABELS: Final = frozenset(
-    {KWOK_LABEL_SIZE, KWOK_LABEL_FAMILY, KWOK_LABEL_CPU, KWOK_LABEL_MEMORY}
-)
-
-KWOK_CPUS: Final = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256)
-KWOK_FAMILIES: Final = (("c", 2), ("s", 4), ("m", 8))
-KWOK_ZONES: Final = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
-# The kubelet's reservation on every kwok node.
-KWOK_OVERHEAD: Final = {CPU: 100, MEMORY: 10 * 1024**2}
 DEFAULT_PODS: Final = 110
+
+LabelsFor = Callable[[str, ResourceMap], Sequence[Requirement]]
+"""A provider's labels for an instance type, from its name and capacity."""
 
 
 class CatalogError(ValueError):
     """A catalogue file is malformed; the message names the entry and field."""
 
 
-def kwok_price(cpu: int, memory_bytes: int) -> float:
-    """On-demand price: 0.025 per vCPU plus 0.001 per GB (10^9 bytes)."""
-    return 0.025 * cpu + 0.001 * memory_bytes / 1e9
-
-
-def _kwok_entries() -> list[dict[str, Any]]:
-    entries: list[dict[str, Any]] = []
-    for family, gib_per_cpu in KWOK_FAMILIES:
-        for cpu in KWOK_CPUS:
-            memory = cpu * gib_per_cpu * GIB
-            for arch in ("amd64", "arm64"):
-                for os_name in ("linux", "windows"):
-                    od = round(kwok_price(cpu, memory), 6)
-                    offerings = []
-                    for zone in KWOK_ZONES:
-                        for ct, price in (
-                            (CAPACITY_TYPE_SPOT, round(od * 0.7, 6)),
-                            (CAPACITY_TYPE_ON_DEMAND, od),
-                        ):
-                            offerings.append(
-                                {
-                                    "Price": price,
-                                    "Available": True,
-                                    "Requirements": [
-                                        {
-                                            "key": LABEL_CAPACITY_TYPE,
-                                            "operator": "In",
-                                            "values": [ct],
-                                        },
-                                        {
-                                            "key": LABEL_TOPOLOGY_ZONE,
-                                            "operator": "In",
-                                            "values": [zone],
-                                        },
-                                    ],
-                                }
-                            )
-                    entries.append(
-                        {
-                            "name": f"{family}-{cpu}x-{arch}-{os_name}",
-                            "offerings": offerings,
-                            "architecture": arch,
-                            "operatingSystems": [os_name],
-                            "resources": {
-                                "cpu": str(cpu),
-                                "ephemeral-storage": "20Gi",
-                                "memory": format_bytes(memory),
-                                "pods": str(min(16 * cpu, 1024)),
-                            },
-                        }
-                    )
-    return entries
-
-
-def kwok_instance_types() -> list[InstanceType]:
-    """The 144-type kwok catalogue."""
-    return parse_catalog(_kwok_entries(), source="kwok")
-
-
-def kwok_catalog_json() -> str:
-    """The kwok catalogue as a catalogue file (handy to start a custom one from)."""
-    return json.dumps(_kwok_entries(), indent=2)
-
-
-def load_catalog(path: str | Path) -> list[InstanceType]:
+def load_catalog(
+    path: str | Path,
+    *,
+    labels: LabelsFor | None = None,
+    overhead: Mapping[str, int] | None = None,
+) -> list[InstanceType]:
     """Read a catalogue file; raise `CatalogError` naming the entry and field on bad input."""
     try:
         raw = json.loads(Path(path).read_text())
@@ -135,17 +53,18 @@ def load_catalog(path: str | Path) -> list[InstanceType]:
         raise CatalogError(f"{path}: {err.strerror}") from None
     except json.JSONDecodeError as err:
         raise CatalogError(f"{path}: not JSON: {err}") from None
-    return parse_catalog(raw, source=str(path))
+    return parse_catalog(raw, source=str(path), labels=labels, overhead=overhead)
 
 
-def _family_and_size(name: str, cpu_millis: int) -> tuple[str, str]:
-    family = name.split(".")[0].split("-")[0]
-    parts = name.replace(".", "-").split("-")
-    size = parts[1] if len(parts) > 1 and parts[1] else f"{cpu_millis // 1000}x"
-    return family, size
-
-
-def parse_catalog(raw: Any, *, source: str = "catalog") -> list[InstanceType]:
+def parse_catalog(
+    raw: Any,
+    *,
+    source: str = "catalog",
+    labels: LabelsFor | None = None,
+    overhead: Mapping[str, int] | None = None,
+) -> list[InstanceType]:
+    """Instance types from a parsed catalogue file. `labels` adds a provider's own labels
+    (kwok: family, size, cpu, memory) to each type; `overhead` is the kubelet's reservation."""
     if not isinstance(raw, list):
         raise CatalogError(f"{source}: expected a JSON list of instance types")
     out: list[InstanceType] = []
@@ -170,17 +89,11 @@ def parse_catalog(raw: Any, *, source: str = "catalog") -> list[InstanceType]:
         capacity.setdefault(PODS, DEFAULT_PODS)
         arch = entry.get("architecture") or "amd64"
         systems = entry.get("operatingSystems") or ["linux"]
-        family, size = _family_and_size(name, capacity[CPU])
         reqs = Requirements(
             [
                 Requirement(LABEL_ARCH, complement=False, values=(str(arch),)),
                 Requirement(LABEL_OS, complement=False, values=[str(s) for s in systems]),
-                Requirement(KWOK_LABEL_FAMILY, complement=False, values=(family,)),
-                Requirement(KWOK_LABEL_SIZE, complement=False, values=(size,)),
-                Requirement(KWOK_LABEL_CPU, complement=False, values=(str(capacity[CPU] // 1000),)),
-                Requirement(
-                    KWOK_LABEL_MEMORY, complement=False, values=(str(capacity[MEMORY] // 1024**2),)
-                ),
+                *(labels(name, capacity) if labels else ()),
             ]
         )
         offerings = [
@@ -195,7 +108,7 @@ def parse_catalog(raw: Any, *, source: str = "catalog") -> list[InstanceType]:
                 capacity=capacity,
                 offerings=offerings,
                 requirements=reqs,
-                overhead=KWOK_OVERHEAD,
+                overhead=dict(overhead or {}),
             )
         )
     return out
@@ -259,7 +172,3 @@ def dump_catalog(types: Iterable[InstanceType]) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def types_by_name(types: Sequence[InstanceType]) -> dict[str, InstanceType]:
-    return {t.name: t for t in types}

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from karpy.scheduling import CatalogError, kwok_instance_types, load_catalog, schedule, warm_up
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
+from karpy.scheduling import CatalogError
+from karpy.scheduling.engine import schedule, warm_up
 from karpy.simulation.output import render
 from karpy.simulation.scenario import ScenarioError, load_scenario
 
@@ -61,7 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        types = load_catalog(args.instance_types) if args.instance_types else kwok_instance_types()
+        types = (
+            load_kwok_catalog(args.instance_types) if args.instance_types else kwok_instance_types()
+        )
         scenario = load_scenario(args.files, instance_types=types)
     except (ScenarioError, CatalogError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -8,7 +8,8 @@ from typing import Any
 
 import yaml
 
-from karpy.scheduling import SchedulingInput, SchedulingResult, format_resources
+from karpy.scheduling import format_resources
+from karpy.scheduling.engine import SchedulingInput, SchedulingResult
 
 __all__ = ["plan_document", "render"]
 

@@ -21,18 +21,16 @@ import yaml
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import validate_nodepool
 from karpy.scheduling import (
-    ExistingNode,
     InstanceType,
-    NodePoolTemplate,
     PodError,
     PodView,
     Requirement,
     Requirements,
     ResourceError,
-    SchedulingInput,
     TaintError,
     pod_view,
 )
+from karpy.scheduling.engine import ExistingNode, NodePoolTemplate, SchedulingInput
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "read_documents"]
 

@@ -12,23 +12,11 @@ from karpy.state.cluster import (
     ClusterSnapshot,
     nomination_window,
 )
-from karpy.state.resources import (
-    CRD_RESOURCES,
-    EC2NODECLASSES,
-    KWOKNODECLASSES,
-    NODECLAIMS,
-    NODEPOOLS,
-)
 from karpy.state.simulation import PodViews, existing_node
 from karpy.state.statenode import StateNode, claim_condition
 
 __all__ = [
-    "CRD_RESOURCES",
     "DEFAULT_NOMINATION_WINDOW",
-    "EC2NODECLASSES",
-    "KWOKNODECLASSES",
-    "NODECLAIMS",
-    "NODEPOOLS",
     "Cluster",
     "ClusterSnapshot",
     "PodViews",

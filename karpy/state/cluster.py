@@ -22,6 +22,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
 from karpy.apis.v1 import conditions, labels
 from karpy.kube.cache import Cache
 from karpy.kube.clock import Clock, RealClock
@@ -32,7 +33,6 @@ from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, IndexFunc, fiel
 from karpy.scheduling.resources import ResourceMap, add
 from karpy.state import pods as podutil
 from karpy.state.nodepoolhealth import NodePoolHealth
-from karpy.state.resources import NODECLAIMS, NODEPOOLS
 from karpy.state.statenode import StateNode, claim_condition
 
 __all__ = ["DEFAULT_NOMINATION_WINDOW", "Cluster", "ClusterSnapshot", "nomination_window"]

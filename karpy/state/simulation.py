@@ -15,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from karpy.scheduling.model import ExistingNode
+from karpy.scheduling.engine.model import ExistingNode
 from karpy.scheduling.pods import PodError, PodView, pod_view
 from karpy.scheduling.taints import Taint, TaintError
 from karpy.state.statenode import StateNode

@@ -42,18 +42,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.scheduling import (
-    ExistingNode,
     InstanceType,
-    NodePoolTemplate,
     Offering,
     PodView,
     Requirement,
     Requirements,
+    pod_view,
+)
+from karpy.scheduling.engine import (
+    ExistingNode,
+    NodePoolTemplate,
     SchedulingInput,
     SchedulingResult,
-    kwok_instance_types,
-    pod_view,
     schedule,
 )
 

@@ -7,7 +7,7 @@ import time
 
 from kubetest import Kubectl
 
-from karpy.scheduling.catalog import kwok_instance_types
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.scheduling.resources import parse_resources
 from tests.e2e.conftest import PoolFactory
 from tests.e2e.karpy_process import KarpyProcess

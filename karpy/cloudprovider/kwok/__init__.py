@@ -1,19 +1,6 @@
 """The kwok provider: fake instances as Node objects, for local runs, tests and demos.
 
-from karpy.cloudprovider.kwok import KwokCloudProvider, KwokSimulator
+`provider.KwokCloudProvider` launches instances as Nodes, `simulator.KwokSimulator` plays their
+kubelets, `catalog` holds the built-in 144-type catalogue. The package imports nothing itself,
+so `karpy simulate` can read the catalogue without loading the Kubernetes client.
 """
-
-from __future__ import annotations
-
-from karpy.cloudprovider.kwok.instances import PROVIDER_ID_PREFIX, node_name_of, provider_id_of
-from karpy.cloudprovider.kwok.provider import KWOKNODECLASSES, KwokCloudProvider
-from karpy.cloudprovider.kwok.simulator import KwokSimulator
-
-__all__ = [
-    "KWOKNODECLASSES",
-    "PROVIDER_ID_PREFIX",
-    "KwokCloudProvider",
-    "KwokSimulator",
-    "node_name_of",
-    "provider_id_of",
-]

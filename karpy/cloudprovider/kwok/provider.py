@@ -13,10 +13,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any
 
 import structlog
 
+from karpy.apis.descriptors import KWOKNODECLASSES
 from karpy.apis.kwok.v1alpha1 import GROUP, KWOKNodeClass
 from karpy.apis.kwok.v1alpha1.kwoknodeclass import KIND
 from karpy.apis.objects import format_time, is_condition_true, is_deleting
@@ -39,17 +40,16 @@ from karpy.cloudprovider.types import (
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.errors import AlreadyExistsError, NotFoundError, OutcomeUnknownError
-from karpy.kube.resources import NODES, Resource
+from karpy.kube.resources import NODES
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import PODS, parse_resources
 
-__all__ = ["KWOKNODECLASSES", "KwokCloudProvider"]
+__all__ = ["KwokCloudProvider"]
 
 JSON = dict[str, Any]
 log = structlog.get_logger("karpy.cloudprovider.kwok")
 
-KWOKNODECLASSES: Final = Resource(GROUP, "v1alpha1", KIND, "kwoknodeclasses", namespaced=False)
 _REPAIR_TOLERATION = timedelta(minutes=10)
 
 

@@ -25,6 +25,7 @@ from typing import Any, Final
 import pydantic
 import structlog
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import conditions_of, get_condition, is_condition_true, is_deleting
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
@@ -44,7 +45,6 @@ from karpy.controllers.disruption.events import (
     involved_nodeclaim,
     involved_nodepool,
 )
-from karpy.controllers.nodepool.resources import NODECLAIMS
 from karpy.controllers.nodepool.status import (
     patch_status,
     remove_condition,

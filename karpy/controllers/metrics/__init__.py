@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODEPOOLS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.metrics.collector import (
     NAME,
@@ -11,7 +12,6 @@ from karpy.controllers.metrics.collector import (
     resource_gauges,
 )
 from karpy.kube import NODES, PODS
-from karpy.state.resources import NODEPOOLS
 
 __all__ = ["NAME", "MetricsController", "pod_state_labels", "register", "resource_gauges"]
 

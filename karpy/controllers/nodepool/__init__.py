@@ -3,12 +3,13 @@ annotations and the `Ready` roll-up (Karpenter's `nodepool.*` controllers)."""
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodepool.counter import NodePoolCounterController
 from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
 from karpy.controllers.nodepool.readiness import NodePoolReadinessController
 from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealthController
-from karpy.controllers.nodepool.resources import NODECLAIMS, NODEPOOLS, PROVIDER_NODECLASSES
+from karpy.controllers.nodepool.resources import PROVIDER_NODECLASSES
 from karpy.controllers.nodepool.validation import NodePoolValidationController
 
 __all__ = ["register"]

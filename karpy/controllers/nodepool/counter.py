@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from karpy.controllers.nodepool.resources import NODEPOOLS
+from karpy.apis.descriptors import NODEPOOLS
 from karpy.controllers.nodepool.status import patch_status
 from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
 from karpy.scheduling.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, format_resources

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
 from karpy.apis.objects import get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import (
@@ -19,7 +20,6 @@ from karpy.apis.v1.labels import (
     NODEPOOL_HASH_VERSION,
 )
 from karpy.controllers.nodepool.hash import hash_annotations
-from karpy.controllers.nodepool.resources import NODECLAIMS, NODEPOOLS
 from karpy.kube import Client, Controller, Informer, NotFoundError, Result
 
 __all__ = ["NAME", "NodePoolHashController"]

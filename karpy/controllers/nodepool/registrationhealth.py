@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from karpy.apis.descriptors import NODEPOOLS
 from karpy.apis.objects import conditions_of, get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.controllers.nodepool.readiness import NodeClassCheck
-from karpy.controllers.nodepool.resources import NODEPOOLS
 from karpy.controllers.nodepool.status import (
     generation_of,
     set_condition,

@@ -1,6 +1,6 @@
 """The NodeClass kinds a NodePool may reference, and which of them the running provider serves.
 
-The descriptors themselves live in `karpy.state.resources`; this adds the lookup from a
+The descriptors themselves live in `karpy.apis.descriptors`; this adds the lookup from a
 nodeClassRef's group and kind, and the choice of NodeClass kind per provider.
 """
 
@@ -9,18 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
+from karpy.apis.descriptors import EC2NODECLASSES, KWOKNODECLASSES
 from karpy.kube import Resource
-from karpy.state.resources import EC2NODECLASSES, KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 
-__all__ = [
-    "EC2NODECLASSES",
-    "KWOKNODECLASSES",
-    "NODECLAIMS",
-    "NODECLASSES",
-    "NODEPOOLS",
-    "PROVIDER_NODECLASSES",
-    "nodeclass_resource",
-]
+__all__ = ["NODECLASSES", "PROVIDER_NODECLASSES", "nodeclass_resource"]
 
 NODECLASSES: Final = (KWOKNODECLASSES, EC2NODECLASSES)
 """Every NodeClass kind karpy knows."""

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from karpy.apis.descriptors import NODEPOOLS
 from karpy.apis.objects import conditions_of, format_time, get_condition
 from karpy.apis.v1 import conditions as cond
-from karpy.controllers.nodepool.resources import NODEPOOLS
 from karpy.kube import Client, Clock, ConflictError, NotFoundError, Resource, Result
 
 __all__ = [

@@ -15,7 +15,7 @@ from karpy.apis.v1 import group_of_ref, labels
 from karpy.apis.v1.nodepool import API_VERSION as NODEPOOL_API_VERSION
 from karpy.apis.v1.nodepool import KIND as NODEPOOL_KIND
 from karpy.controllers.nodepool.hash import hash_annotations
-from karpy.scheduling.model import NewNodeClaim
+from karpy.scheduling.engine.model import NewNodeClaim
 from karpy.scheduling.resources import format_resources
 
 __all__ = ["nodeclaim_for", "requirements_for"]

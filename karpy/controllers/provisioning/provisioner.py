@@ -24,6 +24,7 @@ from typing import Any
 
 import structlog
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import is_condition_true
 from karpy.apis.v1 import NodePool, conditions, labels
 from karpy.cloudprovider.types import CloudProvider
@@ -39,7 +40,7 @@ from karpy.kube.events import NORMAL, WARNING, EventRecorder
 from karpy.kube.informer import Informer
 from karpy.kube.offload import run_off_loop
 from karpy.kube.resources import PERSISTENTVOLUMECLAIMS, STORAGECLASSES
-from karpy.scheduling.model import (
+from karpy.scheduling.engine.model import (
     MinValuesPolicy,
     NewNodeClaim,
     NodePoolTemplate,
@@ -47,10 +48,10 @@ from karpy.scheduling.model import (
     SchedulingInput,
     SchedulingResult,
 )
+from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import PodError
 from karpy.scheduling.resources import format_resources, parse_resources
-from karpy.scheduling.scheduler import schedule
-from karpy.state import NODECLAIMS, Cluster, ClusterSnapshot, PodViews, existing_node
+from karpy.state import Cluster, ClusterSnapshot, PodViews, existing_node
 from karpy.state import pods as podutil
 
 __all__ = ["NAME", "Provisioner", "limits_exceeded", "well_known_labels"]

@@ -155,7 +155,7 @@ async def managed_node(
 ) -> None:
     """A NodeClaim (launched, registered, initialized, maybe Consolidatable) and its Ready Node,
     as karpy's lifecycle leaves them."""
-    from karpy.state.resources import NODECLAIMS
+    from karpy.apis.descriptors import NODECLAIMS
 
     provider_id = f"kwok://{name}"
     claim = nodeclaim(name, pool=pool)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.apis.objects import is_node_ready
 from karpy.controllers.disruption import DisruptionController
-from karpy.controllers.nodepool.resources import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.kube import NODES, PODS, EventRecorder
 from karpy.kube.resources import EVENTS
 from karpy.state import Cluster

@@ -9,8 +9,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
 from karpy.controllers.metrics import MetricsController
-from karpy.controllers.nodepool.resources import KWOKNODECLASSES, NODEPOOLS
 from karpy.kube import NODES, PODS
 from karpy.kube.metrics import REGISTRY
 from tests.integration.disruption.support import Env, create_node, kwok_nodeclass, nodepool

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.controllers.nodeclaim.disruption import ConsolidatableController
 from karpy.controllers.nodeclaim.podevents import PodEventsController
-from karpy.controllers.nodepool.resources import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.kube import NODES, PODS, FakeClock
 from tests.integration.disruption.support import (
     Env,

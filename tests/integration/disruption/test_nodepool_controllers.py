@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.apis.v1.labels import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
@@ -15,7 +16,6 @@ from karpy.controllers.nodepool.hash import nodepool_hash
 from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
 from karpy.controllers.nodepool.readiness import NodePoolReadinessController
 from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealthController
-from karpy.controllers.nodepool.resources import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.controllers.nodepool.validation import NodePoolValidationController
 from karpy.kube import FakeClock
 from karpy.state.nodepoolhealth import NodePoolHealth

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from kubetest import Kubectl, delete_cluster_objects
 
-from karpy.cloudprovider.kwok import KWOKNODECLASSES, KwokCloudProvider
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
+from karpy.cloudprovider.kwok.provider import KWOKNODECLASSES, KwokCloudProvider
 from karpy.kube import Cache, Client, EventRecorder
-from karpy.scheduling.catalog import kwok_instance_types
 from karpy.state import Cluster
 
 CRDS = Path(__file__).resolve().parents[3] / "manifests" / "crds"

@@ -8,9 +8,9 @@ from typing import Any
 
 from kubetest import async_wait_until
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.provisioning import Batcher, Provisioner
 from karpy.kube import PODS
-from karpy.state import NODECLAIMS
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
 

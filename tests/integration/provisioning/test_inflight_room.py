@@ -9,11 +9,11 @@ from typing import Any
 
 from kubetest import async_wait_until
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.nodeclaim.lifecycle import Lifecycle
 from karpy.controllers.provisioning import Batcher, Provisioner
 from karpy.kube import NODES, PODS, RealClock
 from karpy.scheduling.resources import parse_resources, pod_requests
-from karpy.state import NODECLAIMS
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import condition, nodeclass, set_ready
 

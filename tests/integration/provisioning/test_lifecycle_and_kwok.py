@@ -10,13 +10,13 @@ from typing import Any
 
 from kubetest import async_wait_until
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.faults import ALL, FaultPlan, FaultyCloudProvider
-from karpy.cloudprovider.kwok import KwokSimulator
+from karpy.cloudprovider.kwok.simulator import KwokSimulator
 from karpy.cloudprovider.types import CloudProvider, CloudProviderError
 from karpy.controllers.disruption.metrics import NODECLAIMS_DISRUPTED_TOTAL
 from karpy.controllers.nodeclaim.lifecycle import Lifecycle
 from karpy.kube import NODES, PODS, Clock, FakeClock, RealClock
-from karpy.state import NODECLAIMS
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import condition, nodeclaim, nodeclass
 

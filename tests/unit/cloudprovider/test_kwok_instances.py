@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 
 from karpy.apis.v1 import NodeClaim, NodePool
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.cloudprovider.kwok.instances import node_for, node_name_of, plan, provider_id_of
 from karpy.cloudprovider.metrics import CALLS, MetricsCloudProvider
 from karpy.cloudprovider.types import (
@@ -15,7 +16,6 @@ from karpy.cloudprovider.types import (
     NodeClaimNotFoundError,
     RepairPolicy,
 )
-from karpy.scheduling.catalog import kwok_instance_types
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.requirements import Requirements
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from karpy.apis.v1.labels import NODEPOOL_HASH_VERSION
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
 from karpy.controllers.provisioning.provisioner import limits_exceeded
-from karpy.scheduling.catalog import kwok_instance_types
-from karpy.scheduling.model import NewNodeClaim
+from karpy.scheduling.engine.model import NewNodeClaim
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.taints import Taint
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.controllers.provisioning.provisioner import well_known_labels
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
-from karpy.scheduling.catalog import kwok_instance_types
-from karpy.scheduling.model import NodePoolTemplate
+from karpy.scheduling.engine.model import NodePoolTemplate
 
 
 def _pod(**spec: Any) -> dict[str, Any]:

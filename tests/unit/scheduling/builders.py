@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.scheduling.catalog import kwok_instance_types
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
+from karpy.scheduling.engine.model import ExistingNode, NodePoolTemplate
 from karpy.scheduling.instancetypes import InstanceType
-from karpy.scheduling.model import ExistingNode, NodePoolTemplate
 from karpy.scheduling.pods import PodView, pod_view
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.taints import Taint

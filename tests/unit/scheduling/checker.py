@@ -13,8 +13,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from karpy.scheduling.engine.model import NodePoolTemplate, SchedulingInput, SchedulingResult
 from karpy.scheduling.instancetypes import InstanceType
-from karpy.scheduling.model import NodePoolTemplate, SchedulingInput, SchedulingResult
 from karpy.scheduling.quantity import milli_value, value
 
 HOSTNAME = "kubernetes.io/hostname"

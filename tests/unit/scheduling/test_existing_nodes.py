@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from karpy.scheduling.model import ExistingNode, SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.model import ExistingNode, SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from karpy.scheduling.scheduler import schedule
 from karpy.scheduling.taints import Taint
 from tests.unit.scheduling.builders import (
     ARCH,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.scheduling.model import NewNodeClaim, SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.model import NewNodeClaim, SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from karpy.scheduling.scheduler import schedule
 from tests.unit.scheduling.builders import (
     ARCH,
     CAPACITY_TYPE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from karpy.scheduling.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from karpy.scheduling.scheduler import schedule
 from tests.unit.scheduling.builders import (
     CAPACITY_TYPE,
     HOSTNAME,

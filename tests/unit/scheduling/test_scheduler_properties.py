@@ -7,9 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from karpy.scheduling.model import SchedulingInput
+from karpy.scheduling.engine.model import SchedulingInput
+from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from karpy.scheduling.scheduler import schedule
 from tests.unit.scheduling.builders import (
     ARCH,
     CAPACITY_TYPE,

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from karpy.cli import main
-from karpy.scheduling import dump_catalog, kwok_instance_types
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types
+from karpy.scheduling import dump_catalog
 
 NODEPOOL = """
 apiVersion: karpenter.sh/v1

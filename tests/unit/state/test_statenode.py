@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.scheduling.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from karpy.scheduling.scheduler import schedule
 from karpy.state import PodViews, StateNode, existing_node
 from karpy.state.pods import is_provisionable, is_reschedulable
 

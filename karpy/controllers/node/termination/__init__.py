@@ -3,12 +3,12 @@ and the `eviction-queue` that drains them through the Eviction API."""
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.node.termination.controller import MIN_DRAIN_TIME, NodeTerminationController
 from karpy.controllers.node.termination.eviction import EvictionQueue, PodKey
 from karpy.kube import NODES, PODS
 from karpy.kube.resources import PERSISTENTVOLUMECLAIMS, VOLUMEATTACHMENTS
-from karpy.state.resources import NODECLAIMS
 
 __all__ = ["MIN_DRAIN_TIME", "EvictionQueue", "NodeTerminationController", "PodKey", "register"]
 

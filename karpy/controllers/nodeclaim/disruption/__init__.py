@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodeclaim.disruption.consolidatable import (
     NAME,
     ConsolidatableController,
     consolidatable_at,
 )
-from karpy.controllers.nodepool.resources import NODECLAIMS, NODEPOOLS
 
 __all__ = ["NAME", "ConsolidatableController", "consolidatable_at", "register"]
 

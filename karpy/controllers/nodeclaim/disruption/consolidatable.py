@@ -14,11 +14,11 @@ from typing import Any
 
 import structlog
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.duration import DurationError, parse_nillable_duration
 from karpy.apis.objects import conditions_of, get_condition, is_deleting, label, parse_time
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import LABEL_NODEPOOL
-from karpy.controllers.nodepool.resources import NODECLAIMS
 from karpy.controllers.nodepool.status import (
     generation_of,
     remove_condition,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.disruption.metrics import count_disrupted
 from karpy.controllers.nodeclaim.expiration.controller import REASON_EXPIRED, ExpirationController
-from karpy.state.resources import NODECLAIMS
 
 __all__ = ["REASON_EXPIRED", "ExpirationController", "register"]
 

@@ -5,10 +5,10 @@ from karpy.controllers.nodeclaim.lifecycle import Lifecycle, register
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodeclaim.lifecycle.controller import NAME, Lifecycle
 from karpy.kube.resources import NODES, PODS
-from karpy.state import NODECLAIMS
 
 __all__ = ["NAME", "Lifecycle", "register"]
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import NodeClaim, labels
 from karpy.apis.v1 import conditions as c
@@ -43,7 +44,7 @@ from karpy.kube.events import WARNING, EventRecorder
 from karpy.kube.informer import Informer
 from karpy.kube.resources import NODES
 from karpy.kube.store import INDEX_PROVIDER_ID
-from karpy.state import NODECLAIMS, Cluster
+from karpy.state import Cluster
 from karpy.state.nodepoolhealth import NodePoolHealth
 
 __all__ = ["NAME", "Lifecycle"]

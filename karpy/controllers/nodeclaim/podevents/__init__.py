@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodeclaim.podevents.controller import (
     DEDUPE_WINDOW,
@@ -9,7 +10,6 @@ from karpy.controllers.nodeclaim.podevents.controller import (
     PodEventsController,
     is_pod_event,
 )
-from karpy.controllers.nodepool.resources import NODECLAIMS
 from karpy.kube import NODES, PODS
 
 __all__ = ["DEDUPE_WINDOW", "NAME", "PodEventsController", "is_pod_event", "register"]

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import is_deleting, parse_time
-from karpy.controllers.nodepool.resources import NODECLAIMS
 from karpy.controllers.nodepool.status import patch_status, timestamp
 from karpy.kube import (
     INDEX_PROVIDER_ID,

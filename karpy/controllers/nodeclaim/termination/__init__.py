@@ -7,10 +7,10 @@ NodeClaim for the same purpose.
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodeclaim.termination.controller import NodeClaimTermination
 from karpy.kube import NODES
-from karpy.state.resources import NODECLAIMS
 
 __all__ = ["NodeClaimTermination", "register"]
 

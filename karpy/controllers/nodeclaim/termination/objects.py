@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.duration import DurationError, parse_duration, parse_nillable_duration
 from karpy.apis.objects import conditions_of, format_time, meta, parse_time
 from karpy.apis.v1 import NodeClaim, conditions, labels
 from karpy.kube import NODES, Client, ConflictError, Informer, NotFoundError, PatchType, Resource
 from karpy.kube.store import INDEX_PROVIDER_ID, field_indexer
-from karpy.state.resources import NODECLAIMS
 
 __all__ = [
     "INDEX_NODECLAIM_PROVIDER_ID",

@@ -1,7 +1,9 @@
 """Where karpy's custom resources live in the API, as `karpy.kube` resource descriptors.
 
-The API models (`karpy.apis`) know nothing about the controller runtime, so the descriptors the
-informers and the client need are derived here, once, from each kind's `CustomResource`.
+The one place they are defined: derived from each kind's `CustomResource`, so the informers,
+the client, the providers and the controllers all use the same descriptor. The models
+themselves stay free of the controller runtime; only this module imports its plain
+`Resource` type, and nothing in `karpy.apis` imports this module.
 """
 
 from __future__ import annotations

@@ -35,21 +35,21 @@ from karpy.apis.v1.labels import (
     LABEL_NODEPOOL,
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
 )
-from karpy.scheduling import limits
-from karpy.scheduling.existing import Admission, ExistingNodes, NodeView
-from karpy.scheduling.instancetypes import InstanceType
-from karpy.scheduling.model import (
+from karpy.scheduling.engine import limits
+from karpy.scheduling.engine.existing import Admission, ExistingNodes, NodeView
+from karpy.scheduling.engine.model import (
     NewNodeClaim,
     SchedulingInput,
     SchedulingResult,
 )
-from karpy.scheduling.packer import Item, OpenNode, Packer
+from karpy.scheduling.engine.packer import Item, OpenNode, Packer
+from karpy.scheduling.engine.pools import Dims, PoolContext, bits
+from karpy.scheduling.engine.topology import AFFINITY, ANTI, SPREAD, Group, GroupKey, group_key
+from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import DO_NOT_SCHEDULE, AffinityTerm, PodView, SpreadConstraint
-from karpy.scheduling.pools import Dims, PoolContext, bits
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import CPU, MEMORY, PODS, format_resources
 from karpy.scheduling.taints import Toleration, untolerated
-from karpy.scheduling.topology import AFFINITY, ANTI, SPREAD, Group, GroupKey, group_key
 
 __all__ = ["Scheduler", "schedule"]
 
@@ -1196,7 +1196,7 @@ class Scheduler:
             if pods
         ]
         cost = sum(c.price for c in claims)
-        from karpy.scheduling.lowerbound import lower_bound
+        from karpy.scheduling.engine.lowerbound import lower_bound
 
         bound = lower_bound(self, claims)
         existing = {k: v for k, v in self.existing_placed.items() if v}

@@ -20,8 +20,8 @@ from karpy.apis.v1.labels import (
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
     WELL_KNOWN_LABELS,
 )
+from karpy.scheduling.engine.model import NodePoolTemplate
 from karpy.scheduling.instancetypes import InstanceType
-from karpy.scheduling.model import NodePoolTemplate
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import ResourceMap

@@ -31,9 +31,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from karpy.scheduling.lp import Column, CoverSolution, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.engine.lp import Column, CoverSolution, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.engine.pools import PoolContext, bits
 from karpy.scheduling.pods import PodView
-from karpy.scheduling.pools import PoolContext, bits
 from karpy.scheduling.requirements import Requirements
 
 __all__ = ["Item", "OpenNode", "Packer", "Term"]

@@ -19,9 +19,9 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME, TAINT_EFFECT_PREFER_NO_SCHEDULE
-from karpy.scheduling.model import ExistingNode
+from karpy.scheduling.engine.model import ExistingNode
+from karpy.scheduling.engine.pools import Dims
 from karpy.scheduling.pods import PodView
-from karpy.scheduling.pools import Dims
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.taints import Taint, Toleration, untolerated
 

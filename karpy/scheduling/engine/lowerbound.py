@@ -31,13 +31,13 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME, TAINT_EFFECT_PREFER_NO_SCHEDULE
-from karpy.scheduling.lp import Column, DemandGroup, seed_floors, solve_cover
-from karpy.scheduling.model import NewNodeClaim
-from karpy.scheduling.pools import bits
+from karpy.scheduling.engine.lp import Column, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.engine.model import NewNodeClaim
+from karpy.scheduling.engine.pools import bits
 from karpy.scheduling.taints import Toleration
 
 if TYPE_CHECKING:
-    from karpy.scheduling.scheduler import Scheduler
+    from karpy.scheduling.engine.scheduler import Scheduler
 
 __all__ = ["lower_bound"]
 
