@@ -1,5 +1,12 @@
 """The built-in kwok catalogue: 144 instance types generated from rules, and the labels the kwok
-provider gives every type.
+provider gives every type, exactly as Karpenter's kwok provider derives them:
+
+- `karpenter.kwok.sh/instance-size`: the size of an AWS-style name (`m5.large` -> `large`),
+  else the vCPU count as written in the catalogue (`"16"` for `c-16x-amd64-linux`);
+- `karpenter.kwok.sh/instance-family`: the name up to its first `.` or `-` (`c`, `m5`), or its
+  first letter when it has neither;
+- `karpenter.kwok.sh/instance-cpu` and `karpenter.kwok.sh/instance-memory`: the type's cpu and
+  memory as Kubernetes prints the quantities (`"16"`, `"32Gi"`).
 
 {1..256} vCPU x memory families c (2 GiB/vCPU), s (4) and m (8) x linux/windows x amd64/arm64,
 each sold in four zones as spot and on-demand. It is generated from those rules rather than
@@ -10,7 +17,8 @@ shipped as data, so it cannot drift from them. Catalogue files in the same forma
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,7 +30,7 @@ from karpy.apis.v1.labels import (
 )
 from karpy.scheduling.catalog import load_catalog, parse_catalog
 from karpy.scheduling.instancetypes import InstanceType
-from karpy.scheduling.quantity import format_bytes
+from karpy.scheduling.quantity import QuantityError, format_bytes, format_milli, parse_quantity
 from karpy.scheduling.requirements import Requirement
 from karpy.scheduling.resources import CPU, MEMORY, ResourceMap
 
@@ -50,23 +58,40 @@ KWOK_ZONES: Final = ("test-zone-a", "test-zone-b", "test-zone-c", "test-zone-d")
 KWOK_OVERHEAD: Final = {CPU: 100, MEMORY: 10 * 1024**2}
 
 
-def _family_and_size(name: str, cpu_millis: int) -> tuple[str, str]:
-    family = name.split(".")[0].split("-")[0]
-    parts = name.replace(".", "-").split("-")
-    size = parts[1] if len(parts) > 1 and parts[1] else f"{cpu_millis // 1000}x"
-    return family, size
+# AWS names are <family>.<size>; Karpenter's kwok provider reads the size from those.
+_AWS_SIZE = re.compile(r"^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$")
+_FAMILY_DELIMITER = re.compile(r"[.-]")
 
 
-def kwok_labels(name: str, capacity: ResourceMap) -> Sequence[Requirement]:
-    """The kwok labels of an instance type: family, size, vCPUs and memory (MiB)."""
-    family, size = _family_and_size(name, capacity[CPU])
+def instance_size(name: str, cpu: str) -> str:
+    """An AWS-style name's size, else the vCPU count as written (`"16"`)."""
+    match = _AWS_SIZE.match(name)
+    return match.group(1) if match else cpu
+
+
+def instance_family(name: str) -> str:
+    """The name before its first `.` or `-`, or its first letter when it has neither."""
+    parts = _FAMILY_DELIMITER.split(name, maxsplit=1)
+    return parts[0] if len(parts) > 1 else name[:1]
+
+
+def kwok_labels(
+    name: str,
+    capacity: ResourceMap,
+    *,
+    cpu: str | None = None,
+    memory: str | None = None,
+) -> Sequence[Requirement]:
+    """The kwok labels of an instance type: size, family, cpu and memory. `cpu` and `memory`
+    are the quantities as a catalogue file wrote them; without them the capacity is printed
+    in Kubernetes' canonical form (the same text for the built-in catalogue)."""
+    cpu_text = cpu if cpu is not None else format_milli(capacity[CPU])
+    memory_text = memory if memory is not None else format_bytes(capacity[MEMORY])
     return (
-        Requirement(KWOK_LABEL_FAMILY, complement=False, values=(family,)),
-        Requirement(KWOK_LABEL_SIZE, complement=False, values=(size,)),
-        Requirement(KWOK_LABEL_CPU, complement=False, values=(str(capacity[CPU] // 1000),)),
-        Requirement(
-            KWOK_LABEL_MEMORY, complement=False, values=(str(capacity[MEMORY] // 1024**2),)
-        ),
+        Requirement(KWOK_LABEL_SIZE, complement=False, values=(instance_size(name, cpu_text),)),
+        Requirement(KWOK_LABEL_FAMILY, complement=False, values=(instance_family(name),)),
+        Requirement(KWOK_LABEL_CPU, complement=False, values=(cpu_text,)),
+        Requirement(KWOK_LABEL_MEMORY, complement=False, values=(memory_text,)),
     )
 
 
@@ -135,5 +160,40 @@ def kwok_catalog_json() -> str:
 
 
 def load_kwok_catalog(path: str | Path) -> list[InstanceType]:
-    """A catalogue file read as the kwok provider sees it: with kwok's labels and overhead."""
-    return load_catalog(path, labels=kwok_labels, overhead=KWOK_OVERHEAD)
+    """A catalogue file read as the kwok provider sees it: with kwok's labels and overhead.
+
+    The cpu and memory labels print each quantity as Kubernetes does (`32Gi` stays `32Gi`,
+    `32G` stays `32G`), so they are taken from the file's text, not from the parsed amounts."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return load_catalog(path, labels=kwok_labels, overhead=KWOK_OVERHEAD)  # says what failed
+    written = _written_quantities(raw)
+
+    def labels(name: str, capacity: ResourceMap) -> Sequence[Requirement]:
+        cpu, memory = written.get(name, (None, None))
+        return kwok_labels(name, capacity, cpu=cpu, memory=memory)
+
+    return parse_catalog(raw, source=str(path), labels=labels, overhead=KWOK_OVERHEAD)
+
+
+def _written_quantities(raw: object) -> dict[str, tuple[str | None, str | None]]:
+    """Each entry's cpu and memory in Kubernetes' canonical text, where they parse (bad
+    entries are reported by `parse_catalog`)."""
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for entry in raw if isinstance(raw, list) else ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            continue
+        resources = entry.get("resources")
+        resources = resources if isinstance(resources, Mapping) else {}
+        out[entry["name"]] = (_canonical(resources.get(CPU)), _canonical(resources.get(MEMORY)))
+    return out
+
+
+def _canonical(value: object) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        return str(parse_quantity(str(value)))
+    except QuantityError:
+        return None

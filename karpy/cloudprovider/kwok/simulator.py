@@ -1,23 +1,31 @@
 """karpy's own kubelet for kwok nodes: three small leader-only controllers.
 
 karpy does not run the upstream kwok controller (it builds, but nothing starts it); this
-in-process simulator does the part of a kubelet karpy's flows depend on:
+in-process simulator does the part of a kubelet that a real control plane and karpy's flows
+depend on:
 
 - `kwok.instance` creates a launched NodeClaim's Node once the NodeClass's registration delay
   has passed (counted from the `Launched` condition), so a restart during the delay loses
   nothing; it never recreates a Node that already registered once (a deleted Node means a
   terminated instance);
-- `kwok.node` makes kwok Nodes Ready and keeps them so (no heartbeats: nothing in the local
-  control plane watches them);
+- `kwok.node` makes kwok Nodes Ready and keeps them so (also after the node lifecycle
+  controller marked one Unknown while its heartbeats had stopped);
 - `kwok.pod` marks pods bound to kwok Nodes Running and Ready (PodDisruptionBudgets count only
   Ready pods) with a pod IP, and finishes the deletion of their terminating pods (a delete with
   grace period 0, as a kubelet does once containers stop).
+
+kwok's stage conventions are honoured (`stages.py`): a pod's
+`pod-delete.stage.kwok.x-k8s.io/delay` holds back the end of its deletion, and pods or Nodes
+labelled `kwok.x-k8s.io/stage: unhealthy` are never made Ready.
+
+`kubelet_down` is the fault seam for tests: for a Node it names, the simulator behaves as a
+dead kubelet — no status, nothing done for its pods — until it stops naming it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -39,6 +47,7 @@ from karpy.cloudprovider.kwok.instances import (
     node_name_of,
 )
 from karpy.cloudprovider.kwok.provider import KwokCloudProvider
+from karpy.cloudprovider.kwok.stages import DurationError, deletion_finishes_at, is_unhealthy
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client, PatchType
 from karpy.kube.clock import Clock, RealClock
@@ -59,8 +68,15 @@ def _is_kwok(node: Mapping[str, Any] | None) -> bool:
     )
 
 
+def _never(_node: str) -> bool:
+    return False
+
+
 class KwokSimulator:
-    """The node and pod simulator; `controllers()` are the runnables to add on the leader."""
+    """The node and pod simulator; `controllers()` are the runnables to add on the leader.
+
+    `kubelet_down(node_name)` (tests only) says which nodes' kubelets have stopped.
+    """
 
     def __init__(
         self,
@@ -71,10 +87,12 @@ class KwokSimulator:
         nodeclaims: Resource,
         clock: Clock | None = None,
         pod_workers: int = 20,
+        kubelet_down: Callable[[str], bool] = _never,
     ) -> None:
         self.client = client
         self.provider = provider
         self.clock = clock or RealClock()
+        self.kubelet_down = kubelet_down
         self.nodes = cache.informer(NODES)
         self.pods = cache.informer(PODS)
         self.claims = cache.informer(nodeclaims)
@@ -104,7 +122,11 @@ class KwokSimulator:
         self.pod_controller.watch(self.pods, predicate=self._on_kwok_node)
 
     def controllers(self) -> list[Controller[str]]:
-        return [self.instance_controller, self.node_controller, self.pod_controller]
+        return [
+            self.instance_controller,
+            self.node_controller,
+            self.pod_controller,
+        ]
 
     def _on_kwok_node(self, pod: Mapping[str, Any]) -> bool:
         name = (pod.get("spec") or {}).get("nodeName")
@@ -153,7 +175,7 @@ class KwokSimulator:
         if not _is_kwok(node):
             return None
         assert node is not None
-        if is_node_ready(node):
+        if is_node_ready(node) or is_unhealthy(node) or self.kubelet_down(name):
             return None
         now = format_time(self.clock.wall())
         patch = {"status": {"phase": "Running", "conditions": node_conditions(now)}}
@@ -173,9 +195,12 @@ class KwokSimulator:
         meta = pod.get("metadata") or {}
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")
         node = self.nodes.get(node_name)
-        if not _is_kwok(node):
+        if not _is_kwok(node) or self.kubelet_down(node_name):
             return None
         if meta.get("deletionTimestamp"):
+            wait = self._deletion_wait(pod, key)
+            if wait > 0:
+                return Result(requeue_after=wait)
             with contextlib.suppress(NotFoundError, ConflictError):
                 await self.client.delete(
                     PODS,
@@ -188,7 +213,10 @@ class KwokSimulator:
         status = pod.get("status") or {}
         if status.get("phase") in ("Succeeded", "Failed"):
             return None
-        if status.get("phase") == "Running" and is_condition_true(pod, "Ready"):
+        unhealthy = is_unhealthy(pod)
+        ready = get_condition(pod, "Ready")
+        done = ready is not None and (unhealthy or ready.get("status") == "True")
+        if status.get("phase") == "Running" and done:
             return None
         now = format_time(self.clock.wall())
         assert node is not None
@@ -205,10 +233,13 @@ class KwokSimulator:
             if (pod.get("spec") or {}).get("hostNetwork")
             else fake_ip(str(meta.get("uid") or key), second_base=128)
         )
+        ready_status = "False" if unhealthy else "True"
+        # An unhealthy pod runs, but its readiness never passes (kwok's unhealthy stage).
+        not_ready = {"reason": "ContainersNotReady"} if unhealthy else {}
         containers = [
             {
                 "name": c.get("name"),
-                "ready": True,
+                "ready": not unhealthy,
                 "started": True,
                 "restartCount": 0,
                 "image": c.get("image") or "kwok",
@@ -227,11 +258,11 @@ class KwokSimulator:
                 "startTime": status.get("startTime") or now,
                 "conditions": [
                     {"type": t, "status": "True", "lastTransitionTime": now}
-                    for t in ("PodReadyToStartContainers", "Initialized", "ContainersReady")
+                    for t in ("PodReadyToStartContainers", "Initialized", "PodScheduled")
                 ]
                 + [
-                    {"type": "Ready", "status": "True", "lastTransitionTime": now},
-                    {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+                    {"type": t, "status": ready_status, "lastTransitionTime": now, **not_ready}
+                    for t in ("ContainersReady", "Ready")
                 ],
                 "containerStatuses": containers,
             }
@@ -243,3 +274,14 @@ class KwokSimulator:
         except NotFoundError:
             return None
         return None
+
+    def _deletion_wait(self, pod: Mapping[str, Any], key: str) -> float:
+        """Seconds until a terminating pod's deletion may finish (its kwok delete delay)."""
+        try:
+            finish = deletion_finishes_at(pod)
+        except DurationError as exc:
+            log.warning("ignoring the pod's kwok delete delay", Pod={"key": key}, error=str(exc))
+            return 0.0
+        if finish is None:
+            return 0.0
+        return (finish - self.clock.wall()).total_seconds()
