@@ -1,4 +1,4 @@
-"""karpy's own kubelet for kwok nodes: three small leader-only controllers.
+"""karpy's own kubelet for kwok nodes: four small leader-only controllers.
 
 karpy does not run the upstream kwok controller (it builds, but nothing starts it); this
 in-process simulator does the part of a kubelet that a real control plane and karpy's flows
@@ -10,6 +10,9 @@ depend on:
   terminated instance);
 - `kwok.node` makes kwok Nodes Ready and keeps them so (also after the node lifecycle
   controller marked one Unknown while its heartbeats had stopped);
+- `kwok.heartbeat` renews each kwok Node's Lease in `kube-node-lease` every 10 s and reports
+  its status every 5 minutes, as a kubelet does (`heartbeat.py`), so the node lifecycle
+  controller of a real cluster keeps the Node Ready;
 - `kwok.pod` marks pods bound to kwok Nodes Running and Ready (PodDisruptionBudgets count only
   Ready pods) with a pod IP, and finishes the deletion of their terminating pods (a delete with
   grace period 0, as a kubelet does once containers stop).
@@ -19,7 +22,8 @@ kwok's stage conventions are honoured (`stages.py`): a pod's
 labelled `kwok.x-k8s.io/stage: unhealthy` are never made Ready.
 
 `kubelet_down` is the fault seam for tests: for a Node it names, the simulator behaves as a
-dead kubelet — no status, nothing done for its pods — until it stops naming it.
+dead kubelet — no Lease renewals, no status, nothing done for its pods — until it stops naming
+it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from karpy.apis.objects import (
     parse_time,
 )
 from karpy.apis.v1 import conditions
+from karpy.cloudprovider.kwok.heartbeat import NodeHeartbeats
 from karpy.cloudprovider.kwok.instances import (
     PROVIDER_ID_PREFIX,
     fake_ip,
@@ -120,11 +125,19 @@ class KwokSimulator:
             log_kind="Pod",
         )
         self.pod_controller.watch(self.pods, predicate=self._on_kwok_node)
+        self.heartbeats = NodeHeartbeats(
+            client=client,
+            nodes=self.nodes,
+            clock=self.clock,
+            serves=_is_kwok,
+            kubelet_down=kubelet_down,
+        )
 
     def controllers(self) -> list[Controller[str]]:
         return [
             self.instance_controller,
             self.node_controller,
+            self.heartbeats.controller,
             self.pod_controller,
         ]
 
