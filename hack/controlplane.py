@@ -26,6 +26,7 @@ import ssl
 import subprocess
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -45,8 +46,11 @@ CONTROLLER_MANAGER = "kube-controller-manager"
 COMPONENTS = (ETCD, APISERVER, SCHEDULER, CONTROLLER_MANAGER)
 BINARIES = (*COMPONENTS, "kubectl")
 
-# Node lifecycle is left out on purpose: without kubelet heartbeats it would taint every fake
-# node unreachable and evict its pods.
+# The controllers every real cluster runs that karpy's flows meet. Node lifecycle and taint
+# eviction are on as in any cluster: a Node whose Lease in kube-node-lease is not renewed
+# becomes NotReady, is tainted `node.kubernetes.io/unreachable` and its pods are evicted. karpy's
+# kwok simulator renews the Leases of kwok nodes; tests renew those of their static nodes
+# (hack/kubetest.py, `NodeLeases`).
 DEFAULT_CONTROLLERS = (
     "deployment-controller",
     "replicaset-controller",
@@ -57,7 +61,39 @@ DEFAULT_CONTROLLERS = (
     "namespace-controller",
     "pod-garbage-collector-controller",
     "disruption-controller",
+    "node-lifecycle-controller",
+    "taint-eviction-controller",
 )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeMonitor:
+    """The node lifecycle controller's timing (kube-controller-manager flags, seconds).
+
+    The defaults are Kubernetes' own (v1.37): a Node is marked unhealthy when its kubelet has
+    not renewed its Lease (nor posted status) for `grace_period` (`--node-monitor-grace-period`;
+    `startup_grace_period` for a Node that never posted status), checked every `period`
+    (`--node-monitor-period`). Pods are then evicted by the NoExecute taint once their
+    toleration runs out: 300 s, the `tolerationSeconds` the DefaultTolerationSeconds admission
+    plugin adds to every pod that sets none (shorter tolerations can be set on a pod).
+    """
+
+    grace_period: float = 50.0
+    startup_grace_period: float = 60.0
+    period: float = 5.0
+
+    def args(self) -> list[str]:
+        return [
+            f"--node-monitor-grace-period={self.grace_period:g}s",
+            f"--node-startup-grace-period={self.startup_grace_period:g}s",
+            f"--node-monitor-period={self.period:g}s",
+        ]
+
+
+TEST_NODE_MONITOR = NodeMonitor(grace_period=30.0, startup_grace_period=30.0, period=2.0)
+"""Shorter timing for the test suites: three missed 10 s Lease renewals make a Node NotReady
+(30 s instead of 50 s), checked every 2 s, so heartbeat tests take half a minute, not a
+minute, while one late renewal on a loaded machine is still harmless."""
 
 SERVICE_CIDR = "10.0.0.0/24"
 STATE_FILE = "state.json"
@@ -243,6 +279,7 @@ class ControlPlane:
         scheduler_args: Sequence[str] = (),
         controller_manager_args: Sequence[str] = (),
         controllers: Sequence[str] = DEFAULT_CONTROLLERS,
+        node_monitor: NodeMonitor = NodeMonitor(),
         start_timeout: float = 180.0,
         detach: bool = False,
     ) -> None:
@@ -250,6 +287,8 @@ class ControlPlane:
         Args:
             watch_cache: False makes the apiserver read and watch etcd directly, so a watch at
                 a compacted resourceVersion gets 410 Gone (see compact_etcd()).
+            node_monitor: the node lifecycle controller's grace periods (Kubernetes' defaults
+                unless given; tests use `TEST_NODE_MONITOR`).
             detach: start the processes in their own session so they outlive this process
                 (cluster-up); otherwise they share our process group and die with Ctrl-C.
         """
@@ -263,6 +302,7 @@ class ControlPlane:
             CONTROLLER_MANAGER: list(controller_manager_args),
         }
         self.controllers = tuple(controllers)
+        self.node_monitor = node_monitor
         self.start_timeout = start_timeout
         self.detach = detach
         self.pki = Pki.in_dir(self.work_dir / "pki")
@@ -480,6 +520,7 @@ class ControlPlane:
             "watch_cache": self.watch_cache,
             "extra_args": self.extra_args,
             "controllers": list(self.controllers),
+            "node_monitor": asdict(self.node_monitor),
             "timings": self.timings,
         }
         tmp = self.work_dir / (STATE_FILE + ".tmp")
@@ -508,6 +549,7 @@ class ControlPlane:
             scheduler_args=extra.get(SCHEDULER, ()),
             controller_manager_args=extra.get(CONTROLLER_MANAGER, ()),
             controllers=state.get("controllers", DEFAULT_CONTROLLERS),
+            node_monitor=NodeMonitor(**state.get("node_monitor", {})),
             detach=True,
         )
         cp.ports = {k: int(v) for k, v in state.get("ports", {}).items()}
@@ -626,9 +668,10 @@ class ControlPlane:
             f"--service-account-signing-key-file={pki.sa_key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=RBAC",
-            # No token controller, and no node-lifecycle controller to lift the not-ready
-            # taint from fake nodes.
-            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            # No token controller, so no ServiceAccount admission. TaintNodesByCondition stays
+            # on, as in every cluster: new Nodes start tainted not-ready:NoSchedule until the
+            # node lifecycle controller sees them Ready.
+            "--disable-admission-plugins=ServiceAccount",
             "--allow-privileged=true",
             "--profiling=false",
             # Without this a TERM waits up to 60s for the scheduler's and controller-manager's
@@ -659,6 +702,7 @@ class ControlPlane:
             *self._component_auth_args(self.ports["controller-manager"]),
             f"--controllers={','.join(self.controllers)}",
             "--use-service-account-credentials=false",
+            *self.node_monitor.args(),
         ]
 
 

@@ -1,19 +1,27 @@
 """Helpers for tests that talk to the local control plane: kubectl, deadline waits, CRDs,
-cleanup, fake nodes.
+cleanup, fake nodes and the Leases that keep them Ready.
 
-Synchronous on purpose (subprocess), so fixtures stay independent of pytest-asyncio's loops;
-``async_wait_until`` is the one coroutine, for tests that poll with their own async client.
+Synchronous on purpose (subprocess, a thread), so fixtures stay independent of pytest-asyncio's
+loops; ``async_wait_until`` is the one coroutine, for tests that poll with their own async
+client.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.client
 import json
+import logging
+import ssl
 import subprocess
+import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 T = TypeVar("T")
 
@@ -276,3 +284,173 @@ def create_ready_node(kubectl: Kubectl, name: str, **kwargs: Any) -> None:
         "--patch",
         json.dumps(status),
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Node Leases: the kubelets of static test nodes
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+NODE_LEASE_DURATION_SECONDS = 40
+"""A kubelet's default `nodeLeaseDurationSeconds`; it renews every quarter of it (10 s)."""
+KWOK_PROVIDER_PREFIX = "kwok://"
+
+_log = logging.getLogger("kubetest")
+
+
+def is_static_node(node: Mapping[str, Any]) -> bool:
+    """True for Nodes a test made itself; kwok Nodes have karpy's simulator as their kubelet."""
+    provider_id = str((node.get("spec") or {}).get("providerID") or "")
+    return not provider_id.startswith(KWOK_PROVIDER_PREFIX)
+
+
+def micro_time(moment: datetime | None = None) -> str:
+    """metav1.MicroTime's wire format (a Lease's renewTime)."""
+    return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class NodeLeases:
+    """Stands in for the kubelets of the tests' static Nodes: renews each one's Lease in
+    ``kube-node-lease`` every ``renew_interval`` seconds, as a kubelet does.
+
+    The control plane runs the node lifecycle controller, as every cluster does: a Node whose
+    Lease is not renewed becomes NotReady, is tainted ``node.kubernetes.io/unreachable`` and
+    loses its pods. Static test nodes have no kubelet, so this thread renews their Leases
+    (found by listing Nodes every ``poll_interval``) while the session runs. Nodes that
+    ``serves`` rejects are left alone: by default kwok Nodes, whose kubelet is karpy's
+    simulator, so a simulator that stops renewing is seen. Errors (an apiserver restarted by a
+    test) are retried at the next poll.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        context: ssl.SSLContext,
+        *,
+        renew_interval: float = NODE_LEASE_DURATION_SECONDS / 4,
+        poll_interval: float = 2.0,
+        serves: Callable[[Mapping[str, Any]], bool] = is_static_node,
+    ) -> None:
+        url = urlsplit(server)
+        self.host = url.hostname or "127.0.0.1"
+        self.port = url.port or 443
+        self.context = context
+        self.renew_interval = renew_interval
+        self.poll_interval = poll_interval
+        self.serves = serves
+        self.renewals = 0
+        self._renewed: dict[str, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._conn: http.client.HTTPSConnection | None = None
+
+    def start(self) -> None:
+        if self._thread is not None:
+            raise RuntimeError("NodeLeases already started")
+        self._thread = threading.Thread(target=self._run, name="node-leases", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        if self._conn is not None:
+            self._conn.close()
+
+    def __enter__(self) -> NodeLeases:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.renew_due()
+            except (OSError, http.client.HTTPException, ValueError) as err:
+                _log.debug("node lease renewal failed, retrying: %s", err)
+                self._reset()
+            self._stop.wait(self.poll_interval)
+
+    def renew_due(self) -> None:
+        """One pass: renew the Lease of every served Node not renewed for `renew_interval`."""
+        status, body = self._request("GET", "/api/v1/nodes")
+        if status != 200:
+            raise ValueError(f"listing nodes: HTTP {status}")
+        now = time.monotonic()
+        seen: set[str] = set()
+        for node in body.get("items") or ():
+            meta = node.get("metadata") or {}
+            name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+            if not name or meta.get("deletionTimestamp") or not self.serves(node):
+                continue
+            seen.add(name)
+            last = self._renewed.get(name)
+            if last is not None and last[0] == uid and now - last[1] < self.renew_interval:
+                continue
+            self._renew(name, uid)
+            self._renewed[name] = (uid, now)
+            self.renewals += 1
+        for gone in set(self._renewed) - seen:
+            del self._renewed[gone]
+
+    def _renew(self, name: str, uid: str) -> None:
+        path = f"/apis/coordination.k8s.io/v1/namespaces/{NODE_LEASE_NAMESPACE}/leases"
+        spec = {
+            "holderIdentity": name,
+            "leaseDurationSeconds": NODE_LEASE_DURATION_SECONDS,
+            "renewTime": micro_time(),
+        }
+        status, _ = self._request(
+            "PATCH",
+            f"{path}/{name}",
+            {"spec": spec},
+            content_type="application/merge-patch+json",
+        )
+        if status == 404:
+            lease = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": {
+                    "name": name,
+                    "namespace": NODE_LEASE_NAMESPACE,
+                    "ownerReferences": [
+                        {"apiVersion": "v1", "kind": "Node", "name": name, "uid": uid}
+                    ],
+                },
+                "spec": spec,
+            }
+            status, _ = self._request("POST", path, lease)
+            if status == 409:
+                return  # created meanwhile; renewed at the next pass
+        if status >= 300:
+            raise ValueError(f"renewing the lease of node {name}: HTTP {status}")
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        body: object = None,
+        *,
+        content_type: str = "application/json",
+    ) -> tuple[int, Any]:
+        if self._conn is None:
+            self._conn = http.client.HTTPSConnection(
+                self.host, self.port, context=self.context, timeout=10
+            )
+        headers = {"Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        self._conn.request(method, path, body=data, headers=headers)
+        resp = self._conn.getresponse()
+        raw = resp.read()
+        return resp.status, json.loads(raw) if raw else {}
+
+    def _reset(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.close()
+        self._conn = None

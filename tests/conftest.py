@@ -1,5 +1,10 @@
 """Session fixtures: one real control plane per test session (see hack/controlplane.py).
 
+The control plane runs the node lifecycle and taint-eviction controllers with the shorter test
+timing of `controlplane.TEST_NODE_MONITOR` (a Node whose Lease is not renewed for 30 s becomes
+NotReady). karpy's kwok simulator renews the Leases of kwok Nodes; a `kubetest.NodeLeases`
+thread renews those of the static Nodes tests create, as their kubelet would.
+
 Fixtures are synchronous (subprocess) so they do not depend on pytest-asyncio's event loops;
 async tests build their own clients from ``kubeconfig``. Tests never skip because the binaries
 are missing: they are built before the first test that needs them, or every such test fails
@@ -8,6 +13,7 @@ with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import uuid
@@ -16,8 +22,8 @@ from pathlib import Path
 
 import controlplane
 import pytest
-from controlplane import ControlPlane, ControlPlaneError
-from kubetest import Kubectl, delete_cluster_objects, delete_namespace, install_crds
+from controlplane import TEST_NODE_MONITOR, ControlPlane, ControlPlaneError
+from kubetest import Kubectl, NodeLeases, delete_cluster_objects, delete_namespace, install_crds
 
 _CONTROL_PLANE_FIXTURES = {"control_plane", "control_plane_no_watch_cache"}
 _binaries: Path | None = None
@@ -55,16 +61,27 @@ def _binary_dir() -> Path:
         pytest.fail(str(err), pytrace=False)
 
 
-def _start(
+@contextlib.contextmanager
+def _running(
     tmp_path_factory: pytest.TempPathFactory, name: str, *, watch_cache: bool = True
-) -> ControlPlane:
-    cp = ControlPlane(tmp_path_factory.mktemp(name), bin_dir=_binary_dir(), watch_cache=watch_cache)
+) -> Iterator[ControlPlane]:
+    """A started control plane whose static Nodes get their Leases renewed; stopped after."""
+    cp = ControlPlane(
+        tmp_path_factory.mktemp(name),
+        bin_dir=_binary_dir(),
+        watch_cache=watch_cache,
+        node_monitor=TEST_NODE_MONITOR,
+    )
     try:
         cp.start()
     except ControlPlaneError as err:
         pytest.fail(f"control plane did not start: {err}", pytrace=False)
     logging.getLogger("controlplane").info("control plane timings: %s", cp.timings)
-    return cp
+    try:
+        with NodeLeases(cp.server, cp.pki.client_ssl_context()):
+            yield cp
+    finally:
+        cp.stop()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -84,9 +101,8 @@ def pytest_runtest_makereport(
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """The session's control plane: etcd, kube-apiserver, kube-scheduler, controller-manager."""
-    cp = _start(tmp_path_factory, "controlplane")
-    yield cp
-    cp.stop()
+    with _running(tmp_path_factory, "controlplane") as cp:
+        yield cp
 
 
 @pytest.fixture(scope="session")
@@ -97,9 +113,8 @@ def control_plane_no_watch_cache(
 
     With it, ``compact_etcd()`` makes a watch at an older resourceVersion fail with 410 Gone.
     """
-    cp = _start(tmp_path_factory, "controlplane-nocache", watch_cache=False)
-    yield cp
-    cp.stop()
+    with _running(tmp_path_factory, "controlplane-nocache", watch_cache=False) as cp:
+        yield cp
 
 
 @pytest.fixture(scope="session")

@@ -1,8 +1,9 @@
 """Smoke tests of the local control plane: the parts karpy's tests rely on really work.
 
 Covers the reference's pitfalls P10/P11 (the scheduler binds pods to fake Ready nodes and marks
-pods that fit nowhere Unschedulable), the controller-manager's controllers, apiserver restarts
-under a live watch, and forcing 410 Gone by compacting etcd.
+pods that fit nowhere Unschedulable), the controller-manager's controllers (node lifecycle and
+taint eviction among them, fed by the Leases `kubetest.NodeLeases` renews for static nodes),
+apiserver restarts under a live watch, and forcing 410 Gone by compacting etcd.
 """
 
 from __future__ import annotations
@@ -22,11 +23,18 @@ from typing import Any
 import aiohttp
 import controlplane
 import pytest
-from controlplane import APISERVER, ComponentError, ControlPlane, PortInUseError
+from controlplane import (
+    APISERVER,
+    TEST_NODE_MONITOR,
+    ComponentError,
+    ControlPlane,
+    PortInUseError,
+)
 from kubetest import (
     Kubectl,
     async_wait_until,
     create_ready_node,
+    ready_node,
     wait_until,
 )
 
@@ -90,9 +98,14 @@ def test_deployment_pods_are_created_and_bound_to_a_fake_ready_node(
 ) -> None:
     node = _node_name()
     create_ready_node(kubectl, node)
-    stored = kubectl.json("get", "node", node)
-    # P10: TaintNodesByCondition is off, so nothing taints the fake node not-ready.
-    assert not stored["spec"].get("taints")
+
+    # P10: TaintNodesByCondition taints a new Node not-ready; the node lifecycle controller
+    # lifts the taint once the Node is Ready.
+    def untainted() -> dict[str, Any] | None:
+        stored: dict[str, Any] = kubectl.json("get", "node", node)
+        return None if stored["spec"].get("taints") else stored
+
+    stored = wait_until(untainted, timeout=DEADLINE, message="the not-ready taint lifted")
     assert stored["status"]["allocatable"]["cpu"] == "4"
 
     kubectl.apply(_deployment("web", replicas=3, node=node), "-n", namespace)
@@ -104,6 +117,71 @@ def test_deployment_pods_are_created_and_bound_to_a_fake_ready_node(
 
     nodes = wait_until(bound, timeout=DEADLINE, message="3 pods bound by kube-scheduler")
     assert nodes == [node, node, node]
+
+
+def _taints(node: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(t["key"], t["effect"]) for t in node["spec"].get("taints") or ()}
+
+
+def _ready(node: dict[str, Any]) -> str:
+    return next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+
+
+@pytest.mark.usefixtures("clean_cluster")
+def test_a_node_without_heartbeats_becomes_unreachable_and_loses_its_pods(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    """The node lifecycle and taint-eviction controllers run as in any cluster: a Node whose
+    Lease nobody renews is marked Unknown after the grace period, tainted unreachable, and its
+    pods are evicted once their toleration runs out; a static Node whose Lease the tests'
+    `NodeLeases` renews stays Ready all along."""
+    alive, orphan = _node_name(), _node_name()
+    create_ready_node(kubectl, alive)
+    # A kwok providerID: no kwok simulator runs here, and NodeLeases leaves kwok nodes alone.
+    manifest, status = ready_node(orphan)
+    manifest["spec"]["providerID"] = f"kwok://{orphan}"
+    kubectl.apply(manifest)
+    kubectl(
+        "patch",
+        "node",
+        orphan,
+        "--subresource=status",
+        "--type=merge",
+        "--patch",
+        json.dumps(status),
+    )
+    toleration = {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 1}
+    for node in (alive, orphan):
+        template = _deployment(f"on-{node}", replicas=1, node=node)["spec"]["template"]
+        template["spec"]["tolerations"] = [toleration]
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"on-{node}"}}
+        kubectl.apply({**pod, "spec": template["spec"]}, "-n", namespace)
+
+    def evicted() -> bool:
+        node = kubectl.json("get", "node", orphan)
+        pods = {
+            p["metadata"]["name"]: p for p in kubectl.json("get", "pods", "-n", namespace)["items"]
+        }
+        victim = pods.get(f"on-{orphan}")
+        deleting = victim is None or bool(victim["metadata"].get("deletionTimestamp"))
+        return (
+            _ready(node) == "Unknown"
+            and ("node.kubernetes.io/unreachable", "NoExecute") in _taints(node)
+            and deleting
+        )
+
+    wait_until(
+        evicted,
+        timeout=TEST_NODE_MONITOR.grace_period * 2 + 30,
+        interval=1.0,
+        message="the orphan node unreachable and its pod evicted",
+    )
+    healthy = kubectl.json("get", "node", alive)
+    assert _ready(healthy) == "True" and not _taints(healthy)
+    lease = kubectl.json("get", "lease", alive, "-n", "kube-node-lease")
+    assert lease["spec"]["holderIdentity"] == alive
+    pod = kubectl.json("get", "pod", f"on-{alive}", "-n", namespace)
+    assert pod["spec"]["nodeName"] == alive and not pod["metadata"].get("deletionTimestamp")
 
 
 @pytest.mark.usefixtures("clean_cluster")
