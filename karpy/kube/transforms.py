@@ -247,6 +247,9 @@ _OWNER: Mapping[str, Mask] = {
     "name": True,
     "uid": True,
     "controller": True,
+    # Kept so that a list of owners written back from the cache (a merge patch replaces the
+    # whole list) does not drop it: Karpenter's Node -> NodeClaim reference blocks deletion.
+    "blockOwnerDeletion": True,
 }
 _CONTAINER: Mapping[str, Mask] = {
     "name": INTERN,

@@ -138,3 +138,17 @@ def test_transforms_given_one_interner_share_through_it() -> None:
     b = second({"labels": {"team": "shop"}})
     assert a["tags"] is b["labels"]
     assert len(interner) == 1
+
+
+def test_node_owner_references_keep_block_owner_deletion() -> None:
+    """Owners written back from the cache (a merge patch replaces the list) keep every field
+    Karpenter's NodeClaim reference has."""
+    owner = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "name": "default-abc",
+        "uid": "u-1",
+        "blockOwnerDeletion": True,
+    }
+    trimmed = trim_node({"metadata": {"name": "n", "ownerReferences": [owner]}})
+    assert trimmed["metadata"]["ownerReferences"] == [owner]
