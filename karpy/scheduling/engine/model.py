@@ -41,7 +41,7 @@ PreferencePolicy = Literal["Respect", "Ignore"]
 MinValuesPolicy = Literal["Strict", "BestEffort"]
 MAX_INSTANCE_TYPES = 600
 
-# Taints that come and go while a node boots; Karpenter ignores them when placing pods.
+# Taints that come and go while a node boots; Karpenter ignores them on nodes not initialized yet.
 _TRANSIENT_TAINTS = frozenset(
     {TAINT_NOT_READY_KEY, TAINT_UNREACHABLE_KEY, TAINT_UNINITIALIZED_KEY, TAINT_UNREGISTERED_KEY}
 )
@@ -126,7 +126,11 @@ class ExistingNode:
         return Requirements.from_labels(labels)
 
     def scheduling_taints(self) -> tuple[Taint, ...]:
-        """Taints that keep pods off, without the ones a booting node sheds."""
+        """Taints that keep pods off. A node still booting (not initialized) sheds the known
+        ephemeral ones, so they are ignored; on an initialized node they mean what they say
+        (an unreachable node takes no pods), as in Karpenter."""
+        if self.initialized:
+            return self.taints
         return tuple(
             t
             for t in self.taints

@@ -117,6 +117,21 @@ def test_a_tainted_twin_is_skipped_and_a_selector_picks_its_nodes() -> None:
     assert placed_on(run(raws, nodes)) == {"plain": "b-plain", "arm": "c-arm", "gpu": "a-tainted"}
 
 
+def test_an_unreachable_node_takes_no_pods() -> None:
+    """Known ephemeral taints (not-ready, unreachable, ...) are ignored only on nodes still
+    booting; the node lifecycle controller's taints on an initialized node keep pods off."""
+    unreachable = [
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+    ]
+    tolerate_eviction = [
+        {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"}
+    ]
+    raws = [raw_pod("p", cpu="1", tolerations=tolerate_eviction)]
+    result = run(raws, [node("a-lost", taints=unreachable)])
+    assert not result.existing and [p.name for c in result.node_claims for p in c.pods] == ["p"]
+
+
 def test_daemonset_pods_still_due_keep_their_room_on_existing_nodes() -> None:
     ds = raw_pod("ds", cpu="1", memory="64Mi", tolerations=[{"operator": "Exists"}])
     bound_ds = pod_view({**ds, "metadata": {**ds["metadata"], "name": "ds-n1"}}, daemon=True)
