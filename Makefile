@@ -69,7 +69,7 @@ cluster-down: $(VENV_STAMP) ## Stop every process cluster-up started
 	$(BIN)/python hack/cluster.py down
 
 .PHONY: run
-run: $(VENV_STAMP) binaries ## Run karpy with the kwok provider on the local control plane (or $KUBECONFIG)
+run: $(VENV_STAMP) ## Run karpy with the kwok provider on the local control plane (or $KUBECONFIG)
 	$(BIN)/python hack/run.py
 
 .PHONY: clean

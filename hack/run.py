@@ -5,11 +5,16 @@ starting it if needed. Installs ``manifests/crds/`` and the kwok examples
 (``manifests/examples/kwok/``: KWOKNodeClass and NodePool ``local``, the ``inflate`` demo
 Deployment), then runs ``karpy run`` with ``PROVIDER=kwok`` in the foreground with readable
 logs. Ctrl-C stops karpy, and the local control plane too if this run started it.
+
+Against an existing cluster nothing else is started or stopped: the kubectl on ``PATH`` is used
+(the control plane binaries are built only when there is none), and the cluster keeps running
+after karpy stops.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,19 +34,44 @@ class RunError(RuntimeError):
     """A step of `make run` failed; the message says which and why."""
 
 
-def ensure_cluster() -> tuple[Path, bool]:
-    """The kubeconfig of the cluster to use, and whether this run started it."""
+def _external_kubeconfig() -> str | None:
+    """``$KUBECONFIG`` when it names another cluster than the `make cluster-up` one."""
     env = os.environ.get("KUBECONFIG")
-    if env and Path(env).resolve() != cluster.KUBECONFIG.resolve():
-        print(f"using the cluster of $KUBECONFIG ({env})")
-        return Path(env), False
+    if not env:
+        return None
+    if os.pathsep in env:
+        raise RunError(
+            "KUBECONFIG lists several files; point it at one, e.g. "
+            "kubectl config view --flatten --minify > /tmp/kubeconfig"
+        )
+    if Path(env).resolve() == cluster.KUBECONFIG.resolve():
+        return None
+    return env
+
+
+def ensure_cluster() -> tuple[str, bool]:
+    """The kubeconfig of the cluster to use, and whether this run started it."""
+    external = _external_kubeconfig()
+    if external is not None:
+        print(f"using the cluster of $KUBECONFIG ({external})")
+        return external, False
     if not cluster.is_up():
         print("starting the local control plane (make cluster-up)")
         if cluster.up() != 0:
             raise RunError("the local control plane did not start")
-        return cluster.KUBECONFIG, True
+        return str(cluster.KUBECONFIG), True
     print(f"reusing the local control plane ({cluster.KUBECONFIG})")
-    return cluster.KUBECONFIG, False
+    return str(cluster.KUBECONFIG), False
+
+
+def kubectl_binary(*, local: bool) -> Path:
+    """The built kubectl for the local cluster; for another cluster the one on PATH, and the
+    built one (building it if needed) only when there is none."""
+    if not local:
+        found = shutil.which("kubectl")
+        if found:
+            return Path(found)
+    return controlplane.ensure_binaries() / "kubectl"
 
 
 def _yaml_files(directory: Path) -> list[Path]:
@@ -87,8 +117,8 @@ def _port(preferred: int) -> int:
     raise RunError("no free port on 127.0.0.1")
 
 
-def _hints(kubeconfig: Path, metrics_port: int) -> str:
-    if kubeconfig.resolve() == cluster.KUBECONFIG.resolve():
+def _hints(kubeconfig: str, metrics_port: int) -> str:
+    if kubeconfig == str(cluster.KUBECONFIG):
         shell = 'eval "$(hack/env)"        # kubectl and KUBECONFIG for the local cluster'
     else:
         shell = f"export KUBECONFIG={kubeconfig}"
@@ -103,12 +133,12 @@ def _hints(kubeconfig: Path, metrics_port: int) -> str:
     )
 
 
-def run_controller(kubeconfig: Path) -> int:
+def run_controller(kubeconfig: str) -> int:
     """`karpy run` with the kwok provider in the foreground until Ctrl-C."""
     metrics_port = _port(8080)
     env = {
         **os.environ,
-        "KUBECONFIG": str(kubeconfig),
+        "KUBECONFIG": kubeconfig,
         "PROVIDER": "kwok",
         "BIND_ADDRESS": "127.0.0.1",
         "METRICS_PORT": str(metrics_port),
@@ -133,7 +163,8 @@ def main() -> int:
     started = False
     try:
         kubeconfig, started = ensure_cluster()
-        kubectl = Kubectl(controlplane.cache_dir() / "kubectl", kubeconfig)
+        local = kubeconfig == str(cluster.KUBECONFIG)
+        kubectl = Kubectl(kubectl_binary(local=local), kubeconfig)
         crds = install_crds(kubectl)
         failures = install_examples(kubectl, crds_installed=crds)
         if failures:
