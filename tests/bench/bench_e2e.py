@@ -9,7 +9,11 @@ Deployments are applied at once: 500 pods of 900m/3100Mi and 500 of 3500m/28Gi. 
 - `p95RssMB` / `peakRssMB`: karpy's resident memory, sampled every 0.5 s (target p95 <= 260 MB,
   Karpenter's threshold);
 - `cpuUtilization` / `memoryUtilization`: requests of the pods over the allocatable of the
-  launched nodes (target >= 0.85; Karpenter's thresholds are 0.53 and 0.65).
+  launched nodes (target >= 0.85; Karpenter's thresholds are 0.53 and 0.65);
+- `launchedCostPerHour` / `onePlanCostPerHour` / `costRatio`: the hourly price of the nodes karpy
+  launched (the kwok catalogue's price of each node's instance type, capacity type and zone) over
+  the cost `karpy simulate -o json` gives for the same NodePool and Deployments planned at once
+  (target <= 1.10: pods arriving in waves must not cost more than 10 % over one plan).
 
 The local kube-controller-manager and kube-scheduler get a client budget of 500 QPS (burst
 1000) instead of upstream's defaults (20 and 50 QPS): at 20 QPS the ReplicaSet controller alone
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -37,6 +42,7 @@ if str(REPO / "hack") not in sys.path:
 import controlplane  # noqa: E402
 from kubetest import Kubectl  # noqa: E402
 
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types  # noqa: E402
 from karpy.scheduling.resources import parse_resources, pod_requests  # noqa: E402
 from tests.e2e.karpy_process import KarpyProcess, cloudprovider_calls  # noqa: E402
 from tests.e2e.support import deployment, kwok_nodeclass, nodepool  # noqa: E402
@@ -126,6 +132,38 @@ def _utilization(kubectl: Kubectl) -> tuple[int, float, float]:
     )
 
 
+def _launched_cost(kubectl: Kubectl) -> float:
+    """Hourly price of the launched nodes, from the catalogue karpy launched them from."""
+    prices = {
+        (it.name, o.capacity_type, o.zone): o.price
+        for it in kwok_instance_types()
+        for o in it.offerings
+    }
+    total = 0.0
+    for node in kubectl.json("get", "nodes", "--selector=karpenter.sh/nodepool")["items"]:
+        labels = node["metadata"].get("labels") or {}
+        key = (
+            labels.get("node.kubernetes.io/instance-type", ""),
+            labels.get("karpenter.sh/capacity-type", ""),
+            labels.get("topology.kubernetes.io/zone", ""),
+        )
+        total += prices[key]
+    return total
+
+
+def _one_plan_cost(work_dir: Path, objects: list[dict[str, Any]]) -> float:
+    """What `karpy simulate` says the same NodePool and workload cost when planned at once."""
+    scenario = work_dir / "scenario.json"
+    scenario.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
+    out = subprocess.run(
+        [sys.executable, "-m", "karpy.cli", "simulate", "-o", "json", "-f", str(scenario)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return float(json.loads(out)["cost"]["total"])
+
+
 def run_basic(work_dir: Path) -> dict[str, Any]:
     cp = controlplane.ControlPlane(
         work_dir / "cp",
@@ -147,8 +185,13 @@ def run_basic(work_dir: Path) -> dict[str, Any]:
             settings={"LOG_LEVEL": "info"},
         ).start()
         karpy.wait_ready()
+        pool = nodepool("default", nodeclass="default", requirements=E2E_REQUIREMENTS)
+        workload = [
+            deployment(name, NAMESPACE, replicas=n, cpu=cpu, memory=memory)
+            for name, cpu, memory, n in WORKLOAD
+        ]
         kubectl.apply(kwok_nodeclass("default"))
-        kubectl.apply(nodepool("default", nodeclass="default", requirements=E2E_REQUIREMENTS))
+        kubectl.apply(pool)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             pool = kubectl.json("get", "nodepool", "default")
@@ -164,12 +207,7 @@ def run_basic(work_dir: Path) -> dict[str, Any]:
         total = sum(n for *_, n in WORKLOAD)
         with RssSampler(karpy.proc.pid) as rss:
             started = time.monotonic()
-            kubectl.apply(
-                [
-                    deployment(name, NAMESPACE, replicas=n, cpu=cpu, memory=memory)
-                    for name, cpu, memory, n in WORKLOAD
-                ]
-            )
+            kubectl.apply(workload)
             bound = 0
             created_at: float | None = None
             while time.monotonic() - started < TIMEOUT:
@@ -183,6 +221,8 @@ def run_basic(work_dir: Path) -> dict[str, Any]:
         nodes, cpu_util, mem_util = _utilization(kubectl)
         samples = karpy.metrics()
         claims = len(kubectl.json("get", "nodeclaims")["items"])
+        launched = _launched_cost(kubectl)
+        one_plan = _one_plan_cost(work_dir, [kwok_nodeclass("default"), pool, *workload])
         return {
             "case": "basic-1000",
             "pods": total,
@@ -199,11 +239,15 @@ def run_basic(work_dir: Path) -> dict[str, Any]:
             "meanRssMB": round(statistics.fmean(rss.samples), 1) if rss.samples else 0.0,
             "cpuUtilization": round(cpu_util, 3),
             "memoryUtilization": round(mem_util, 3),
+            "launchedCostPerHour": round(launched, 4),
+            "onePlanCostPerHour": round(one_plan, 4),
+            "costRatio": round(launched / one_plan, 3) if one_plan else None,
             "targets": {
                 "seconds": 60,
                 "p95RssMB": 260,
                 "cpuUtilization": 0.85,
                 "memoryUtilization": 0.85,
+                "costRatio": 1.10,
             },
         }
     finally:
