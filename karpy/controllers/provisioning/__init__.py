@@ -39,7 +39,14 @@ def register(ctx: ControllerContext) -> None:
     ctx.add_controller(
         Controller.singleton(name=NAME, reconcile=_loop(provisioner), clock=ctx.clock)
     )
-    ctx.add_controller(pod_trigger(pods=ctx.informer(PODS), batcher=batcher, clock=ctx.clock))
+    ctx.add_controller(
+        pod_trigger(
+            pods=ctx.informer(PODS),
+            batcher=batcher,
+            clock=ctx.clock,
+            capacity_coming=lambda key: bool(provisioner.capacity_coming([key])),
+        )
+    )
     ctx.add_controller(node_trigger(nodes=ctx.informer(NODES), batcher=batcher, clock=ctx.clock))
     janitor = NominationJanitor(
         client=ctx.client,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -233,17 +233,20 @@ class Provisioner:
 
     # -- 1 and 2: what to schedule ----------------------------------------------------------------
 
+    def capacity_coming(self, keys: Iterable[str]) -> set[str]:
+        """The pods among `keys` whose capacity is on its way: planned onto a NodeClaim that has
+        not registered, or nominated to a node of ours that has not registered yet (kube-scheduler
+        may have dropped the nomination). They need no new plan and must not hold a batch open."""
+        planned = self.cluster.planned_pods()
+        ledger, nodes = self.cluster.pod_nominations, self.cluster.node_informer
+        return {k for k in keys if k in planned or awaiting_registration(k, ledger, nodes)}
+
     async def gather(self) -> _Batch | None:
         started = time.perf_counter()
         snapshot = self.cluster.snapshot()
-        planned = self.cluster.planned_pods()
-        ledger, nodes = self.cluster.pod_nominations, self.cluster.node_informer
-        candidates = [
-            pod
-            for pod in self.cluster.provisionable_pods()
-            if podutil.pod_key(pod) not in planned  # else its NodeClaim is on the way
-            and not awaiting_registration(podutil.pod_key(pod), ledger, nodes)
-        ]
+        provisionable = self.cluster.provisionable_pods()
+        coming = self.capacity_coming([podutil.pod_key(pod) for pod in provisionable])
+        candidates = [pod for pod in provisionable if podutil.pod_key(pod) not in coming]
         deleting = self.cluster.pods_on_deleting_nodes(snapshot.nodes)
         if not candidates and not deleting:
             return None

@@ -2,13 +2,16 @@
 
 `provisioner.trigger.pod` watches pods; a provisionable one triggers the batcher and is looked
 at again every 10 s while it stays provisionable (so a pod that could not be placed is retried).
+A pod whose capacity is already on its way (planned onto a NodeClaim or a node that has not
+registered yet) does not trigger: kube-scheduler tries such pods again and again while the new
+nodes come up, and each try would hold the next batch open until `BATCH_MAX_DURATION`.
 `provisioner.trigger.node` does the same for nodes tainted `karpenter.sh/disrupted:NoSchedule`,
 so the pods of draining nodes get new capacity ahead of their eviction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from karpy.apis.v1 import labels
@@ -32,13 +35,19 @@ def is_disrupted(node: Mapping[str, Any]) -> bool:
 
 
 def pod_trigger(
-    *, pods: Informer, batcher: Batcher, clock: Clock, workers: int = 10
+    *,
+    pods: Informer,
+    batcher: Batcher,
+    clock: Clock,
+    capacity_coming: Callable[[str], bool] = lambda _key: False,
+    workers: int = 10,
 ) -> Controller[str]:
     async def reconcile(key: str) -> Result | None:
         pod = pods.get(key)
         if pod is None or not podutil.is_provisionable(pod):
             return None
-        batcher.trigger(podutil.pod_uid(pod) or key)
+        if not capacity_coming(key):
+            batcher.trigger(podutil.pod_uid(pod) or key)
         return Result(requeue_after=RETRIGGER_SECONDS)
 
     controller = Controller[str](
