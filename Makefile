@@ -43,14 +43,20 @@ format: $(VENV_STAMP) ## Format and autofix the code
 	$(BIN)/ruff format karpy tests hack
 	$(BIN)/ruff check --fix karpy tests hack
 
+# Every generated copy of the CRDs: the plain manifests, the karpy chart's crds/ (installed once
+# by helm) and the karpy-crd chart's templates/ (upgraded by helm), as Karpenter ships them.
+CRD_DIRS := manifests/crds manifests/charts/karpy/crds manifests/charts/karpy-crd/templates
+
 .PHONY: generate
-generate: $(VENV_STAMP) ## Regenerate manifests/crds from the API models
-	$(BIN)/karpy crds --output manifests/crds
+generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) from the API models
+	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output $$dir || exit 1; done
 
 .PHONY: check-generated
-check-generated: $(VENV_STAMP) ## Fail when manifests/crds differs from what the models generate
-	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && \
-	  if ! diff -ru manifests/crds $$tmp; then echo "manifests/crds is stale: run make generate" >&2; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy differs from what the models generate
+	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && status=0 && \
+	  for dir in $(CRD_DIRS); do \
+	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
+	  done; rm -rf $$tmp; exit $$status
 
 .PHONY: test
 test: $(VENV_STAMP) binaries lint check-generated ## Lint, then every test suite (unit, integration, e2e)

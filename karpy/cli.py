@@ -42,8 +42,10 @@ def _load(name: str) -> Subcommand:
     return cast(Subcommand, importlib.import_module(SUBCOMMANDS[name][0]))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse a `karpy` command line (without the program name); exits 2 on a bad one, as
+    argparse does. The container image's ENTRYPOINT and the chart's args are checked with it."""
+    argv = list(argv)
     parser = argparse.ArgumentParser(prog="karpy", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
@@ -51,7 +53,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub_parser = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             _load(name).add_arguments(sub_parser)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
     return _load(args.command).run(args)
 
 

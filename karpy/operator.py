@@ -1,13 +1,14 @@
 """`karpy run`: wire settings, the Kubernetes client, shared informers, leader election and
 controllers into one manager, and run it until SIGTERM.
 
-To add an informer, append its resource to `CACHED_RESOURCES` (and grant `list`/`watch` in
-`manifests/deploy/rbac.yaml`). Controllers are built per area by the `register(ctx)` functions
-that `karpy.controllers` lists, from a `ControllerContext` (settings, client, cache, events,
-clock, cloud provider, cluster state, manager); they run only on the elected leader, caches and
-the cluster state on every replica. The cloud provider comes from `PROVIDER`: `kwok` (fake nodes,
-with karpy's node/pod simulator on the leader) wrapped in the metrics decorator; `aws` is not in
-this build yet and stops start-up with status 2.
+To add an informer, append its resource to `CACHED_RESOURCES` (and grant `list`/`watch` in the
+chart's ClusterRole, `manifests/charts/karpy/templates/clusterrole.yaml`). Controllers are built
+per area by the `register(ctx)` functions that `karpy.controllers` lists, from a
+`ControllerContext` (settings, client, cache, events, clock, cloud provider, cluster state,
+manager); they run only on the elected leader, caches and the cluster state on every replica.
+The cloud provider comes from `PROVIDER`: `kwok` (fake nodes, with karpy's node/pod simulator on
+the leader) wrapped in the metrics decorator; `aws` is not in this build yet and stops start-up
+with status 2.
 
 Exit status: 0 after a graceful stop, 1 on a fatal error or when the leader lease is lost (the
 process exits at once so a restart comes back as a standby), 2 for invalid settings.
