@@ -391,3 +391,19 @@ def test_crds_ship_in_both_charts_as_generated(helm: Helm) -> None:
     assert {
         d["metadata"]["name"] for d in with_crds if d["kind"] == "CustomResourceDefinition"
     } == names
+
+
+@pytest.mark.parametrize("provider", ["aws", "kwok"])
+def test_the_readmes_example_values_render(helm: Helm, provider: str) -> None:
+    values = REPO / "manifests" / "examples" / provider / "values.yaml"
+    docs = helm.template(extra=["-f", str(values)])
+    assert settings_of(docs).provider == provider
+    if provider == "aws":
+        # Karpenter's names: `kubectl describe sa karpenter`, `-l app.kubernetes.io/name=karpenter`
+        sa = one(docs, "ServiceAccount")
+        assert sa["metadata"]["name"] == "karpenter"
+        assert sa["metadata"]["labels"]["app.kubernetes.io/name"] == "karpenter"
+        assert "eks.amazonaws.com/role-arn" in sa["metadata"]["annotations"]
+    else:
+        assert container(docs)["imagePullPolicy"] == "Never"
+        assert one(docs, "Deployment")["spec"]["template"]["spec"].get("tolerations") is None

@@ -1,0 +1,130 @@
+"""Karpenter's documented install, upgrade and uninstall, run as written with karpy's chart
+against the session's control plane (in a namespace of the test's choosing)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubetest import Kubectl, delete_namespace
+
+from tests.integration.chart.chart_support import CHART, Helm
+
+JSON = dict[str, Any]
+
+
+@pytest.fixture
+def release_namespace(kubectl: Kubectl) -> Iterator[str]:
+    """A namespace helm creates (--create-namespace), removed after the test."""
+    name = f"karpenter-{uuid.uuid4().hex[:6]}"
+    yield name
+    delete_namespace(kubectl, name)
+
+
+def env_of(deployment: JSON) -> dict[str, str]:
+    ctr = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value", "") for e in ctr["env"]}
+
+
+def can(kubectl: Kubectl, user: str, *args: str) -> bool:
+    proc = kubectl("auth", "can-i", f"--as={user}", *args, check=False)
+    return proc.stdout.strip() == "yes"
+
+
+def test_documented_install_upgrade_and_uninstall(
+    cluster_helm: Helm, kubectl: Kubectl, crds: None, clean_cluster: None, release_namespace: str
+) -> None:
+    ns = release_namespace
+    # https://karpenter.sh/docs/getting-started/ : helm upgrade --install as written
+    cluster_helm(
+        "install",
+        "karpenter",
+        str(CHART),
+        "--namespace",
+        ns,
+        "--create-namespace",
+        "--set",
+        "settings.clusterName=test-cluster",
+        "--set",
+        "settings.interruptionQueue=test-cluster",
+        "--set",
+        "controller.resources.requests.cpu=1",
+        "--set",
+        "controller.resources.requests.memory=1Gi",
+        "--set",
+        "controller.resources.limits.cpu=1",
+        "--set",
+        "controller.resources.limits.memory=1Gi",
+    )
+    deployment = kubectl.json("get", "deployment", "karpenter-karpy", "-n", ns)
+    env = env_of(deployment)
+    assert env["CLUSTER_NAME"] == "test-cluster"
+    assert env["INTERRUPTION_QUEUE"] == "test-cluster"
+    assert env["BATCH_IDLE_DURATION"] == "1s"
+    ctr = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert ctr["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
+    # the Deployment controller made its pods (no kubelet here runs them)
+    assert kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/name=karpy", "-o", "name")
+    kubectl("describe", "sa", "karpenter-karpy", "-n", ns)
+
+    # the ServiceAccount's rights (aws): the leader Lease in the release namespace only
+    sa = f"system:serviceaccount:{ns}:karpenter-karpy"
+    assert can(kubectl, sa, "list", "nodeclaims.karpenter.sh")
+    assert can(kubectl, sa, "create", "pods", "--subresource=eviction", "-n", "default")
+    assert can(kubectl, sa, "update", "leases/karpenter-leader-election", "-n", ns)
+    assert not can(kubectl, sa, "update", "leases/karpenter-leader-election", "-n", "kube-system")
+    assert not can(kubectl, sa, "update", "leases/someone-else", "-n", ns)
+    assert not can(kubectl, sa, "create", "leases", "-n", "kube-node-lease")
+    assert not can(kubectl, sa, "create", "nodes")
+    assert not can(kubectl, sa, "patch", "nodes", "--subresource=status")
+    assert not can(kubectl, sa, "list", "secrets", "-n", ns)
+    assert not can(kubectl, sa, "delete", "nodepools.karpenter.sh")
+    assert not can(kubectl, sa, "create", "pods", "-n", "default")
+
+    generation = deployment["metadata"]["generation"]
+    cluster_helm(
+        "upgrade",
+        "karpenter",
+        str(CHART),
+        "--namespace",
+        ns,
+        "--reuse-values",
+        "--set",
+        "settings.batchIdleDuration=2s",
+    )
+    upgraded = kubectl.json("get", "deployment", "karpenter-karpy", "-n", ns)
+    assert upgraded["metadata"]["generation"] > generation
+    env = env_of(upgraded)
+    assert env["BATCH_IDLE_DURATION"] == "2s"
+    assert env["CLUSTER_NAME"] == "test-cluster"  # reused
+    ctr = upgraded["spec"]["template"]["spec"]["containers"][0]
+    assert ctr["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}  # reused
+
+    kubectl.apply(
+        {
+            "apiVersion": "karpenter.sh/v1",
+            "kind": "NodePool",
+            "metadata": {"name": "survives-uninstall"},
+            "spec": {
+                "template": {
+                    "spec": {
+                        "nodeClassRef": {
+                            "group": "karpenter.kwok.sh",
+                            "kind": "KWOKNodeClass",
+                            "name": "default",
+                        },
+                        "requirements": [],
+                    }
+                }
+            },
+        }
+    )
+    cluster_helm("uninstall", "karpenter", "--namespace", ns, "--wait", timeout=180)
+    assert not kubectl("get", "deployment", "-n", ns, "-o", "name").stdout.strip()
+    gone = kubectl("get", "clusterrole", "karpenter-karpy", check=False)
+    assert gone.returncode != 0 and "NotFound" in gone.stderr
+    # helm never deletes the CRDs of crds/, nor so the objects of those kinds
+    kubectl("get", "crd", "nodepools.karpenter.sh", "nodeclaims.karpenter.sh")
+    kubectl("get", "nodepool", "survives-uninstall")
