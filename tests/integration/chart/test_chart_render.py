@@ -393,9 +393,12 @@ def test_crds_ship_in_both_charts_as_generated(helm: Helm) -> None:
     } == names
 
 
+EXAMPLE_VALUES = {"aws": "aws-values.yaml", "kwok": "kwok-kind-values.yaml"}
+
+
 @pytest.mark.parametrize("provider", ["aws", "kwok"])
 def test_the_readmes_example_values_render(helm: Helm, provider: str) -> None:
-    values = REPO / "manifests" / "examples" / provider / "values.yaml"
+    values = CHART / "examples" / EXAMPLE_VALUES[provider]
     docs = helm.template(extra=["-f", str(values)])
     assert settings_of(docs).provider == provider
     if provider == "aws":
