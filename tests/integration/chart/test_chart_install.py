@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kubetest import Kubectl, delete_namespace
+from kubetest import Kubectl, delete_namespace, wait_until
 
 from tests.integration.chart.chart_support import CHART, Helm
 
@@ -66,7 +66,13 @@ def test_documented_install_upgrade_and_uninstall(
     ctr = deployment["spec"]["template"]["spec"]["containers"][0]
     assert ctr["resources"]["requests"] == {"cpu": "1", "memory": "1Gi"}
     # the Deployment controller made its pods (no kubelet here runs them)
-    assert kubectl("get", "pods", "-n", ns, "-l", "app.kubernetes.io/name=karpy", "-o", "name")
+    wait_until(
+        lambda: kubectl(
+            "get", "pods", "-n", ns, "-l", "app.kubernetes.io/name=karpy", "-o", "name"
+        ).stdout.split(),
+        timeout=30,
+        message="the Deployment's pods",
+    )
     kubectl("describe", "sa", "karpenter-karpy", "-n", ns)
 
     # the ServiceAccount's rights (aws): the leader Lease in the release namespace only
