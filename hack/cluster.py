@@ -99,7 +99,8 @@ def status() -> int:
 
 
 def _build_helm() -> None:
-    """helm is for people (charts), not tests, so a failed build only warns."""
+    """helm is a convenience here (the chart tests build it themselves), so a failed build
+    only warns."""
     if (controlplane.cache_dir() / "helm").exists():
         return
     proc = subprocess.run([str(HELM_BUILD)], stdout=subprocess.DEVNULL, check=False)
