@@ -190,6 +190,13 @@ def test_every_value_set(helm: Helm) -> None:
             "annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/K"},
         },
         "replicas": 3,
+        "revisionHistoryLimit": 3,
+        "strategy": {"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+        "imagePullSecrets": [{"name": "registry"}],
+        "terminationGracePeriodSeconds": 60,
+        "podSecurityContext": {"fsGroup": 1000},
+        "extraVolumes": [{"name": "catalog", "configMap": {"name": "kwok-catalog"}}],
+        "service": {"annotations": {"prometheus.io/port": "9090"}},
         "podDisruptionBudget": {"name": "karpenter-pdb", "maxUnavailable": 2},
         "priorityClassName": "high",
         # maps merge with the defaults (helm); null removes a default
@@ -212,11 +219,20 @@ def test_every_value_set(helm: Helm) -> None:
         ],
         "podAnnotations": {"prometheus.io/scrape": "true"},
         "podLabels": {"tier": "control"},
-        "serviceMonitor": {"enabled": True, "additionalLabels": {"release": "prom"}},
+        "serviceMonitor": {
+            "enabled": True,
+            "additionalLabels": {"release": "prom"},
+            "endpointConfig": {"interval": "15s"},
+        },
         "logLevel": "debug",
         "controller": {
             "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"memory": "1Gi"}},
-            "env": [{"name": "KUBE_CLIENT_QPS", "value": "50"}],
+            "env": [
+                {"name": "KUBE_CLIENT_QPS", "value": "50"},
+                {"name": "LAUNCH_TIMEOUT", "value": "2m"},
+            ],
+            "envFrom": [{"configMapRef": {"name": "karpy-extra"}}],
+            "extraVolumeMounts": [{"name": "catalog", "mountPath": "/catalog"}],
             "metrics": {"port": 9090},
             "healthProbe": {"port": 9091},
         },
@@ -250,18 +266,28 @@ def test_every_value_set(helm: Helm) -> None:
     assert objects[("PodDisruptionBudget", "karpenter-pdb")]["spec"]["maxUnavailable"] == 2
     monitor = objects[("ServiceMonitor", "karpenter")]
     assert monitor["metadata"]["labels"]["release"] == "prom"
-    assert monitor["spec"]["endpoints"][0]["port"] == "http-metrics"
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "http-metrics", "path": "/metrics", "interval": "15s"}
+    ]
+    service = objects[("Service", "karpenter")]
+    assert service["metadata"]["annotations"] == {"prometheus.io/port": "9090", "owner": "platform"}
     assert objects[("Service", "karpenter")]["spec"]["ports"][0]["port"] == 9090
 
     selector = {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}
     deployment = objects[("Deployment", "karpenter")]
     assert deployment["spec"]["replicas"] == 3
+    assert deployment["spec"]["revisionHistoryLimit"] == 3
+    assert deployment["spec"]["strategy"] == values["strategy"]
     template = deployment["spec"]["template"]
     assert template["metadata"]["labels"] == {**selector, "tier": "control"}
     assert template["metadata"]["annotations"] == {"prometheus.io/scrape": "true"}
     pod = template["spec"]
     assert pod["serviceAccountName"] == "karpenter-sa"
     assert pod["priorityClassName"] == "high"
+    assert pod["imagePullSecrets"] == [{"name": "registry"}]
+    assert pod["terminationGracePeriodSeconds"] == 60
+    assert pod["securityContext"]["fsGroup"] == 1000
+    assert values["extraVolumes"][0] in pod["volumes"]
     assert pod["nodeSelector"] == {"pool": "system"}
     assert pod["tolerations"] == values["tolerations"]
     assert pod["affinity"] == {
@@ -294,6 +320,8 @@ def test_every_value_set(helm: Helm) -> None:
     ctr = container(docs)
     assert ctr["image"] == "registry.example.com/karpy:9.9.9@sha256:" + "ab" * 32
     assert ctr["resources"] == values["controller"]["resources"]
+    assert ctr["envFrom"] == [{"configMapRef": {"name": "karpy-extra"}}]
+    assert {"name": "catalog", "mountPath": "/catalog"} in ctr["volumeMounts"]
     assert {p["name"]: p["containerPort"] for p in ctr["ports"]} == {
         "http-metrics": 9090,
         "http": 9091,
@@ -315,6 +343,7 @@ def test_every_value_set(helm: Helm) -> None:
     assert settings.feature_gates == FeatureGates(node_repair=True, spot_to_spot_consolidation=True)
     assert (settings.server.metrics_port, settings.server.health_probe_port) == (9090, 9091)
     assert settings.kube_client.qps == 50.0  # controller.env
+    assert settings.nodeclaim.launch_timeout == timedelta(minutes=2)
 
 
 @pytest.mark.parametrize(
