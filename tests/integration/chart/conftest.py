@@ -11,15 +11,36 @@ import pytest
 
 from tests.integration.chart.chart_support import HELM_BUILD, Helm
 
+_built: Path | None = None
+_error: str | None = None
+
+
+def _build() -> None:
+    global _built, _error
+    if _built is None and _error is None:
+        proc = subprocess.run(
+            [str(HELM_BUILD)], capture_output=True, text=True, timeout=1800, check=False
+        )
+        if proc.returncode == 0:
+            _built = Path(proc.stdout.strip().splitlines()[-1])
+        else:
+            _error = f"{HELM_BUILD} failed:\n{proc.stderr[-3000:]}"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build helm before the first test, so a first build is not charged to a test timeout."""
+    if session.config.option.collectonly:
+        return
+    if any("helm_binary" in getattr(i, "fixturenames", ()) for i in session.items):
+        _build()  # a failure is reported by every test that needs helm
+
 
 @pytest.fixture(scope="session")
 def helm_binary() -> Path:
-    proc = subprocess.run(
-        [str(HELM_BUILD)], capture_output=True, text=True, timeout=1800, check=False
-    )
-    if proc.returncode != 0:
-        pytest.fail(f"{HELM_BUILD} failed:\n{proc.stderr[-3000:]}", pytrace=False)
-    return Path(proc.stdout.strip().splitlines()[-1])
+    _build()
+    if _built is None:
+        pytest.fail(str(_error), pytrace=False)
+    return _built
 
 
 @pytest.fixture(scope="session")
