@@ -1,9 +1,10 @@
 """Reading a scenario: real manifests in, a `SchedulingInput` out.
 
 A scenario is any mix of Kubernetes objects in YAML or JSON files (multi-document, or `List`s).
-Kinds the simulation uses are validated and turned into scheduler inputs; workloads are expanded
-into the pods their controllers would create (named `<workload>-<index>`); every other kind is
-skipped with a warning, so manifests can be fed as they are. Invalid input raises
+Kinds the simulation uses are validated, then turned into scheduler inputs by
+`karpy.state.inputs`, exactly as the provisioner turns the live cluster's objects; workloads
+are expanded into the pods their controllers would create (named `<workload>-<index>`); every
+other kind is skipped with a warning, so manifests can be fed as they are. Invalid input raises
 `ScenarioError` naming the file, the document and the field.
 """
 
@@ -20,17 +21,11 @@ import yaml
 
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import validate_nodepool
-from karpy.scheduling import (
-    InstanceType,
-    PodError,
-    PodView,
-    Requirement,
-    Requirements,
-    ResourceError,
-    TaintError,
-    pod_view,
-)
-from karpy.scheduling.engine import ExistingNode, NodePoolTemplate, SchedulingInput
+from karpy.scheduling import InstanceType, ResourceError, TaintError
+from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
+from karpy.state.inputs import ClusterObjects, InputError, build_input, state_nodes
+from karpy.state.pods import node_name as pod_node_name
+from karpy.state.pods import pod_key
 
 __all__ = ["Scenario", "ScenarioError", "load_scenario", "read_documents"]
 
@@ -40,6 +35,7 @@ USED = frozenset(
         "NodePool",
         "Pod",
         "Node",
+        "NodeClaim",
         "Namespace",
         "PersistentVolumeClaim",
         "PersistentVolume",
@@ -49,7 +45,6 @@ USED = frozenset(
         *WORKLOADS,
     }
 )
-_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 
 
 class ScenarioError(ValueError):
@@ -162,85 +157,18 @@ def _replicas(doc: Document) -> int:
     return value
 
 
-class _Volumes:
-    """Volume topology: which zones (or nodes) a pod's persistent volumes tie it to."""
-
-    def __init__(self) -> None:
-        self.claims: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self.volumes: dict[str, Mapping[str, Any]] = {}
-        self.classes: dict[str, Mapping[str, Any]] = {}
-
-    def default_class(self) -> str | None:
-        for name, sc in sorted(self.classes.items()):
-            ann = (sc.get("metadata") or {}).get("annotations") or {}
-            if ann.get(_DEFAULT_CLASS) == "true":
-                return name
-        return None
-
-    def terms(self, pod: Mapping[str, Any], where: str) -> list[Requirements]:
-        ns = str((pod.get("metadata") or {}).get("namespace") or "default")
-        alternatives = [Requirements()]
-        for vol in (pod.get("spec") or {}).get("volumes") or ():
-            pvc_ref = vol.get("persistentVolumeClaim")
-            if not pvc_ref:
-                continue
-            claim = self.claims.get((ns, str(pvc_ref.get("claimName"))))
-            if claim is None:
-                raise ScenarioError(
-                    f"{where}: spec.volumes: PersistentVolumeClaim "
-                    f"{ns}/{pvc_ref.get('claimName')} is not in the scenario"
-                )
-            options = self._claim_terms(claim, where)
-            if options:
-                alternatives = [a.union(o) for a in alternatives for o in options]
-        return [] if alternatives == [Requirements()] else alternatives
-
-    def _claim_terms(self, claim: Mapping[str, Any], where: str) -> list[Requirements]:
-        spec = claim.get("spec") or {}
-        bound = spec.get("volumeName")
-        if bound:
-            pv = self.volumes.get(str(bound))
-            if pv is None:
-                return []
-            affinity = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
-            return [
-                _requirements(t.get("matchExpressions") or (), where)
-                for t in affinity.get("nodeSelectorTerms") or ()
-            ]
-        sc_name = spec.get("storageClassName") or self.default_class()
-        sc = self.classes.get(str(sc_name)) if sc_name else None
-        if sc is None or sc.get("volumeBindingMode") != "WaitForFirstConsumer":
-            return []
-        out = []
-        for term in sc.get("allowedTopologies") or ():
-            reqs = [
-                Requirement(
-                    str(e.get("key")),
-                    complement=False,
-                    values=[str(v) for v in e.get("values") or ()],
-                )
-                for e in term.get("matchLabelExpressions") or ()
-            ]
-            out.append(Requirements(reqs))
-        return out
-
-
-def _requirements(exprs: Any, where: str) -> Requirements:
-    try:
-        return Requirements.from_node_selector_terms(exprs)
-    except ValueError as err:
-        raise ScenarioError(f"{where}: {err}") from None
-
-
 def load_scenario(paths: Sequence[str], *, instance_types: Sequence[InstanceType]) -> Scenario:
     """Read the files and build the scheduler's input; raise `ScenarioError` on bad input."""
     warnings: list[str] = []
     nodepools: list[tuple[Document, NodePoolTemplate]] = []
     pod_docs: list[tuple[Document, dict[str, Any]]] = []
-    daemon_docs: list[tuple[Document, dict[str, Any]]] = []
+    daemon_docs: list[Document] = []
     node_docs: list[Document] = []
+    claim_docs: list[Document] = []
     namespaces: dict[str, dict[str, str]] = {}
-    volumes = _Volumes()
+    claims: dict[tuple[str, str], Mapping[str, Any]] = {}
+    volumes: list[Mapping[str, Any]] = []
+    classes: list[Mapping[str, Any]] = []
     seen_pools: set[str] = set()
     for doc in read_documents(paths):
         kind = doc.kind
@@ -267,79 +195,100 @@ def load_scenario(paths: Sequence[str], *, instance_types: Sequence[InstanceType
         elif kind == "Pod":
             pod_docs.append((doc, dict(doc.obj)))
         elif kind == "DaemonSet":
-            daemon_docs.append((doc, _pod_from_template(doc, 0)))
+            _pod_from_template(doc, 0)  # validates spec.template
+            daemon_docs.append(doc)
         elif kind in WORKLOADS:
             for i in range(_replicas(doc)):
                 pod = _pod_from_template(doc, i)
                 if kind == "StatefulSet":
-                    pod = _with_claim_templates(doc, pod, i, volumes)
+                    pod = _with_claim_templates(doc, pod, i, claims)
                 pod_docs.append((doc, pod))
         elif kind == "Node":
             node_docs.append(doc)
+        elif kind == "NodeClaim":
+            claim_docs.append(doc)
         elif kind == "Namespace":
             namespaces[doc.name] = dict((doc.obj.get("metadata") or {}).get("labels") or {})
         elif kind == "PersistentVolumeClaim":
-            volumes.claims[(doc.namespace, doc.name)] = doc.obj
+            claims[(doc.namespace, doc.name)] = _namespaced(doc)
         elif kind == "PersistentVolume":
-            volumes.volumes[doc.name] = doc.obj
+            volumes.append(doc.obj)
         elif kind == "StorageClass":
-            volumes.classes[doc.name] = doc.obj
-    pending: list[PodView] = []
-    bound: dict[str, list[PodView]] = {}
-    seen_pods: set[str] = set()
+            classes.append(doc.obj)
+    where: dict[tuple[str, str], str] = {}
+    pending: list[dict[str, Any]] = []
+    bound: list[dict[str, Any]] = []
     for doc, raw in pod_docs:
-        where = doc.where() if doc.kind == "Pod" else f"{doc.where()} pod {raw['metadata']['name']}"
-        view = _view(raw, where, volumes)
-        if view.key in seen_pods:
-            raise ScenarioError(f"{where}: metadata.name: duplicate pod {view.key}")
-        seen_pods.add(view.key)
-        if view.node_name:
-            bound.setdefault(view.node_name, []).append(view)
-        else:
-            pending.append(view)
-    daemons = [_view(raw, doc.where(), volumes, daemon=True) for doc, raw in daemon_docs]
-    existing = []
+        raw = _namespaced(doc) if doc.kind == "Pod" else raw
+        at = doc.where() if doc.kind == "Pod" else f"{doc.where()} pod {raw['metadata']['name']}"
+        _check_pod(raw, at)
+        key = pod_key(raw)
+        if ("Pod", key) in where:
+            raise ScenarioError(f"{at}: metadata.name: duplicate pod {key}")
+        where[("Pod", key)] = at
+        (bound if pod_node_name(raw) else pending).append(raw)
+    for doc in daemon_docs:
+        where[("DaemonSet", f"{doc.namespace}/{doc.name}")] = doc.where()
     for doc in node_docs:
         status = doc.obj.get("status") or {}
         if not (status.get("allocatable") or status.get("capacity")):
             raise ScenarioError(f"{doc.where()}: status.allocatable: Required value")
-        try:
-            existing.append(ExistingNode.from_node(doc.obj, bound.pop(doc.name, [])))
-        except (ResourceError, TaintError) as err:
-            raise ScenarioError(f"{doc.where()}: {err}") from None
-    for node_name, views in sorted(bound.items()):
-        for v in views:
+        where[("Node", doc.name)] = doc.where()
+    for doc in claim_docs:
+        where[("Node", doc.name)] = doc.where()
+    node_names = {doc.name for doc in node_docs}
+    for pod in bound:
+        if pod_node_name(pod) not in node_names:
             warnings.append(
-                f"pod {v.key}: skipped: bound to node {node_name!r}, which is not in the scenario"
+                f"pod {pod_key(pod)}: skipped: bound to node {pod_node_name(pod)!r}, "
+                "which is not in the scenario"
             )
     if not nodepools:
         warnings.append("no NodePool in the scenario: nothing can be launched")
-    inp = SchedulingInput(
-        pods=pending,
+    objects = ClusterObjects(
+        pending=pending,
+        nodes=state_nodes(
+            nodes=[dict(doc.obj) for doc in node_docs],
+            nodeclaims=[dict(doc.obj) for doc in claim_docs],
+            pods=bound,
+        ),
+        daemonsets=[_namespaced(doc) for doc in daemon_docs],
+        claims=claims.values(),
+        volumes=volumes,
+        storage_classes=classes,
+        namespaces=namespaces,
         templates=[t for _, t in nodepools],
-        existing_nodes=existing,
-        daemonset_pods=daemons,
-        namespace_labels=namespaces,
     )
-    return Scenario(input=inp, warnings=warnings)
+    try:
+        built = build_input(objects, strict=True)
+    except InputError as err:
+        at = where.get((err.kind, err.key), f"{err.kind} {err.key}")
+        raise ScenarioError(f"{at}: {err.detail}") from None
+    except ResourceError as err:
+        raise ScenarioError(str(err)) from None
+    return Scenario(input=built.input, warnings=warnings)
 
 
-def _view(
-    raw: Mapping[str, Any], where: str, volumes: _Volumes, *, daemon: bool | None = None
-) -> PodView:
+def _namespaced(doc: Document) -> dict[str, Any]:
+    """The object with its namespace filled in (`default` when the manifest leaves it out)."""
+    meta = dict(doc.obj.get("metadata") or {})
+    meta["namespace"] = doc.namespace
+    return {**doc.obj, "metadata": meta}
+
+
+def _check_pod(raw: Mapping[str, Any], where: str) -> None:
     spec = raw.get("spec")
     if not isinstance(spec, Mapping):
         raise ScenarioError(f"{where}: spec: Required value")
     if not spec.get("containers"):
         raise ScenarioError(f"{where}: spec.containers: Required value")
-    try:
-        return pod_view(raw, volume_terms=volumes.terms(raw, where), daemon=daemon)
-    except (PodError, ResourceError, TaintError, ValueError) as err:
-        raise ScenarioError(f"{where}: {err}") from None
 
 
 def _with_claim_templates(
-    doc: Document, pod: dict[str, Any], index: int, volumes: _Volumes
+    doc: Document,
+    pod: dict[str, Any],
+    index: int,
+    claims: dict[tuple[str, str], Mapping[str, Any]],
 ) -> dict[str, Any]:
     templates = (doc.obj.get("spec") or {}).get("volumeClaimTemplates") or ()
     if not templates:
@@ -350,8 +299,8 @@ def _with_claim_templates(
         tname = str((t.get("metadata") or {}).get("name") or "")
         claim_name = f"{tname}-{doc.name}-{index}"
         key = (doc.namespace, claim_name)
-        if key not in volumes.claims:
-            volumes.claims[key] = {
+        if key not in claims:
+            claims[key] = {
                 "metadata": {"name": claim_name, "namespace": doc.namespace},
                 "spec": dict(t.get("spec") or {}),
             }

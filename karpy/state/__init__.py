@@ -12,7 +12,7 @@ from karpy.state.cluster import (
     ClusterSnapshot,
     nomination_window,
 )
-from karpy.state.simulation import PodViews, existing_node
+from karpy.state.inputs import PodViews, existing_node
 from karpy.state.statenode import StateNode, claim_condition
 
 __all__ = [

@@ -1,11 +1,12 @@
 """The cluster as the provisioner and the disruption loop see it.
 
 `Cluster` is a view over the shared informers (Nodes, NodeClaims, Pods, DaemonSets, NodePools,
-Namespaces) plus the few facts only karpy knows: which nodes a disruption command is about to
-delete, which nodes pods were just nominated to, and NodeClaims created a moment ago that the
-watch has not delivered yet. Nodes are joined to NodeClaims by providerID on demand; pods come
-from the pod informer's node-name index. Every read builds fresh frozen `StateNode`s, so what a
-caller holds never changes under it and can be handed to a worker thread.
+Namespaces, and the claims, volumes and StorageClasses that pin pods to zones) plus the few
+facts only karpy knows: which nodes a disruption command is about to delete, which nodes pods
+were just nominated to, and NodeClaims created a moment ago that the watch has not delivered
+yet. Nodes are joined to NodeClaims by providerID on demand (`karpy.state.inputs.join_nodes`);
+pods come from the pod informer's node-name index. Every read builds fresh frozen `StateNode`s,
+so what a caller holds never changes under it and can be handed to a worker thread.
 
 `synced()` is Karpenter's gate: false until the caches have listed, and false while any NodeClaim
 has not been launched (no providerID). A NodeClaim that was created but not launched is not a
@@ -28,10 +29,27 @@ from karpy.kube.cache import Cache
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.informer import HandlerFuncs, Informer
 from karpy.kube.metrics import REGISTRY
-from karpy.kube.resources import DAEMONSETS, NAMESPACES, NODES, PODS
+from karpy.kube.resources import (
+    DAEMONSETS,
+    NAMESPACES,
+    NODES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODS,
+    STORAGECLASSES,
+)
 from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, IndexFunc, field_indexer
-from karpy.scheduling.resources import ResourceMap, add
+from karpy.scheduling.engine.model import NodePoolTemplate
+from karpy.scheduling.resources import ResourceMap
 from karpy.state import pods as podutil
+from karpy.state.inputs import (
+    NODES_RESOURCE,
+    ClusterObjects,
+    daemonset_pod,
+    join_nodes,
+    node_key,
+    nodepool_usage,
+)
 from karpy.state.nodepoolhealth import NodePoolHealth
 from karpy.state.statenode import StateNode, claim_condition
 
@@ -43,7 +61,6 @@ PENDING_CLAIM_TTL = 15.0
 """How long a NodeClaim created by karpy but never seen by the watch is still tracked (the
 watch may lag; past this it was deleted before the watch saw it, Karpenter's issue #3176)."""
 CONSOLIDATION_STATE_REFRESH = 300.0
-NODES_RESOURCE = "nodes"
 INDEX_NOMINATED = "status.nominatedNodeName"
 _BY_NOMINATED: IndexFunc = field_indexer("status", "nominatedNodeName")
 _BY_PROVIDER_ID: IndexFunc = field_indexer("status", "providerID")
@@ -59,13 +76,31 @@ class ClusterSnapshot:
     """Everything a simulation reads, captured at one moment."""
 
     nodes: tuple[StateNode, ...]
-    daemonset_pods: tuple[JSON, ...]
+    daemonsets: tuple[JSON, ...]
     namespace_labels: Mapping[str, Mapping[str, str]]
     nodepool_resources: Mapping[str, ResourceMap] = field(default_factory=dict)
+    claims: tuple[JSON, ...] = ()
+    volumes: tuple[JSON, ...] = ()
+    storage_classes: tuple[JSON, ...] = ()
 
     def active_nodes(self) -> list[StateNode]:
         """Nodes not marked for deletion: the ones new pods can still go to."""
         return [n for n in self.nodes if not n.marked_for_deletion]
+
+    def objects(
+        self, pending: Iterable[JSON], templates: Iterable[NodePoolTemplate]
+    ) -> ClusterObjects:
+        """These objects plus the pods to place, as `karpy.state.inputs.build_input` takes them."""
+        return ClusterObjects(
+            pending=tuple(pending),
+            nodes=self.nodes,
+            daemonsets=self.daemonsets,
+            claims=self.claims,
+            volumes=self.volumes,
+            storage_classes=self.storage_classes,
+            namespaces=self.namespace_labels,
+            templates=tuple(templates),
+        )
 
 
 @dataclass(slots=True)
@@ -98,10 +133,6 @@ def _coming(claim: Mapping[str, Any]) -> bool:
     )
 
 
-def _node_key(node: Mapping[str, Any]) -> str:
-    return str((node.get("spec") or {}).get("providerID") or "") or _name(node)
-
-
 class Cluster:
     """In-memory model of the cluster, fed by the shared informers of `cache`."""
 
@@ -123,6 +154,9 @@ class Cluster:
         self.daemonset_informer: Informer = cache.informer(DAEMONSETS)
         self.nodepool_informer: Informer = cache.informer(NODEPOOLS)
         self.namespace_informer: Informer = cache.informer(NAMESPACES)
+        self.pvc_informer: Informer = cache.informer(PERSISTENTVOLUMECLAIMS)
+        self.pv_informer: Informer = cache.informer(PERSISTENTVOLUMES)
+        self.storageclass_informer: Informer = cache.informer(STORAGECLASSES)
         self._pending: dict[str, _PendingClaim] = {}
         self._planned: dict[str, dict[str, None]] = {}
         self._marked: set[str] = set()
@@ -269,6 +303,9 @@ class Cluster:
             self.pod_informer,
             self.daemonset_informer,
             self.nodepool_informer,
+            self.pvc_informer,
+            self.pv_informer,
+            self.storageclass_informer,
         )
 
     def synced(self) -> bool:
@@ -320,23 +357,10 @@ class Cluster:
     def nodes(self) -> list[StateNode]:
         """Every node: registered Nodes (joined to their NodeClaim) and launched NodeClaims
         whose Node has not registered yet. Unlaunched NodeClaims are not nodes."""
-        claims_by_pid: dict[str, JSON] = {}
-        for claim in self.nodeclaims():
-            pid = _provider_id_of_claim(claim)
-            if pid:
-                claims_by_pid[pid] = claim
-        out: list[StateNode] = []
-        seen: set[str] = set()
-        for node in self.node_informer.list():
-            key = _node_key(node)
-            seen.add(key)
-            out.append(self._build(key, node, claims_by_pid.get(key)))
-        for pid, claim in claims_by_pid.items():
-            if pid not in seen:
-                out.append(self._build(pid, None, claim))
-        live = {n.key for n in out}
-        self._marked &= live
-        out.sort(key=lambda n: n.name)
+        out = join_nodes(
+            nodes=self.node_informer.list(), nodeclaims=self.nodeclaims(), build=self._build
+        )
+        self._marked &= {n.key for n in out}
         return out
 
     def __iter__(self) -> Iterator[StateNode]:
@@ -353,7 +377,7 @@ class Cluster:
         node = self.node_informer.get(name)
         if node is None:
             return None
-        key = _node_key(node)
+        key = node_key(node)
         claims = self.nodeclaim_informer.by_index(INDEX_PROVIDER_ID, key)
         return self._build(key, node, claims[0] if claims else None)
 
@@ -364,16 +388,7 @@ class Cluster:
     def all_nodepool_resources(
         self, nodes: Iterable[StateNode] | None = None
     ) -> dict[str, ResourceMap]:
-        totals: dict[str, ResourceMap] = {}
-        for n in self.nodes() if nodes is None else nodes:
-            pool = n.nodepool
-            if not pool:
-                continue
-            acc = totals.get(pool, {NODES_RESOURCE: 0})
-            acc = add(acc, n.capacity)
-            acc[NODES_RESOURCE] = acc.get(NODES_RESOURCE, 0) + 1
-            totals[pool] = acc
-        return totals
+        return nodepool_usage(self.nodes() if nodes is None else nodes)
 
     def nodepools(self) -> list[JSON]:
         return self.nodepool_informer.list()
@@ -387,34 +402,7 @@ class Cluster:
     def daemonset_pods(self) -> list[JSON]:
         """One pod per DaemonSet, as its template would make it: the overhead every new node of
         a matching NodePool carries."""
-        out: list[JSON] = []
-        for ds in self.daemonset_informer.list():
-            meta = ds.get("metadata") or {}
-            template = (ds.get("spec") or {}).get("template") or {}
-            tmeta = template.get("metadata") or {}
-            out.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": f"{meta.get('name', '')}-daemon",
-                        "namespace": meta.get("namespace") or "default",
-                        "uid": f"daemonset/{meta.get('uid', '')}",
-                        "labels": dict(tmeta.get("labels") or {}),
-                        "ownerReferences": [
-                            {
-                                "apiVersion": "apps/v1",
-                                "kind": "DaemonSet",
-                                "name": meta.get("name", ""),
-                                "uid": meta.get("uid", ""),
-                                "controller": True,
-                            }
-                        ],
-                    },
-                    "spec": template.get("spec") or {},
-                }
-            )
-        return out
+        return [daemonset_pod(ds) for ds in self.daemonset_informer.list()]
 
     def provisionable_pods(self) -> list[JSON]:
         """Pods kube-scheduler could not place and karpy may provision for."""
@@ -432,9 +420,12 @@ class Cluster:
         nodes = tuple(self.nodes())
         return ClusterSnapshot(
             nodes=nodes,
-            daemonset_pods=tuple(self.daemonset_pods()),
+            daemonsets=tuple(self.daemonset_informer.list()),
             namespace_labels=self.namespace_labels(),
             nodepool_resources=self.all_nodepool_resources(nodes),
+            claims=tuple(self.pvc_informer.list()),
+            volumes=tuple(self.pv_informer.list()),
+            storage_classes=tuple(self.storageclass_informer.list()),
         )
 
 

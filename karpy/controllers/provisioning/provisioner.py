@@ -7,7 +7,9 @@ synced (no NodeClaim created but not launched, so nothing is launched twice), th
    over-provisioned for);
 2. gather pending pods kube-scheduler gave up on, validate them (ignored pods get an event),
    and add the pods of nodes being deleted;
-3. schedule them off the event loop against the snapshot and the Ready NodePools;
+3. schedule them off the event loop against the snapshot and the Ready NodePools (the engine's
+   input is built by `karpy.state.inputs`, as `karpy simulate` builds it: volume topology,
+   existing nodes and DaemonSet overhead alike);
 4. create the NodeClaims (limits re-checked against live state before each create), record
    each in cluster state at once, and publish `Nominated` events; pods that cannot be placed get
    a `FailedScheduling` event saying why.
@@ -45,14 +47,13 @@ from karpy.scheduling.engine.model import (
     NewNodeClaim,
     NodePoolTemplate,
     PreferencePolicy,
-    SchedulingInput,
     SchedulingResult,
 )
 from karpy.scheduling.engine.scheduler import schedule
-from karpy.scheduling.pods import PodError
 from karpy.scheduling.resources import format_resources, parse_resources
-from karpy.state import Cluster, ClusterSnapshot, PodViews, existing_node
+from karpy.state import Cluster, ClusterSnapshot
 from karpy.state import pods as podutil
+from karpy.state.inputs import PodViews, build_input
 
 __all__ = ["NAME", "Provisioner", "limits_exceeded", "well_known_labels"]
 
@@ -214,7 +215,7 @@ class Provisioner:
         metrics.QUEUE_DEPTH.labels(NAME, scheduling_id).set(len(batch.pods))
         started = time.perf_counter()
         try:
-            result, worker = await run_off_loop(self._solve, batch)
+            result, worker = await run_off_loop(self.solve, batch)
         finally:
             metrics.SCHEDULING_DURATION.labels(NAME).observe(time.perf_counter() - started)
             metrics.QUEUE_DEPTH.remove(NAME, scheduling_id)
@@ -318,7 +319,9 @@ class Provisioner:
 
     # -- 3: simulate (worker thread) -----------------------------------------------------------
 
-    def _solve(self, batch: _Batch) -> tuple[SchedulingResult, Stopwatch]:
+    def solve(self, batch: _Batch) -> tuple[SchedulingResult, Stopwatch]:
+        """Plan a batch (in a worker thread): the engine's input from the snapshot's objects
+        and the batch's pods, then the schedule."""
         laps = Stopwatch()
         try:
             return self._schedule(batch, laps), laps
@@ -326,28 +329,16 @@ class Provisioner:
             self.views.prune()
 
     def _schedule(self, batch: _Batch, laps: Stopwatch) -> SchedulingResult:
-        pods = self.views.views(batch.pods)
-        laps.lap("pods")
-        existing = [existing_node(n, self.views) for n in batch.snapshot.active_nodes()]
-        laps.lap("nodes")
-        daemons = []
-        for raw in batch.snapshot.daemonset_pods:
-            try:
-                daemons.append(self.views.view(raw, daemon=True))
-            except PodError:
-                continue
-        result = schedule(
-            SchedulingInput(
-                pods=pods,
-                templates=batch.templates,
-                existing_nodes=existing,
-                daemonset_pods=daemons,
-                namespace_labels=batch.snapshot.namespace_labels,
-                pool_usage=batch.snapshot.nodepool_resources,
-                preference_policy=self.preference_policy,
-                min_values_policy=self.min_values_policy,
-            )
+        built = build_input(
+            batch.snapshot.objects(batch.pods, batch.templates),
+            views=self.views,
+            preference_policy=self.preference_policy,
+            min_values_policy=self.min_values_policy,
         )
+        for key, reason in sorted(built.errors.items()):
+            log.warning("ignoring unreadable pod", Pod=key, error=reason)
+        laps.lap("inputs")
+        result = schedule(built.input)
         laps.lap("schedule")
         return result
 

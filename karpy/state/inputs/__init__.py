@@ -1,0 +1,40 @@
+"""The scheduling engine's inputs, built from cluster objects the same way for every planner.
+
+The provisioner (objects from the informer cache) and `karpy simulate` (objects from scenario
+files) both call `build_input`, so pods, volume topology, existing nodes and DaemonSet overhead
+are read once, alike.
+
+from karpy.state.inputs import ClusterObjects, build_input
+"""
+
+from __future__ import annotations
+
+from karpy.state.inputs.builder import (
+    NODES_RESOURCE,
+    ClusterObjects,
+    InputError,
+    Inputs,
+    build_input,
+    nodepool_usage,
+)
+from karpy.state.inputs.nodes import existing_node, join_nodes, node_key, state_nodes
+from karpy.state.inputs.pods import PodViews, daemonset_pod
+from karpy.state.inputs.volumes import VolumeError, VolumeTopology, pod_claim_names
+
+__all__ = [
+    "NODES_RESOURCE",
+    "ClusterObjects",
+    "InputError",
+    "Inputs",
+    "PodViews",
+    "VolumeError",
+    "VolumeTopology",
+    "build_input",
+    "daemonset_pod",
+    "existing_node",
+    "join_nodes",
+    "node_key",
+    "nodepool_usage",
+    "pod_claim_names",
+    "state_nodes",
+]

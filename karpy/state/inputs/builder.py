@@ -1,0 +1,155 @@
+"""Cluster objects in, the scheduling engine's input out: the one place both planners build it.
+
+The provisioner feeds this from the informer cache and `karpy simulate` from scenario files;
+both hand over plain collections (pending pods, existing nodes, DaemonSets, claims, volumes,
+StorageClasses, namespaces, NodePool templates), so the same objects give the same plan. Volume
+topology, DaemonSet overhead, existing nodes and NodePool usage are derived here and nowhere
+else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from karpy.scheduling.engine.model import (
+    ExistingNode,
+    MinValuesPolicy,
+    NodePoolTemplate,
+    PreferencePolicy,
+    SchedulingInput,
+)
+from karpy.scheduling.pods import PodError, PodView
+from karpy.scheduling.resources import ResourceError, ResourceMap, add
+from karpy.scheduling.taints import TaintError
+from karpy.state import pods as podutil
+from karpy.state.inputs.nodes import existing_node
+from karpy.state.inputs.pods import PodViews, daemonset_pod
+from karpy.state.inputs.volumes import VolumeTopology
+from karpy.state.statenode import StateNode
+
+__all__ = [
+    "NODES_RESOURCE",
+    "ClusterObjects",
+    "InputError",
+    "Inputs",
+    "build_input",
+    "nodepool_usage",
+]
+
+JSON = Mapping[str, Any]
+NODES_RESOURCE = "nodes"
+_UNREADABLE = (PodError, ResourceError, TaintError, ValueError)
+
+
+class InputError(ValueError):
+    """An object cannot be turned into scheduler input (strict builds only)."""
+
+    def __init__(self, kind: str, key: str, detail: str) -> None:
+        super().__init__(f"{kind} {key}: {detail}")
+        self.kind = kind
+        self.key = key
+        self.detail = detail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterObjects:
+    """What a plan is made from, as plain collections of API objects (never mutated)."""
+
+    pending: Sequence[JSON]
+    """Pods to place."""
+    nodes: Sequence[StateNode] = ()
+    """Existing nodes with their bound (and planned) pods; those marked for deletion take none."""
+    daemonsets: Sequence[JSON] = ()
+    claims: Iterable[JSON] = ()
+    volumes: Iterable[JSON] = ()
+    storage_classes: Iterable[JSON] = ()
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    templates: Sequence[NodePoolTemplate] = ()
+    """One per NodePool pods may go to (`NodePoolTemplate.from_nodepool` with its types)."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    input: SchedulingInput
+    errors: dict[str, str]
+    """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist."""
+
+
+def nodepool_usage(nodes: Iterable[StateNode]) -> dict[str, ResourceMap]:
+    """Capacity of each NodePool's nodes, plus `nodes` (their count): what limits count."""
+    totals: dict[str, ResourceMap] = {}
+    for n in nodes:
+        pool = n.nodepool
+        if not pool:
+            continue
+        acc = add(totals.get(pool, {NODES_RESOURCE: 0}), n.capacity)
+        acc[NODES_RESOURCE] = acc.get(NODES_RESOURCE, 0) + 1
+        totals[pool] = acc
+    return totals
+
+
+def build_input(
+    objects: ClusterObjects,
+    *,
+    views: PodViews | None = None,
+    strict: bool = False,
+    preference_policy: PreferencePolicy = "Respect",
+    min_values_policy: MinValuesPolicy = "Strict",
+) -> Inputs:
+    """The engine's input for `objects`. Unreadable objects are left out (pending pods are
+    reported in `errors`); with `strict` the first one raises `InputError` instead."""
+    views = views if views is not None else PodViews()
+    topology = VolumeTopology(
+        claims=objects.claims, volumes=objects.volumes, classes=objects.storage_classes
+    )
+    errors: dict[str, str] = {}
+    pending: list[PodView] = []
+    for pod in objects.pending:
+        try:
+            pending.append(views.view(pod, volume_terms=topology.terms(pod)))
+        except _UNREADABLE as err:
+            if strict:
+                raise InputError("Pod", podutil.pod_key(pod), str(err)) from None
+            errors[podutil.pod_key(pod)] = str(err)
+    daemons: list[PodView] = []
+    for ds in objects.daemonsets:
+        try:
+            daemons.append(views.view(daemonset_pod(ds), daemon=True))
+        except _UNREADABLE as err:
+            if strict:
+                raise InputError("DaemonSet", podutil.pod_key(ds), str(err)) from None
+    existing: list[ExistingNode] = []
+    for node in objects.nodes:
+        if node.marked_for_deletion:
+            continue
+        if strict:
+            _check_pods(node, views)
+            try:
+                existing.append(existing_node(node, views, strict=True))
+            except _UNREADABLE as err:
+                raise InputError("Node", node.name, str(err)) from None
+        else:
+            existing.append(existing_node(node, views))
+    return Inputs(
+        input=SchedulingInput(
+            pods=pending,
+            templates=list(objects.templates),
+            existing_nodes=existing,
+            daemonset_pods=daemons,
+            namespace_labels=objects.namespaces,
+            pool_usage=nodepool_usage(objects.nodes),
+            preference_policy=preference_policy,
+            min_values_policy=min_values_policy,
+        ),
+        errors=errors,
+    )
+
+
+def _check_pods(node: StateNode, views: PodViews) -> None:
+    for pod in node.pods + node.planned:
+        try:
+            views.view(pod)
+        except _UNREADABLE as err:
+            raise InputError("Pod", podutil.pod_key(pod), str(err)) from None
