@@ -1,0 +1,118 @@
+"""Volume topology read from claims, volumes and StorageClasses (`karpy.state.inputs`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from karpy.scheduling.requirements import Requirements
+from karpy.state.inputs import PodViews, VolumeError, VolumeTopology
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+def _pod(*volumes: dict[str, Any], name: str = "p") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "ns", "uid": name, "resourceVersion": "1"},
+        "spec": {"containers": [{"name": "c"}], "volumes": list(volumes)},
+    }
+
+
+def _claim_vol(claim: str) -> dict[str, Any]:
+    return {"name": claim, "persistentVolumeClaim": {"claimName": claim}}
+
+
+def _claim(name: str, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns"}, "spec": spec}
+
+
+def _pv(name: str, *terms: list[str]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": zones}]}
+                        for zones in terms
+                    ]
+                }
+            }
+        },
+    }
+
+
+def _class(name: str, zones: list[str], **extra: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, **extra},
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowedTopologies": [{"matchLabelExpressions": [{"key": ZONE, "values": zones}]}],
+    }
+
+
+def _zones(terms: tuple[Requirements, ...]) -> list[set[str]]:
+    return [set(t[ZONE].values) for t in terms]
+
+
+def test_each_node_selector_term_of_a_volume_is_an_alternative() -> None:
+    topo = VolumeTopology(
+        claims=[_claim("data", volumeName="pv")], volumes=[_pv("pv", ["a"], ["b"])]
+    )
+    assert _zones(topo.terms(_pod(_claim_vol("data")))) == [{"a"}, {"b"}]
+
+
+def test_two_volumes_must_both_hold() -> None:
+    topo = VolumeTopology(
+        claims=[_claim("x", volumeName="pv-x"), _claim("y", storageClassName="wffc")],
+        volumes=[_pv("pv-x", ["a", "b"])],
+        classes=[_class("wffc", ["b", "c"])],
+    )
+    (terms,) = topo.terms(_pod(_claim_vol("x"), _claim_vol("y")))
+    assert set(terms[ZONE].values) == {"b"}
+
+
+def test_immediate_classes_and_explicitly_classless_claims_pin_nothing() -> None:
+    immediate = {**_class("now", ["a"]), "volumeBindingMode": "Immediate"}
+    default = _class(
+        "dflt", ["d"], annotations={"storageclass.kubernetes.io/is-default-class": "true"}
+    )
+    topo = VolumeTopology(
+        claims=[_claim("i", storageClassName="now"), _claim("none", storageClassName="")],
+        classes=[immediate, default],
+    )
+    assert topo.terms(_pod(_claim_vol("i"))) == ()
+    assert topo.terms(_pod(_claim_vol("none"))) == ()
+    assert _zones(
+        VolumeTopology(claims=[_claim("c")], classes=[default]).terms(_pod(_claim_vol("c")))
+    ) == [{"d"}]
+
+
+def test_ephemeral_volume_reads_its_claim_or_else_its_template() -> None:
+    vol = {
+        "name": "scratch",
+        "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "wffc"}}},
+    }
+    classes = [_class("wffc", ["c"])]
+    assert _zones(VolumeTopology(classes=classes).terms(_pod(vol))) == [{"c"}]
+    created = _claim("p-scratch", volumeName="pv")
+    topo = VolumeTopology(claims=[created], volumes=[_pv("pv", ["a"])], classes=classes)
+    assert _zones(topo.terms(_pod(vol))) == [{"a"}]
+
+
+def test_a_missing_claim_names_the_field_and_the_claim() -> None:
+    with pytest.raises(VolumeError, match=r'spec.volumes\[0\].*"ns/gone" not found'):
+        VolumeTopology().terms(_pod(_claim_vol("gone")))
+
+
+def test_a_view_is_rebuilt_when_its_claim_is_bound_without_a_new_pod_version() -> None:
+    views = PodViews()
+    pod = _pod(_claim_vol("data"))
+    before = VolumeTopology(
+        claims=[_claim("data", storageClassName="wffc")], classes=[_class("wffc", ["a", "b"])]
+    )
+    after = VolumeTopology(claims=[_claim("data", volumeName="pv")], volumes=[_pv("pv", ["b"])])
+    first = views.view(pod, volume_terms=before.terms(pod))
+    second = views.view(pod, volume_terms=after.terms(pod))
+    assert _zones(first.volume_terms) == [{"a", "b"}]
+    assert _zones(second.volume_terms) == [{"b"}]
