@@ -192,6 +192,11 @@ async def test_one_provisioning_pass(env: Env) -> None:
     events = json.loads(
         env.kubectl("get", "events", f"--namespace={env.namespace}", "-o", "json").stdout
     )["items"]
-    by_pod = {(e["involvedObject"]["name"], e["reason"]): e["message"] for e in events}
+    # kube-scheduler reports FailedScheduling for the same pods: read karpy's events only.
+    by_pod = {
+        (e["involvedObject"]["name"], e["reason"]): e["message"]
+        for e in events
+        if (e.get("source") or {}).get("component") == "karpenter"
+    }
     assert "Pod should schedule on: nodeclaim/" in by_pod[("pending-0", "Nominated")]
     assert "karpenter.sh/made-up is restricted" in by_pod[("ignored", "FailedScheduling")]
