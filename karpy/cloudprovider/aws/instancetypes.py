@@ -1,0 +1,217 @@
+"""EC2 instance types with their offerings (reference §2.1): what `DescribeInstanceTypes` and
+`DescribeInstanceTypeOfferings` say the region sells, turned into karpy's `InstanceType`s.
+
+The raw lists are refreshed every 12 hours (or on demand); each `list` call builds the types for
+a NodeClass's capacity settings and zones, and marks every offering available or not: the zone
+sells the type, the NodeClass has a subnet there, a price is known and the ICE cache does not
+hold it. Types are returned even when no offering is available, as the provider contract asks.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, Final
+
+from karpy.apis.aws.v1.labels import LABEL_TOPOLOGY_ZONE_ID
+from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from karpy.cloudprovider.aws.capacity import CapacitySettings, capacity, overhead
+from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.labels import architecture, requirements
+from karpy.cloudprovider.aws.pricing import PricingProvider
+from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
+from karpy.scheduling.instancetypes import InstanceType, Offering
+from karpy.scheduling.requirements import Requirement, Requirements
+
+__all__ = ["INSTANCE_TYPES_REFRESH", "InstanceTypeProvider", "build_instance_type"]
+
+INSTANCE_TYPES_REFRESH: Final = timedelta(hours=12)
+CAPACITY_TYPES: Final = (CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT)
+NO_PRICE: Final = math.inf
+
+
+def build_instance_type(
+    info: Mapping[str, Any],
+    *,
+    zones: Sequence[str],
+    offered_zones: Collection[str],
+    pricing: PricingProvider,
+    settings: CapacitySettings,
+    zone_ids: Mapping[str, str] | None = None,
+    allowed_zones: Collection[str] | None = None,
+    unavailable: UnavailableOfferings | None = None,
+) -> InstanceType:
+    """One `InstanceType`: capacity, overhead and labels from `info`, and one offering per
+    (zone in `zones`) x (capacity type the type supports)."""
+    name = str(info["InstanceType"])
+    usage = set(info.get("SupportedUsageClasses") or ())
+    ids = zone_ids or {}
+    offerings: list[Offering] = []
+    for zone in zones:
+        extra = (
+            Requirements(
+                [Requirement(LABEL_TOPOLOGY_ZONE_ID, complement=False, values=(ids[zone],))]
+            )
+            if zone in ids
+            else None
+        )
+        for capacity_type in CAPACITY_TYPES:
+            if capacity_type not in usage:
+                continue
+            price = (
+                pricing.on_demand_price(name)
+                if capacity_type == CAPACITY_TYPE_ON_DEMAND
+                else pricing.spot_price(name, zone)
+            )
+            available = (
+                price is not None
+                and zone in offered_zones
+                and (allowed_zones is None or zone in allowed_zones)
+                and not (unavailable and unavailable.is_unavailable(capacity_type, name, zone))
+            )
+            offerings.append(
+                Offering(
+                    zone=zone,
+                    capacity_type=capacity_type,
+                    price=NO_PRICE if price is None else price,
+                    available=available,
+                    requirements=extra,
+                )
+            )
+    cap = capacity(info, settings)
+    os_name = "windows" if settings.ami_family.startswith("Windows") else "linux"
+    reqs = requirements(
+        info,
+        os_name=os_name,
+        region=pricing.region,
+        zone_ids=[ids[z] for z in zones if z in ids],
+    )
+    return InstanceType(
+        name=name,
+        capacity=cap,
+        offerings=offerings,
+        requirements=Requirements(reqs),
+        overhead=overhead(info, cap, settings),
+    )
+
+
+class InstanceTypeProvider:
+    """Caches the region's instance types and offerings; builds `InstanceType`s from them."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        pricing: PricingProvider,
+        unavailable: UnavailableOfferings,
+        *,
+        refresh: timedelta = INSTANCE_TYPES_REFRESH,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._clients = clients
+        self.pricing = pricing
+        self.unavailable = unavailable
+        self._refresh = refresh.total_seconds()
+        self._clock = clock
+        self._refreshed_at: float | None = None
+        self.infos: dict[str, Mapping[str, Any]] = {}
+        self.offered_zones: dict[str, set[str]] = {}
+        self.zone_ids: dict[str, str] = {}
+        self._cache: dict[tuple[object, ...], list[InstanceType]] = {}
+        self._version = 0
+
+    @property
+    def zones(self) -> list[str]:
+        """Every zone that sells at least one instance type."""
+        return sorted({z for zones in self.offered_zones.values() for z in zones})
+
+    def stale(self) -> bool:
+        return self._refreshed_at is None or self._clock() - self._refreshed_at >= self._refresh
+
+    async def refresh(self, *, force: bool = False) -> bool:
+        """Re-read types, offerings, zone ids and spot prices when 12h old (or `force`);
+        returns whether it did."""
+        if not force and not self.stale():
+            return False
+        await self.update_instance_types()
+        await self.update_offerings()
+        await self.pricing.update_spot_prices()
+        self._refreshed_at = self._clock()
+        self._version += 1
+        self._cache.clear()
+        return True
+
+    async def update_instance_types(self) -> None:
+        infos: dict[str, Mapping[str, Any]] = {}
+        async with self._clients.client("ec2") as ec2:
+            paginator = ec2.get_paginator("describe_instance_types")
+            pages = paginator.paginate(
+                Filters=[
+                    {"Name": "supported-virtualization-type", "Values": ["hvm"]},
+                    {
+                        "Name": "processor-info.supported-architecture",
+                        "Values": ["x86_64", "arm64"],
+                    },
+                ],
+                PaginationConfig={"PageSize": 100},
+            )
+            async for page in pages:
+                for info in page.get("InstanceTypes") or ():
+                    if architecture(info) is not None:
+                        infos[str(info["InstanceType"])] = info
+        self.infos = infos
+
+    async def update_offerings(self) -> None:
+        offered: dict[str, set[str]] = {}
+        async with self._clients.client("ec2") as ec2:
+            paginator = ec2.get_paginator("describe_instance_type_offerings")
+            pages = paginator.paginate(
+                LocationType="availability-zone", PaginationConfig={"PageSize": 1000}
+            )
+            async for page in pages:
+                for item in page.get("InstanceTypeOfferings") or ():
+                    offered.setdefault(str(item["InstanceType"]), set()).add(str(item["Location"]))
+            zones = await ec2.describe_availability_zones()
+        self.offered_zones = offered
+        self.zone_ids = {
+            str(z["ZoneName"]): str(z["ZoneId"])
+            for z in zones.get("AvailabilityZones") or ()
+            if z.get("ZoneName") and z.get("ZoneId")
+        }
+
+    async def list(
+        self,
+        settings: CapacitySettings | None = None,
+        *,
+        zones: Collection[str] | None = None,
+    ) -> list[InstanceType]:
+        """Every known type with offerings in every zone; `zones` (the NodeClass's subnet zones)
+        limits which offerings are available. Refreshes first when the lists are stale."""
+        await self.refresh()
+        settings = settings or CapacitySettings()
+        allowed = frozenset(zones) if zones is not None else None
+        key = (repr(settings), allowed, self.unavailable.seq_num, self._version)
+        cached = self._cache.get(key)
+        if cached is not None and not self._ice_expired_since(key):
+            return cached
+        all_zones = self.zones
+        types = [
+            build_instance_type(
+                info,
+                zones=all_zones,
+                offered_zones=self.offered_zones.get(name, set()),
+                pricing=self.pricing,
+                settings=settings,
+                zone_ids=self.zone_ids,
+                allowed_zones=allowed,
+                unavailable=self.unavailable,
+            )
+            for name, info in sorted(self.infos.items())
+        ]
+        self._cache = {key: types}
+        return types
+
+    def _ice_expired_since(self, key: tuple[object, ...]) -> bool:
+        # Entries expiring do not bump the sequence number; rebuild while any are held.
+        return len(self.unavailable) > 0
