@@ -1,6 +1,6 @@
 """`karpy simulate`: show the nodes karpy would launch for a scenario, without a cluster.
 
-    karpy simulate -f scenario.yaml [-f more.json] [--instance-types catalog.json]
+    karpy simulate -f scenario.yaml [-f more.json] [--instance-types catalog.json|aws[:REGION]]
                    [-o json|yaml|table]
 
 Exit status: 0 with a plan (even when some pods cannot be scheduled: they are listed with the
@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from karpy.cloudprovider.aws.snapshot import load_snapshot, parse_instance_types_argument
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
 from karpy.scheduling import CatalogError
 from karpy.scheduling.engine import schedule, warm_up
+from karpy.scheduling.instancetypes import InstanceType
 from karpy.simulation.output import render
 from karpy.simulation.scenario import ScenarioError, load_scenario
 
@@ -37,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--instance-types",
         metavar="CATALOG",
-        help="instance-type catalogue (kwok instance_types.json format); default: the built-in "
+        help="instance-type catalogue (kwok instance_types.json format), or 'aws' / 'aws:REGION' "
+        "for the shipped snapshot of real EC2 types and on-demand prices; default: the built-in "
         "144-type kwok catalogue",
     )
     parser.add_argument(
@@ -61,11 +64,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _instance_types(value: str | None) -> list[InstanceType]:
+    """The kwok catalogue, a catalogue file, or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
+    if not value:
+        return kwok_instance_types()
+    region = parse_instance_types_argument(value)
+    return load_snapshot(region) if region is not None else load_kwok_catalog(value)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        types = (
-            load_kwok_catalog(args.instance_types) if args.instance_types else kwok_instance_types()
-        )
+        types = _instance_types(args.instance_types)
         scenario = load_scenario(args.files, instance_types=types)
     except (ScenarioError, CatalogError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any, Final
 
 from karpy.apis.aws.v1.labels import LABEL_TOPOLOGY_ZONE_ID
@@ -50,13 +51,7 @@ def build_instance_type(
     ids = zone_ids or {}
     offerings: list[Offering] = []
     for zone in zones:
-        extra = (
-            Requirements(
-                [Requirement(LABEL_TOPOLOGY_ZONE_ID, complement=False, values=(ids[zone],))]
-            )
-            if zone in ids
-            else None
-        )
+        extra = _zone_id_requirements(ids[zone]) if zone in ids else None
         for capacity_type in CAPACITY_TYPES:
             if capacity_type not in usage:
                 continue
@@ -97,6 +92,11 @@ def build_instance_type(
     )
 
 
+@lru_cache(maxsize=256)
+def _zone_id_requirements(zone_id: str) -> Requirements:
+    return Requirements([Requirement(LABEL_TOPOLOGY_ZONE_ID, complement=False, values=(zone_id,))])
+
+
 class InstanceTypeProvider:
     """Caches the region's instance types and offerings; builds `InstanceType`s from them."""
 
@@ -129,14 +129,15 @@ class InstanceTypeProvider:
     def stale(self) -> bool:
         return self._refreshed_at is None or self._clock() - self._refreshed_at >= self._refresh
 
-    async def refresh(self, *, force: bool = False) -> bool:
-        """Re-read types, offerings, zone ids and spot prices when 12h old (or `force`);
-        returns whether it did."""
+    async def refresh(self, *, force: bool = False, spot_prices: bool = True) -> bool:
+        """Re-read types, offerings, zone ids and (unless told not to) spot prices when 12h
+        old or `force`; returns whether it did."""
         if not force and not self.stale():
             return False
         await self.update_instance_types()
         await self.update_offerings()
-        await self.pricing.update_spot_prices()
+        if spot_prices:
+            await self.pricing.update_spot_prices()
         self._refreshed_at = self._clock()
         self._version += 1
         self._cache.clear()
