@@ -77,6 +77,11 @@ class PricingProvider:
     def instance_types(self) -> set[str]:
         return set(self._on_demand)
 
+    async def refresh(self) -> None:
+        """Both updates, as the pricing controller runs them every 12 hours."""
+        await self.update_on_demand_prices()
+        await self.update_spot_prices()
+
     async def update_spot_prices(self) -> int:
         """Merge the latest spot price per (type, zone); returns how many records were read."""
         records = 0
