@@ -1,6 +1,7 @@
 """Where karpy's AWS API clients come from: one aioboto3 session, a region and an optional
 endpoint (moto, a VPC endpoint). `on_client` sees every client as it is made, which is the seam
-tests use to count or fail calls through botocore's event hooks.
+tests use to count or fail calls through botocore's event hooks; `config` sets retries and
+timeouts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import aioboto3
+from aiobotocore.config import AioConfig
 
 __all__ = ["AWSClients"]
 
@@ -24,8 +26,10 @@ class AWSClients:
         endpoint_url: str | None = None,
         session: aioboto3.Session | None = None,
         on_client: Callable[[str, Any], None] | None = None,
+        config: AioConfig | None = None,
     ) -> None:
         self.region = region
+        self._config = config
         self.endpoint_url = endpoint_url
         self._session = session or aioboto3.Session()
         self._on_client = on_client
@@ -36,6 +40,8 @@ class AWSClients:
         kwargs: dict[str, Any] = {"region_name": region or self.region}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
+        if self._config is not None:
+            kwargs["config"] = self._config
         async with self._session.client(service, **kwargs) as client:
             if self._on_client is not None:
                 self._on_client(service, client)

@@ -192,9 +192,9 @@ class InstanceTypeProvider:
         await self.refresh()
         settings = settings or CapacitySettings()
         allowed = frozenset(zones) if zones is not None else None
-        key = (repr(settings), allowed, self.unavailable.seq_num, self._version)
+        key = (repr(settings), allowed, self.unavailable.active(), self._version)
         cached = self._cache.get(key)
-        if cached is not None and not self._ice_expired_since(key):
+        if cached is not None:
             return cached
         all_zones = self.zones
         types = [
@@ -212,7 +212,3 @@ class InstanceTypeProvider:
         ]
         self._cache = {key: types}
         return types
-
-    def _ice_expired_since(self, key: tuple[object, ...]) -> bool:
-        # Entries expiring do not bump the sequence number; rebuild while any are held.
-        return len(self.unavailable) > 0

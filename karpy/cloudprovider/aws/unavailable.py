@@ -76,6 +76,12 @@ class UnavailableOfferings:
             for key in [k for k, until in table.items() if until <= now]:
                 del table[key]
 
+    def active(self) -> frozenset[str]:
+        """The keys unavailable right now (capacity types as `<type>:*:*`): a cache of
+        offerings built for one value is valid exactly as long as this returns it."""
+        self.cleanup()
+        return frozenset(self._expiry) | {f"{ct}:*:*" for ct in self._capacity_types}
+
     def __len__(self) -> int:
         self.cleanup()
         return len(self._expiry) + len(self._capacity_types)

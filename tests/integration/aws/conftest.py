@@ -9,7 +9,9 @@ to count or fail calls register botocore event hooks through `AWSClients(on_clie
 from __future__ import annotations
 
 import urllib.request
+from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from moto.server import ThreadedMotoServer
@@ -20,8 +22,27 @@ REGION = "us-east-1"
 
 
 @pytest.fixture(scope="session")
-def moto_server() -> Iterator[str]:
-    """The endpoint URL of a moto server shared by the session."""
+def aws_credentials() -> Iterator[None]:
+    """Dummy credentials and region, and no user AWS config, for the whole session."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_CONFIG_FILE": "/dev/null",
+            "AWS_SHARED_CREDENTIALS_FILE": "/dev/null",
+        }.items():
+            mp.setenv(name, value)
+        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_EC2"):
+            mp.delenv(name, raising=False)
+        yield
+
+
+@pytest.fixture(scope="session")
+def moto_server(aws_credentials: None) -> Iterator[str]:
+    """The endpoint URL of a moto server shared by the session (its recorded EC2 data is
+    read-only, so fixtures that only describe instance types may share it without a reset)."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -32,18 +53,11 @@ def moto_server() -> Iterator[str]:
 
 
 @pytest.fixture
-def moto_endpoint(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """A freshly reset moto server, with dummy credentials and region in the environment."""
+def moto_endpoint(moto_server: str) -> str:
+    """The moto server, reset to its initial state."""
     request = urllib.request.Request(f"{moto_server}/moto-api/reset", method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/dev/null")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
     return moto_server
 
 
@@ -51,3 +65,25 @@ def moto_endpoint(moto_server: str, monkeypatch: pytest.MonkeyPatch) -> str:
 def aws_clients(moto_endpoint: str) -> AWSClients:
     """Clients for us-east-1 on the moto server."""
     return AWSClients(REGION, endpoint_url=moto_endpoint)
+
+
+class CallCounter:
+    """Counts API calls by `service.Operation` through botocore's `before-call` events; pass
+    `counter.hook` as `AWSClients(on_client=...)`."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.clients: Counter[str] = Counter()
+
+    def hook(self, service: str, client: Any) -> None:
+        self.clients[service] += 1
+
+        def count(model: Any, **_: Any) -> None:
+            self.calls[f"{service}.{model.name}"] += 1
+
+        client.meta.events.register(f"before-call.{service}", count)
+
+
+@pytest.fixture
+def call_counter() -> CallCounter:
+    return CallCounter()

@@ -51,3 +51,14 @@ def test_a_whole_capacity_type_can_be_unavailable() -> None:
     assert not cache.is_unavailable("on-demand", "anything", "anywhere")
     clock.now += 180
     assert not cache.is_unavailable("spot", "anything", "anywhere")
+
+
+def test_active_keys_change_when_an_entry_expires() -> None:
+    clock = Clock()
+    cache = UnavailableOfferings(clock=clock)
+    assert cache.active() == frozenset()
+    cache.mark_unavailable("spot", "m5.large", "us-east-1a")
+    cache.mark_capacity_type_unavailable("spot")
+    assert cache.active() == {"spot:m5.large:us-east-1a", "spot:*:*"}
+    clock.now += 180
+    assert cache.active() == frozenset()
