@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import aioboto3
-from aiobotocore.config import AioConfig
+from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
 
 __all__ = ["AWSClients"]
 
