@@ -92,6 +92,12 @@ def build_instance_type(
     )
 
 
+def usable(info: Mapping[str, Any]) -> bool:
+    """HVM and an architecture Kubernetes nodes run (x86_64 or arm64)."""
+    hvm = "hvm" in (info.get("SupportedVirtualizationTypes") or ())
+    return hvm and architecture(info) is not None
+
+
 @lru_cache(maxsize=256)
 def _zone_id_requirements(zone_id: str) -> Requirements:
     return Requirements([Requirement(LABEL_TOPOLOGY_ZONE_ID, complement=False, values=(zone_id,))])
@@ -147,19 +153,13 @@ class InstanceTypeProvider:
         infos: dict[str, Mapping[str, Any]] = {}
         async with self._clients.client("ec2") as ec2:
             paginator = ec2.get_paginator("describe_instance_types")
-            pages = paginator.paginate(
-                Filters=[
-                    {"Name": "supported-virtualization-type", "Values": ["hvm"]},
-                    {
-                        "Name": "processor-info.supported-architecture",
-                        "Values": ["x86_64", "arm64"],
-                    },
-                ],
-                PaginationConfig={"PageSize": 100},
-            )
+            # Karpenter filters on hvm and x86_64/arm64 server-side. The same test is applied
+            # here instead: EC2 matches a list filter when any value matches, but moto wants
+            # the type's whole list covered, and so drops t2.* (i386 + x86_64) and the like.
+            pages = paginator.paginate(PaginationConfig={"PageSize": 100})
             async for page in pages:
                 for info in page.get("InstanceTypes") or ():
-                    if architecture(info) is not None:
+                    if usable(info):
                         infos[str(info["InstanceType"])] = info
         self.infos = infos
 

@@ -76,3 +76,10 @@ def test_gpu_and_arm_types_are_there(us_east_1: dict[str, InstanceType]) -> None
     assert g4.capacity["nvidia.com/gpu"] == 1
     assert g4.requirements[aws.LABEL_INSTANCE_GPU_NAME].values == {"t4"}
     assert us_east_1["c6g.xlarge"].requirements[LABEL_ARCH].values == {"arm64"}
+
+
+def test_types_that_also_run_i386_are_kept(us_east_1: dict[str, InstanceType]) -> None:
+    """t2.micro lists i386 and x86_64: amd64, 2 ENIs x (2 - 1) + 2 = 4 pods."""
+    t2 = us_east_1["t2.micro"]
+    assert t2.requirements[LABEL_ARCH].values == {"amd64"}
+    assert t2.capacity[PODS] == 4
