@@ -6,9 +6,11 @@ offering for 3 minutes, so the next launch asks for something else (reference §
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
+
+from karpy.apis.v1.labels import CAPACITY_TYPE_SPOT
 
 __all__ = ["UNAVAILABLE_OFFERINGS_TTL", "UNFULFILLABLE_CAPACITY_CODES", "UnavailableOfferings"]
 
@@ -27,6 +29,9 @@ UNFULFILLABLE_CAPACITY_CODES: Final = frozenset(
         "ReservationCapacityExceeded",
     }
 )
+
+
+SPOT_SERVICE_LINKED_ROLE_CODE: Final = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
 
 
 class UnavailableOfferings:
@@ -60,6 +65,25 @@ class UnavailableOfferings:
         """Leave a whole capacity type out (spot without the service-linked role)."""
         self._capacity_types[capacity_type] = self._clock() + self._ttl
         self.seq_num += 1
+
+    def record_fleet_errors(self, errors: Iterable[Mapping[str, Any]], capacity_type: str) -> bool:
+        """Mark the offerings a CreateFleet response's `Errors` say have no capacity; returns
+        whether every error was such a capacity error (the launch then failed for capacity,
+        not for a reason to report). Missing a service-linked role rules out all of spot."""
+        only_capacity = True
+        for error in errors:
+            code = str(error.get("ErrorCode") or "")
+            if code == SPOT_SERVICE_LINKED_ROLE_CODE:
+                self.mark_capacity_type_unavailable(CAPACITY_TYPE_SPOT)
+                continue
+            if code not in UNFULFILLABLE_CAPACITY_CODES:
+                only_capacity = False
+                continue
+            overrides = (error.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            name, zone = overrides.get("InstanceType"), overrides.get("AvailabilityZone")
+            if name and zone:
+                self.mark_unavailable(capacity_type, str(name), str(zone))
+        return only_capacity
 
     def is_unavailable(self, capacity_type: str, instance_type: str, zone: str) -> bool:
         now = self._clock()

@@ -62,3 +62,29 @@ def test_active_keys_change_when_an_entry_expires() -> None:
     assert cache.active() == {"spot:m5.large:us-east-1a", "spot:*:*"}
     clock.now += 180
     assert cache.active() == frozenset()
+
+
+def _fleet_error(code: str, name: str = "", zone: str = "") -> dict[str, object]:
+    overrides = {"InstanceType": name, "AvailabilityZone": zone} if name else {}
+    return {"ErrorCode": code, "LaunchTemplateAndOverrides": {"Overrides": overrides}}
+
+
+def test_create_fleet_errors_mark_the_offerings_they_name() -> None:
+    cache = UnavailableOfferings(clock=Clock())
+    all_capacity = cache.record_fleet_errors(
+        [
+            _fleet_error("InsufficientInstanceCapacity", "m5.large", "us-east-1a"),
+            _fleet_error("UnfulfillableCapacity", "c5.large", "us-east-1b"),
+        ],
+        "on-demand",
+    )
+    assert all_capacity
+    assert cache.active() == {"on-demand:m5.large:us-east-1a", "on-demand:c5.large:us-east-1b"}
+    assert not cache.record_fleet_errors(
+        [_fleet_error("InvalidParameterValue", "r5.large", "us-east-1a")], "spot"
+    )
+    assert not cache.is_unavailable("spot", "r5.large", "us-east-1a")
+    assert cache.record_fleet_errors(
+        [_fleet_error("AuthFailure.ServiceLinkedRoleCreationNotPermitted")], "spot"
+    )
+    assert cache.is_unavailable("spot", "anything", "us-east-1c")
