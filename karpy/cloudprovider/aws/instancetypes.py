@@ -18,7 +18,14 @@ from typing import Any, Final
 
 from karpy.apis.aws.v1.labels import LABEL_TOPOLOGY_ZONE_ID
 from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
-from karpy.cloudprovider.aws.capacity import CapacitySettings, capacity, overhead
+from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
+from karpy.cloudprovider.aws.capacity import (
+    DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
+    CapacitySettings,
+    capacity,
+    capacity_settings_for,
+    overhead,
+)
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.labels import architecture, requirements
 from karpy.cloudprovider.aws.pricing import PricingProvider
@@ -114,8 +121,12 @@ class InstanceTypeProvider:
         *,
         refresh: timedelta = INSTANCE_TYPES_REFRESH,
         clock: Callable[[], float] = time.monotonic,
+        vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
+        reserved_enis: int = 0,
     ) -> None:
         self._clients = clients
+        self.vm_memory_overhead_percent = vm_memory_overhead_percent
+        self.reserved_enis = reserved_enis
         self.pricing = pricing
         self.unavailable = unavailable
         self._refresh = refresh.total_seconds()
@@ -181,6 +192,17 @@ class InstanceTypeProvider:
             if z.get("ZoneName") and z.get("ZoneId")
         }
 
+    async def for_nodeclass(self, nodeclass: EC2NodeClass) -> list[InstanceType]:
+        """The types a NodePool on `nodeclass` may use: its kubelet, AMI family and root volume
+        shape capacity, and only the zones of its resolved subnets have available offerings."""
+        settings = capacity_settings_for(
+            nodeclass.spec,
+            vm_memory_overhead_percent=self.vm_memory_overhead_percent,
+            reserved_enis=self.reserved_enis,
+        )
+        subnets = (nodeclass.status.subnets if nodeclass.status else None) or ()
+        return await self.list(settings, zones={s.zone for s in subnets})
+
     async def list(
         self,
         settings: CapacitySettings | None = None,
@@ -190,7 +212,10 @@ class InstanceTypeProvider:
         """Every known type with offerings in every zone; `zones` (the NodeClass's subnet zones)
         limits which offerings are available. Refreshes first when the lists are stale."""
         await self.refresh()
-        settings = settings or CapacitySettings()
+        settings = settings or CapacitySettings(
+            vm_memory_overhead_percent=self.vm_memory_overhead_percent,
+            reserved_enis=self.reserved_enis,
+        )
         allowed = frozenset(zones) if zones is not None else None
         key = (repr(settings), allowed, self.unavailable.active(), self._version)
         cached = self._cache.get(key)

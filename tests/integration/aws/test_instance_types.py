@@ -11,6 +11,7 @@ import pytest
 from aiobotocore.config import AioConfig
 from botocore.exceptions import ClientError
 
+from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.aws.v1.labels import LABEL_INSTANCE_CATEGORY, LABEL_TOPOLOGY_ZONE_ID
 from karpy.apis.v1.labels import LABEL_ARCH
 from karpy.cloudprovider.aws.capacity import MIB
@@ -159,3 +160,31 @@ async def test_isolated_vpc_never_calls_the_pricing_api(
         await connected.refresh()
     assert call_counter.calls["pricing.GetProducts"] == 1
     assert connected.on_demand_price("m5.large") == 0.096  # the shipped table is kept
+
+
+async def test_a_nodeclass_shapes_capacity_and_zones(catalog: Catalog) -> None:
+    nodeclass = EC2NodeClass.model_validate(
+        {
+            "apiVersion": "karpenter.k8s.aws/v1",
+            "kind": "EC2NodeClass",
+            "metadata": {"name": "default"},
+            "spec": {
+                "role": "KarpenterNodeRole",
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+                "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
+                "kubelet": {"maxPods": 110},
+            },
+            "status": {
+                "subnets": [
+                    {"id": "subnet-1", "zone": "us-east-1b", "zoneID": "use1-az1"},
+                    {"id": "subnet-2", "zone": "us-east-1c", "zoneID": "use1-az2"},
+                ]
+            },
+        }
+    )
+    m5 = by_name(await catalog.provider.for_nodeclass(nodeclass))["m5.large"]
+    assert m5.capacity[PODS] == 110
+    # AL2023 keeps sizing kube-reserved memory by the ENI limit (29 pods).
+    assert m5.allocatable[MEMORY] == 6903 * MIB
+    assert {o.zone for o in m5.offerings if o.available} == {"us-east-1b", "us-east-1c"}
