@@ -16,9 +16,9 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any, Final
 
+from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
 from karpy.apis.aws.v1.labels import LABEL_TOPOLOGY_ZONE_ID
 from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
-from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
 from karpy.cloudprovider.aws.capacity import (
     DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
     CapacitySettings,
