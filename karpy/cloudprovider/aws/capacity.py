@@ -48,8 +48,8 @@ EVICTION_STORAGE_FRACTION: Final = 0.10
 ENI_LIMITED_FAMILIES: Final = frozenset({"AL2", "AL2023", "Bottlerocket", "Custom"})
 # Families whose kube-reserved memory uses the ENI pod count even when maxPods is set.
 ENI_LIMITED_MEMORY_OVERHEAD_FAMILIES: Final = frozenset({"AL2", "AL2023", "Custom"})
-# Bottlerocket ignores podsPerCore.
-PODS_PER_CORE_FAMILIES: Final = frozenset({"AL2", "AL2023", "Custom", "Windows2019", "Windows2022"})
+# Bottlerocket ignores podsPerCore; every other family honours it.
+NO_PODS_PER_CORE_FAMILIES: Final = frozenset({"Bottlerocket"})
 
 # (start, end, fraction) of millicores: 6% of the first core, 1% of the second, 0.5% of the
 # third and fourth, 0.25% of the rest.
@@ -129,7 +129,7 @@ def max_pods(info: Mapping[str, Any], settings: CapacitySettings) -> int:
     else:
         count = DEFAULT_PODS
     per_core = kubelet.pods_per_core if kubelet is not None else None
-    if per_core and settings.ami_family in PODS_PER_CORE_FAMILIES:
+    if per_core and settings.ami_family not in NO_PODS_PER_CORE_FAMILIES:
         count = min(count, int(per_core) * int(info["VCpuInfo"]["DefaultVCpus"]))
     return count
 

@@ -118,6 +118,8 @@ def test_kubelet_max_pods_and_pods_per_core() -> None:
     # Bottlerocket ignores podsPerCore; Windows is not ENI-limited.
     assert max_pods(M5_LARGE, CapacitySettings(kubelet=per_core, ami_family="Bottlerocket")) == 29
     assert max_pods(M5_LARGE, CapacitySettings(ami_family="Windows2022")) == 110
+    windows = CapacitySettings(kubelet=per_core, ami_family="Windows2025")
+    assert max_pods(M5_LARGE, windows) == 8
 
 
 def test_kubelet_reservations_and_eviction_override_the_defaults() -> None:
