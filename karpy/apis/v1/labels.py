@@ -80,9 +80,9 @@ ANNOTATION_REQUESTED_DRA_DRIVERS: Final = "karpenter.sh/requested-dra-drivers"
 ANNOTATION_PRICE_OVERLAY_APPLIED: Final = "karpenter.sh/price-overlay-applied"
 ANNOTATION_CAPACITY_OVERLAY_APPLIED: Final = "karpenter.sh/capacity-overlay-applied"
 ANNOTATION_POD_DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
-# karpy's own NodePool hash version: distinct from Karpenter's "v3" so that NodeClaims created by
-# Karpenter are never compared against our hash and do not drift on migration.
-NODEPOOL_HASH_VERSION: Final = "karpy-v1"
+# Karpenter's NodePool hash version: karpy computes Karpenter's hash (controllers/nodepool/hash.py),
+# so hashes stamped by either are compared as they are.
+NODEPOOL_HASH_VERSION: Final = "v3"
 
 # Taints.
 TAINT_DISRUPTED_KEY: Final = "karpenter.sh/disrupted"

@@ -1,31 +1,36 @@
-"""The NodePool hash: a fingerprint of the NodeClaim template that static drift compares.
+"""The NodePool hash: the fingerprint of the NodeClaim template that static drift compares.
 
-Karpenter hashes `spec.template` with sets taken as sets and zero values ignored, leaving out
-`requirements` (requirements drift is checked separately). We hash the same content in a
-canonical JSON form; the value is a decimal unsigned 64-bit number as Karpenter's. The hash is
-stamped with karpy's own `NODEPOOL_HASH_VERSION`, so a NodeClaim hashed by Karpenter (another
-version) is never compared against ours: the hash controller re-stamps it instead.
+It is Karpenter's own value, so a cluster moving between Karpenter and karpy sees no false drift:
+Karpenter stamps `karpenter.sh/nodepool-hash` with `hashstructure.Hash(nodePool.Spec.Template,
+FormatV2, {SlicesAsSets, IgnoreZeroValue, ZeroNil})` in decimal, and
+`karpenter.sh/nodepool-hash-version` with `v3`. The golden table
+`tests/unit/controllers/nodepool_hash_golden.json` holds hashes computed by Karpenter's code
+(`hack/nodepool-hash`).
 
-Normalisations, so that equal meaning gives an equal hash: `nodeClassRef` is read as
-group/kind/name (the legacy `apiVersion` form counts as its group), durations as seconds, an
-absent `expireAfter` as its default `720h`, and empty strings, lists, maps, zeros and `false` as
-absent.
+The hash is of the Go struct decoded from the JSON, which decides what counts:
+
+- only the template's Go fields: `requirements` is tagged `hash:"ignore"`, unknown keys vanish;
+- an absent or null field is a Go nil and is skipped, and so is `""`; an empty map or list is
+  not nil and counts (a list is a set: reordering, and a duplicate pair, change nothing);
+- durations count by value (`720h` = `720h0m0s`); `expireAfter: Never` is the zero
+  `NillableDuration`, skipped like an absent one (the apiserver defaults absent to `720h`).
+
+karpy-only inputs, which Karpenter's CRD rejects: a `nodeClassRef` in the legacy `apiVersion`
+form hashes as its group; a malformed duration or time hashes as its string.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
-from karpy.apis.duration import DurationError, parse_nillable_duration
 from karpy.apis.v1 import NodePool, group_of_ref
 from karpy.apis.v1.labels import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
     NODEPOOL_HASH_VERSION,
 )
+from karpy.controllers.nodepool import hashstructure as hs
 
 __all__ = [
     "NODEPOOL_HASH_VERSION",
@@ -33,11 +38,6 @@ __all__ = [
     "nodepool_hash",
     "template_hash",
 ]
-
-DEFAULT_EXPIRE_AFTER: Final = "720h"
-_DURATION_FIELDS: Final = ("expireAfter", "terminationGracePeriod")
-
-JSON = dict[str, Any]
 
 
 def _template_of(pool: NodePool | Mapping[str, Any]) -> Mapping[str, Any]:
@@ -48,63 +48,129 @@ def _template_of(pool: NodePool | Mapping[str, Any]) -> Mapping[str, Any]:
     return template if isinstance(template, Mapping) else {}
 
 
-def _duration(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
+def _str(value: Any) -> int | None:
+    """A Go string field: empty is its zero value."""
+    if value is None or value == "":
+        return None
+    return hs.string(value if isinstance(value, str) else str(value))
+
+
+def _string_map(value: Any) -> int | None:
+    """A `map[string]string`: nil when absent; `{}` is an empty, non-nil map."""
+    if not isinstance(value, Mapping):
+        return None
+    return hs.mapping({str(k): "" if v is None else str(v) for k, v in value.items()})
+
+
+def _parsed_duration(value: Any) -> int | str:
+    """Nanoseconds, or the string itself when Go could not parse it."""
     try:
-        parsed = parse_nillable_duration(value)
-    except DurationError:
-        return value  # hash what is written; validation reports it elsewhere
-    return "Never" if parsed is None else parsed.total_seconds()
+        return hs.parse_go_duration(str(value))
+    except hs.GoValueError:
+        return str(value)
 
 
-def _normalise_spec(spec: Mapping[str, Any]) -> JSON:
-    out: JSON = {k: v for k, v in spec.items() if k != "requirements"}
-    ref = out.get("nodeClassRef")
-    if isinstance(ref, Mapping):
-        out["nodeClassRef"] = {
-            "group": group_of_ref(dict(ref)),
-            "kind": ref.get("kind"),
-            "name": ref.get("name"),
-        }
-    out.setdefault("expireAfter", DEFAULT_EXPIRE_AFTER)
-    for name in _DURATION_FIELDS:
-        if name in out:
-            out[name] = _duration(out[name])
-    return out
+def _int64_or_string(value: int | str) -> int:
+    return hs.int64(value) if isinstance(value, int) else hs.string(value)
 
 
-def _canonical(value: Any) -> Any:
-    """Drop zero values; turn lists into sorted, de-duplicated sets of canonical items."""
-    if isinstance(value, Mapping):
-        out = {str(k): _canonical(v) for k, v in value.items()}
-        return {k: v for k, v in out.items() if not _is_zero(v)}
-    if isinstance(value, list | tuple | set | frozenset):
-        items = [_canonical(v) for v in value]
-        encoded = {_dumps(v): v for v in items if not _is_zero(v)}
-        return [encoded[k] for k in sorted(encoded)]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+def _duration(value: Any) -> int | None:
+    """`*metav1.Duration`: a struct whose one field, `Duration`, is skipped when 0."""
+    if value is None:
+        return None
+    parsed = _parsed_duration(value)
+    inner = None if parsed == 0 else _int64_or_string(parsed)
+    return hs.struct_of("Duration", [("Duration", inner)])
 
 
-def _is_zero(value: Any) -> bool:
-    return value is None or value is False or value == "" or value == 0 or value in ({}, [])
+def _nillable_duration(value: Any) -> int | None:
+    """Karpenter's `NillableDuration`: `Never` leaves it zero; otherwise its `*time.Duration`
+    is set (0 included); its `Raw` bytes are not hashed."""
+    if value is None or value == "Never":
+        return None
+    inner = _int64_or_string(_parsed_duration(value))
+    return hs.struct_of("NillableDuration", [("Duration", inner)])
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+def _time(value: Any) -> int | None:
+    """`*metav1.Time`: a struct around a `time.Time`."""
+    if value is None:
+        return None
+    try:
+        inner = hs.time_value(*hs.parse_go_time(str(value)))
+    except hs.GoValueError:
+        inner = hs.string(str(value))
+    return hs.struct_of("Time", [("Time", inner)])
+
+
+def _taint(value: Any) -> int:
+    taint = value if isinstance(value, Mapping) else {}
+    return hs.struct_of(
+        "Taint",
+        [
+            ("Key", _str(taint.get("key"))),
+            ("Value", _str(taint.get("value"))),
+            ("Effect", _str(taint.get("effect"))),
+            ("TimeAdded", _time(taint.get("timeAdded"))),
+        ],
+    )
+
+
+def _taints(value: Any) -> int | None:
+    if not isinstance(value, list):
+        return None
+    return hs.set_of(_taint(item) for item in value)
+
+
+def _node_class_ref(value: Any) -> int | None:
+    if not isinstance(value, Mapping):
+        return None
+    return hs.struct_of(
+        "NodeClassReference",
+        [
+            ("Kind", _str(value.get("kind"))),
+            ("Name", _str(value.get("name"))),
+            ("Group", _str(group_of_ref(dict(value)))),
+        ],
+    )
+
+
+def _object_meta(value: Any) -> int | None:
+    """The template's `ObjectMeta` (labels and annotations only); zero when both are nil."""
+    meta = value if isinstance(value, Mapping) else {}
+    labels = _string_map(meta.get("labels"))
+    annotations = _string_map(meta.get("annotations"))
+    if labels is None and annotations is None:
+        return None
+    return hs.struct_of("ObjectMeta", [("Labels", labels), ("Annotations", annotations)])
+
+
+def _template_spec(value: Any) -> int | None:
+    spec = value if isinstance(value, Mapping) else {}
+    fields = [
+        ("Taints", _taints(spec.get("taints"))),
+        ("StartupTaints", _taints(spec.get("startupTaints"))),
+        ("NodeClassRef", _node_class_ref(spec.get("nodeClassRef"))),
+        ("TerminationGracePeriod", _duration(spec.get("terminationGracePeriod"))),
+        ("ExpireAfter", _nillable_duration(spec.get("expireAfter"))),
+    ]
+    # Go skips a struct field only when the whole struct is zero, ignored fields included: a
+    # present `requirements` list makes an otherwise empty spec count.
+    if all(h is None for _, h in fields) and not isinstance(spec.get("requirements"), list):
+        return None
+    return hs.struct_of("NodeClaimTemplateSpec", fields)
 
 
 def template_hash(template: Mapping[str, Any]) -> str:
     """The hash of a raw `spec.template` (camelCase keys, as stored by the apiserver)."""
-    spec = template.get("spec")
-    normalised: JSON = {
-        "metadata": template.get("metadata") or {},
-        "spec": _normalise_spec(spec if isinstance(spec, Mapping) else {}),
-    }
-    digest = hashlib.sha256(_dumps(_canonical(normalised)).encode()).digest()
-    return str(int.from_bytes(digest[:8], "big"))
+    value = hs.struct_of(
+        "NodeClaimTemplate",
+        [
+            ("ObjectMeta", _object_meta(template.get("metadata"))),
+            ("Spec", _template_spec(template.get("spec"))),
+        ],
+    )
+    return str(value)
 
 
 def nodepool_hash(pool: NodePool | Mapping[str, Any]) -> str:

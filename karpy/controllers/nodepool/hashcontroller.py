@@ -1,9 +1,12 @@
 """`nodepool.hash`: stamp the NodePool hash and hash version annotations on NodePools.
 
-When a NodePool still carries another hash version (it was last hashed by Karpenter, or by an
-older karpy), its NodeClaims are re-stamped with the current hash first: their old hashes were
-computed another way, and comparing them would report every node as drifted. NodeClaims already
-marked Drifted keep their hash, since whether they are still drifted cannot be known.
+The hash and its version are Karpenter's (`v3`), so objects stamped by Karpenter are left as they
+are. When a NodePool carries another hash version (stamped by another Karpenter release, or by
+karpy before it computed Karpenter's hash), its NodeClaims of another version are re-stamped
+first, as Karpenter does: their old hashes were computed another way, and comparing them would
+report every node as drifted. NodeClaims already marked Drifted get the new version but keep
+their hash, since whether they are still drifted cannot be known. The NodePool is stamped only
+once all its NodeClaims are, so a failed re-stamp is retried.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from karpy.apis.v1.labels import (
     NODEPOOL_HASH_VERSION,
 )
 from karpy.controllers.nodepool.hash import hash_annotations
-from karpy.kube import Client, Controller, Informer, NotFoundError, Result
+from karpy.kube import Client, Controller, Informer, KubeError, NotFoundError, Result
 
 __all__ = ["NAME", "NodePoolHashController"]
 
@@ -62,6 +65,9 @@ class NodePoolHashController:
         return None
 
     async def _restamp_nodeclaims(self, pool: str, pool_hash: str) -> None:
+        """Re-stamp every NodeClaim of `pool` with another hash version; a failure on one does
+        not stop the others, and the first is raised at the end."""
+        failure: KubeError | None = None
         for claim in self.nodeclaims.list():
             meta = claim.get("metadata") or {}
             if (meta.get("labels") or {}).get(LABEL_NODEPOOL) != pool:
@@ -79,3 +85,7 @@ class NodePoolHashController:
                 )
             except NotFoundError:
                 continue
+            except KubeError as err:
+                failure = failure or err
+        if failure is not None:
+            raise failure

@@ -1,19 +1,12 @@
 """NodePool controllers against a real apiserver: validation, NodeClass readiness, Ready,
-registration health, the counter and the hash annotations."""
+registration health and the counter (the hash annotations: test_nodepool_hash.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
-from karpy.apis.v1.labels import (
-    ANNOTATION_NODEPOOL_HASH,
-    ANNOTATION_NODEPOOL_HASH_VERSION,
-    NODEPOOL_HASH_VERSION,
-)
+from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
 from karpy.controllers.nodepool.counter import NodePoolCounterController
-from karpy.controllers.nodepool.hash import nodepool_hash
-from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
 from karpy.controllers.nodepool.readiness import NodePoolReadinessController
 from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealthController
 from karpy.controllers.nodepool.validation import NodePoolValidationController
@@ -23,7 +16,6 @@ from tests.integration.disruption.support import (
     Env,
     conditions,
     kwok_nodeclass,
-    nodeclaim,
     nodepool,
     status_of,
 )
@@ -238,48 +230,3 @@ async def test_counter_writes_resources_with_zeros_once_synced(env: Env) -> None
     pool = await env.get(NODEPOOLS, "pool")
     assert pool["status"]["resources"]["nvidia.com/gpu"] == "1"
     assert pool["status"]["nodes"] == 1
-
-
-async def test_hash_annotations_and_restamping_of_foreign_hash_versions(env: Env) -> None:
-    pools = await env.informer(NODEPOOLS)
-    claims = await env.informer(NODECLAIMS)
-    controller = NodePoolHashController(client=env.client, nodepools=pools, nodeclaims=claims)
-    env.run(controller.controller())
-    await env.create(
-        NODECLAIMS,
-        nodeclaim(
-            "from-karpenter",
-            annotations={ANNOTATION_NODEPOOL_HASH: "123", ANNOTATION_NODEPOOL_HASH_VERSION: "v3"},
-        ),
-    )
-    await env.cached(claims, "from-karpenter", lambda c: True)
-    created = await env.create(NODEPOOLS, nodepool())
-    expected = nodepool_hash(created)
-    pool = await env.cached(
-        pools,
-        "pool",
-        lambda p: p["metadata"].get("annotations", {}).get(ANNOTATION_NODEPOOL_HASH) == expected,
-    )
-    assert pool["metadata"]["annotations"][ANNOTATION_NODEPOOL_HASH_VERSION] == (
-        NODEPOOL_HASH_VERSION
-    )
-    claim = await env.cached(
-        claims,
-        "from-karpenter",
-        lambda c: (
-            c["metadata"]["annotations"][ANNOTATION_NODEPOOL_HASH_VERSION] == NODEPOOL_HASH_VERSION
-        ),
-    )
-    assert claim["metadata"]["annotations"][ANNOTATION_NODEPOOL_HASH] == expected
-
-    # A template change changes the hash on the NodePool (not on existing NodeClaims).
-    await env.client.patch(
-        NODEPOOLS, "pool", {"spec": {"template": {"metadata": {"labels": {"team": "b"}}}}}
-    )
-    await env.cached(
-        pools,
-        "pool",
-        lambda p: p["metadata"]["annotations"][ANNOTATION_NODEPOOL_HASH] != expected,
-    )
-    claim = await env.get(NODECLAIMS, "from-karpenter")
-    assert claim["metadata"]["annotations"][ANNOTATION_NODEPOOL_HASH] == expected
