@@ -18,6 +18,7 @@ from karpy.apis.v1.labels import (
 )
 from karpy.controllers.nodepool.hash import nodepool_hash
 from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
+from karpy.kube import ConflictError
 from tests.integration.disruption.support import Env, nodeclaim, nodepool
 
 pytestmark = pytest.mark.timeout(120)
@@ -146,3 +147,40 @@ async def test_hash_version_change_restamps_nodeclaims_as_karpenter_does(env: En
     )
     assert _hash_of(changed) == (nodepool_hash(changed), "v3")
     assert _hash_of(await env.get(NODECLAIMS, "old-karpy")) == (expected, "v3")
+
+
+async def test_a_failed_restamp_leaves_the_nodepool_unstamped_until_it_succeeds(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    controller = await _controller(env)
+    pool = nodepool()
+    pool["metadata"]["annotations"] = _stamped("1", "v2")
+    await env.create(NODEPOOLS, pool)
+    for name in ("a", "b"):
+        await env.create(NODECLAIMS, nodeclaim(name, annotations=_stamped("1", "v2")))
+        await env.cached(controller.nodeclaims, name, lambda c: True)
+    await env.cached(controller.nodepools, "pool", lambda p: True)
+
+    # Fault at the client seam: the first patch of NodeClaim "a" conflicts.
+    patch = env.client.patch
+    failed: list[str] = []
+
+    async def conflicting_once(resource: Any, name: str, body: object, **kw: Any) -> JSON:
+        if resource is NODECLAIMS and name == "a" and not failed:
+            failed.append(name)
+            raise ConflictError(status=409, reason="Conflict", message="injected")
+        return await patch(resource, name, body, **kw)
+
+    monkeypatch.setattr(env.client, "patch", conflicting_once)
+    with pytest.raises(ConflictError):
+        await controller.reconcile("pool")
+    expected = GOLDEN["minimal-defaulted"]["hash"]
+    assert _hash_of(await env.get(NODECLAIMS, "a")) == ("1", "v2")
+    assert _hash_of(await env.get(NODECLAIMS, "b")) == (expected, "v3")
+    assert _hash_of(await env.get(NODEPOOLS, "pool")) == ("1", "v2")
+
+    # The retry (the controller requeues a raised reconcile) finishes the job.
+    await env.cached(controller.nodeclaims, "b", lambda c: _hash_of(c)[1] == "v3")
+    await controller.reconcile("pool")
+    assert _hash_of(await env.get(NODECLAIMS, "a")) == (expected, "v3")
+    assert _hash_of(await env.get(NODEPOOLS, "pool")) == (expected, "v3")
