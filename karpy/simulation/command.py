@@ -4,8 +4,9 @@
                    [-o json|yaml|table]
 
 Exit status: 0 with a plan (even when some pods cannot be scheduled: they are listed with the
-reason), 2 when the input is invalid (the message names the file, document and field, and
-nothing is printed on standard output).
+reason), 2 when the input is invalid (one line on standard error names the file, document and
+field, and nothing is printed on standard output). A scenario holds at most `--max-pods` pods
+(20,000 unless raised).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_cata
 from karpy.scheduling import CatalogError
 from karpy.scheduling.engine import schedule, warm_up
 from karpy.scheduling.instancetypes import InstanceType
+from karpy.simulation.documents import DEFAULT_MAX_PODS
 from karpy.simulation.output import render
 from karpy.simulation.scenario import ScenarioError, load_scenario
 
@@ -51,6 +53,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output format (default: table)",
     )
     parser.add_argument(
+        "--max-pods",
+        type=_positive_int,
+        default=DEFAULT_MAX_PODS,
+        metavar="N",
+        help=f"refuse scenarios with more than N pods (default: {DEFAULT_MAX_PODS}); a "
+        "simulation's time and memory grow with its pods",
+    )
+    parser.add_argument(
         "--preference-policy",
         choices=("Respect", "Ignore"),
         default="Respect",
@@ -72,13 +82,32 @@ def _instance_types(value: str | None) -> list[InstanceType]:
     return load_snapshot(region) if region is not None else load_kwok_catalog(value)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _invalid(message: str) -> int:
+    print("error: " + " ".join(message.split()), file=sys.stderr)
+    return EXIT_INVALID
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         types = _instance_types(args.instance_types)
-        scenario = load_scenario(args.files, instance_types=types)
+        scenario = load_scenario(args.files, instance_types=types, max_pods=args.max_pods)
     except (ScenarioError, CatalogError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_INVALID
+        return _invalid(str(err))
+    except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
+        # a shape the checks missed: still the input's fault, still one line, never a traceback
+        return _invalid(
+            f"{', '.join(args.files)}: cannot use the scenario: {type(err).__name__}: {err}"
+        )
     for warning in scenario.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     inp = scenario.input

@@ -10,19 +10,15 @@ other kind is skipped with a warning, so manifests can be fed as they are. Inval
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import validate_nodepool
 from karpy.scheduling import InstanceType, ResourceError, TaintError
 from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
+from karpy.simulation.documents import DEFAULT_MAX_PODS, Document, ScenarioError, read_documents
 from karpy.state.inputs import ClusterObjects, InputError, build_input, state_nodes
 from karpy.state.pods import node_name as pod_node_name
 from karpy.state.pods import pod_key
@@ -47,74 +43,10 @@ USED = frozenset(
 )
 
 
-class ScenarioError(ValueError):
-    """Invalid input: the message names the file, the document and the field."""
-
-
-@dataclass(frozen=True)
-class Document:
-    source: str
-    index: int  # 1-based position in its file (items of a List count as their own)
-    obj: Mapping[str, Any]
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj.get("kind") or "")
-
-    @property
-    def name(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("name") or "")
-
-    @property
-    def namespace(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("namespace") or "default")
-
-    def where(self) -> str:
-        label = f"{self.kind} {self.name!r}" if self.name else (self.kind or "object")
-        return f"{self.source}: document {self.index} ({label})"
-
-
 @dataclass
 class Scenario:
     input: SchedulingInput
     warnings: list[str] = field(default_factory=list)
-
-
-def read_documents(paths: Sequence[str]) -> Iterator[Document]:
-    """Every object of every file, Lists flattened, empty documents dropped."""
-    for path in paths:
-        try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        except OSError as err:
-            raise ScenarioError(f"{path}: cannot read: {err.strerror}") from None
-        source = "<stdin>" if path == "-" else path
-        try:
-            if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
-                loaded: list[Any] = [json.loads(text)]
-            else:
-                loaded = list(yaml.safe_load_all(text))
-        except (json.JSONDecodeError, yaml.YAMLError) as err:
-            raise ScenarioError(f"{source}: not valid YAML or JSON: {err}") from None
-        index = 0
-        for doc in loaded:
-            items: list[Any]
-            if isinstance(doc, list):
-                items = doc
-            elif (
-                isinstance(doc, dict)
-                and str(doc.get("kind", "")).endswith("List")
-                and "items" in doc
-            ):
-                items = list(doc.get("items") or [])
-            else:
-                items = [doc]
-            for item in items:
-                if item is None:
-                    continue
-                index += 1
-                if not isinstance(item, dict):
-                    raise ScenarioError(f"{source}: document {index}: expected an object")
-                yield Document(source, index, item)
 
 
 def _require_name(doc: Document) -> None:
@@ -157,7 +89,12 @@ def _replicas(doc: Document) -> int:
     return value
 
 
-def load_scenario(paths: Sequence[str], *, instance_types: Sequence[InstanceType]) -> Scenario:
+def load_scenario(
+    paths: Sequence[str],
+    *,
+    instance_types: Sequence[InstanceType],
+    max_pods: int = DEFAULT_MAX_PODS,
+) -> Scenario:
     """Read the files and build the scheduler's input; raise `ScenarioError` on bad input."""
     warnings: list[str] = []
     nodepools: list[tuple[Document, NodePoolTemplate]] = []
@@ -170,7 +107,7 @@ def load_scenario(paths: Sequence[str], *, instance_types: Sequence[InstanceType
     volumes: list[Mapping[str, Any]] = []
     classes: list[Mapping[str, Any]] = []
     seen_pools: set[str] = set()
-    for doc in read_documents(paths):
+    for doc in read_documents(paths, used=USED, max_pods=max_pods, warnings=warnings):
         kind = doc.kind
         if not kind:
             raise ScenarioError(f"{doc.where()}: kind: Required value")

@@ -1,0 +1,363 @@
+"""Shape checks for the objects `karpy simulate` reads, before anything is built from them.
+
+Scenario files are written by hand or exported by kubectl, so any field may hold the wrong
+type (`labels: [a]`, `nodeSelector: x`, `containers: 5`) or a value the API server would
+refuse (a negative request, a zero `maxSkew`). Each check walks the fields the simulation reads
+and raises `FieldError` with the path of the first bad one, so the caller can name the file,
+the document and the field in one line instead of failing deep inside the scheduler. `null` is
+accepted wherever a field is optional, as the API server treats it as absent.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from karpy.scheduling.quantity import QuantityError, milli_value
+
+__all__ = ["FieldError", "check_metadata", "check_object", "describe"]
+
+WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController")
+TOLERATION_OPERATORS = ("Exists", "Equal")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+NODE_SELECTOR_OPERATORS = (*SELECTOR_OPERATORS, "Gt", "Lt")
+
+
+class FieldError(ValueError):
+    """A field holds the wrong type or a value Kubernetes rejects; `path` names it."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
+def describe(value: Any) -> str:
+    """A value in the words of YAML/JSON, short enough for a one-line message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {text!r}"
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, datetime.date):
+        return f"the date {value.isoformat()} (quote it to make it a string)"
+    return f"a {type(value).__name__}"
+
+
+# ---- primitives --------------------------------------------------------------------------------
+
+
+def _obj(value: Any, path: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FieldError(path, f"must be an object, got {describe(value)}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise FieldError(path, f"must be a list, got {describe(value)}")
+    return value
+
+
+def _objects(value: Any, path: str) -> list[tuple[str, Mapping[str, Any]]]:
+    return [(f"{path}[{i}]", _obj(v, f"{path}[{i}]")) for i, v in enumerate(_list(value, path))]
+
+
+def _str(value: Any, path: str, *, allowed: tuple[str, ...] = ()) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise FieldError(path, f"must be a string, got {describe(value)}")
+    if allowed and value not in allowed:
+        raise FieldError(path, f"Unsupported value {value!r}: must be one of {', '.join(allowed)}")
+    return value
+
+
+def _int(value: Any, path: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    if value is None:
+        return minimum or 0
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise FieldError(path, f"must be an integer, got {describe(value)}")
+    if minimum is not None and value < minimum:
+        raise FieldError(path, f"Invalid value {value}: must be at least {minimum}")
+    if maximum is not None and value > maximum:
+        raise FieldError(path, f"Invalid value {value}: must be at most {maximum}")
+    return value
+
+
+def _string_map(value: Any, path: str) -> None:
+    for key, item in _obj(value, path).items():
+        if not isinstance(item, str):
+            raise FieldError(f"{path}.{key}", f"must be a string, got {describe(item)}")
+
+
+def _strings(value: Any, path: str) -> None:
+    for i, item in enumerate(_list(value, path)):
+        _str(item, f"{path}[{i}]")
+
+
+def _quantities(value: Any, path: str, *, positive: bool = False) -> None:
+    """A resource list: every amount a quantity, never negative (or zero, if `positive`)."""
+    for name, amount in _obj(value, path).items():
+        where = f"{path}.{name}"
+        if isinstance(amount, bool) or not isinstance(amount, str | int | float):
+            raise FieldError(
+                where, f"must be a quantity such as '500m' or '1Gi', got {describe(amount)}"
+            )
+        try:
+            millis = milli_value(amount)
+        except QuantityError as err:
+            raise FieldError(where, f"Invalid value {amount!r}: {err}") from None
+        if millis < 0 or (positive and millis == 0):
+            bound = "greater than zero" if positive else "greater than or equal to 0"
+            raise FieldError(where, f"Invalid value {amount!r}: must be {bound}")
+
+
+# ---- parts shared by several kinds -------------------------------------------------------------
+
+
+def check_metadata(obj: Mapping[str, Any]) -> None:
+    """The fields every object is named by; checked for every document, used or not."""
+    meta = _obj(obj.get("metadata"), "metadata")
+    _str(obj.get("kind"), "kind")
+    _str(obj.get("apiVersion"), "apiVersion")
+    _str(meta.get("name"), "metadata.name")
+    _str(meta.get("namespace"), "metadata.namespace")
+
+
+def _object_meta(meta_value: Any, path: str) -> None:
+    meta = _obj(meta_value, path)
+    for key in ("name", "namespace", "generateName", "uid"):
+        _str(meta.get(key), f"{path}.{key}")
+    _string_map(meta.get("labels"), f"{path}.labels")
+    _string_map(meta.get("annotations"), f"{path}.annotations")
+    for where, ref in _objects(meta.get("ownerReferences"), f"{path}.ownerReferences"):
+        _str(ref.get("kind"), f"{where}.kind")
+        _str(ref.get("name"), f"{where}.name")
+
+
+def _label_selector(value: Any, path: str) -> None:
+    selector = _obj(value, path)
+    _string_map(selector.get("matchLabels"), f"{path}.matchLabels")
+    for where, expr in _objects(selector.get("matchExpressions"), f"{path}.matchExpressions"):
+        _str(expr.get("key"), f"{where}.key")
+        _str(expr.get("operator"), f"{where}.operator", allowed=SELECTOR_OPERATORS)
+        _strings(expr.get("values"), f"{where}.values")
+
+
+def _node_selector_terms(value: Any, path: str) -> None:
+    for where, term in _objects(value, path):
+        for key in ("matchExpressions", "matchFields"):
+            for at, expr in _objects(term.get(key), f"{where}.{key}"):
+                _str(expr.get("key"), f"{at}.key")
+                _str(expr.get("operator"), f"{at}.operator", allowed=NODE_SELECTOR_OPERATORS)
+                _strings(expr.get("values"), f"{at}.values")
+
+
+def _pod_affinity_term(term: Mapping[str, Any], path: str) -> None:
+    _str(term.get("topologyKey"), f"{path}.topologyKey")
+    _label_selector(term.get("labelSelector"), f"{path}.labelSelector")
+    _label_selector(term.get("namespaceSelector"), f"{path}.namespaceSelector")
+    _strings(term.get("namespaces"), f"{path}.namespaces")
+    _strings(term.get("matchLabelKeys"), f"{path}.matchLabelKeys")
+    _strings(term.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys")
+
+
+def _affinity(value: Any, path: str) -> None:
+    affinity = _obj(value, path)
+    node = _obj(affinity.get("nodeAffinity"), f"{path}.nodeAffinity")
+    required_path = f"{path}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+    required = _obj(node.get("requiredDuringSchedulingIgnoredDuringExecution"), required_path)
+    _node_selector_terms(required.get("nodeSelectorTerms"), f"{required_path}.nodeSelectorTerms")
+    preferred_path = f"{path}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
+    for where, pref in _objects(
+        node.get("preferredDuringSchedulingIgnoredDuringExecution"), preferred_path
+    ):
+        _int(pref.get("weight"), f"{where}.weight", minimum=1, maximum=100)
+        _node_selector_terms([pref.get("preference")], f"{where}.preference")
+    for kind in ("podAffinity", "podAntiAffinity"):
+        terms = _obj(affinity.get(kind), f"{path}.{kind}")
+        req = f"{path}.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
+        for where, term in _objects(
+            terms.get("requiredDuringSchedulingIgnoredDuringExecution"), req
+        ):
+            _pod_affinity_term(term, where)
+        prefs = f"{path}.{kind}.preferredDuringSchedulingIgnoredDuringExecution"
+        for where, weighted in _objects(
+            terms.get("preferredDuringSchedulingIgnoredDuringExecution"), prefs
+        ):
+            _int(weighted.get("weight"), f"{where}.weight", minimum=1, maximum=100)
+            _pod_affinity_term(
+                _obj(weighted.get("podAffinityTerm"), f"{where}.podAffinityTerm"),
+                f"{where}.podAffinityTerm",
+            )
+
+
+def _container(container: Mapping[str, Any], path: str) -> None:
+    _str(container.get("name"), f"{path}.name")
+    _str(container.get("restartPolicy"), f"{path}.restartPolicy")
+    resources = _obj(container.get("resources"), f"{path}.resources")
+    _quantities(resources.get("requests"), f"{path}.resources.requests")
+    _quantities(resources.get("limits"), f"{path}.resources.limits")
+    for where, port in _objects(container.get("ports"), f"{path}.ports"):
+        _int(port.get("containerPort"), f"{where}.containerPort", minimum=0, maximum=65535)
+        _int(port.get("hostPort"), f"{where}.hostPort", minimum=0, maximum=65535)
+        _str(port.get("hostIP"), f"{where}.hostIP")
+        _str(port.get("protocol"), f"{where}.protocol", allowed=("TCP", "UDP", "SCTP"))
+
+
+def _pod_spec(value: Any, path: str) -> None:
+    if value is None:
+        raise FieldError(path, "Required value")
+    spec = _obj(value, path)
+    containers = _objects(spec.get("containers"), f"{path}.containers")
+    if not containers:
+        raise FieldError(f"{path}.containers", "Required value")
+    for where, container in containers:
+        _container(container, where)
+    for where, container in _objects(spec.get("initContainers"), f"{path}.initContainers"):
+        _container(container, where)
+    _string_map(spec.get("nodeSelector"), f"{path}.nodeSelector")
+    _str(spec.get("nodeName"), f"{path}.nodeName")
+    _str(spec.get("priorityClassName"), f"{path}.priorityClassName")
+    _int(spec.get("priority"), f"{path}.priority")
+    _affinity(spec.get("affinity"), f"{path}.affinity")
+    _quantities(spec.get("overhead"), f"{path}.overhead")
+    pod_resources = _obj(spec.get("resources"), f"{path}.resources")
+    _quantities(pod_resources.get("requests"), f"{path}.resources.requests")
+    _quantities(pod_resources.get("limits"), f"{path}.resources.limits")
+    for where, tol in _objects(spec.get("tolerations"), f"{path}.tolerations"):
+        _str(tol.get("key"), f"{where}.key")
+        _str(tol.get("operator"), f"{where}.operator", allowed=TOLERATION_OPERATORS)
+        _str(tol.get("value"), f"{where}.value")
+        _str(tol.get("effect"), f"{where}.effect", allowed=TAINT_EFFECTS)
+        _int(tol.get("tolerationSeconds"), f"{where}.tolerationSeconds")
+    spreads = f"{path}.topologySpreadConstraints"
+    for where, tsc in _objects(spec.get("topologySpreadConstraints"), spreads):
+        if tsc.get("maxSkew") is None:
+            raise FieldError(f"{where}.maxSkew", "Required value")
+        _int(tsc.get("maxSkew"), f"{where}.maxSkew", minimum=1)
+        if tsc.get("minDomains") is not None:
+            _int(tsc.get("minDomains"), f"{where}.minDomains", minimum=1)
+        _str(tsc.get("topologyKey"), f"{where}.topologyKey")
+        _str(
+            tsc.get("whenUnsatisfiable"),
+            f"{where}.whenUnsatisfiable",
+            allowed=("DoNotSchedule", "ScheduleAnyway"),
+        )
+        _label_selector(tsc.get("labelSelector"), f"{where}.labelSelector")
+        _strings(tsc.get("matchLabelKeys"), f"{where}.matchLabelKeys")
+    for where, vol in _objects(spec.get("volumes"), f"{path}.volumes"):
+        _str(vol.get("name"), f"{where}.name")
+        claim = _obj(vol.get("persistentVolumeClaim"), f"{where}.persistentVolumeClaim")
+        _str(claim.get("claimName"), f"{where}.persistentVolumeClaim.claimName")
+
+
+def _pod_template(spec: Mapping[str, Any], path: str) -> None:
+    if spec.get("template") is None:
+        raise FieldError(f"{path}.template", "Required value")
+    template = _obj(spec.get("template"), f"{path}.template")
+    _object_meta(template.get("metadata"), f"{path}.template.metadata")
+    _pod_spec(template.get("spec"), f"{path}.template.spec")
+
+
+def _claim_spec(spec: Mapping[str, Any], path: str) -> None:
+    _str(spec.get("storageClassName"), f"{path}.storageClassName")
+    _str(spec.get("volumeName"), f"{path}.volumeName")
+    resources = _obj(spec.get("resources"), f"{path}.resources")
+    _quantities(resources.get("requests"), f"{path}.resources.requests", positive=True)
+
+
+# ---- kinds ------------------------------------------------------------------------------------
+
+
+def _pod(obj: Mapping[str, Any]) -> None:
+    _pod_spec(obj.get("spec"), "spec")
+    status = _obj(obj.get("status"), "status")
+    _str(status.get("phase"), "status.phase")
+
+
+def _workload(obj: Mapping[str, Any]) -> None:
+    spec = _obj(obj.get("spec"), "spec")
+    kind = obj.get("kind")
+    if kind == "Job":
+        _int(spec.get("parallelism"), "spec.parallelism", minimum=0)
+        _int(spec.get("completions"), "spec.completions", minimum=0)
+    elif kind != "DaemonSet":
+        _int(spec.get("replicas"), "spec.replicas", minimum=0)
+    _pod_template(spec, "spec")
+    if kind == "StatefulSet":
+        for where, claim in _objects(spec.get("volumeClaimTemplates"), "spec.volumeClaimTemplates"):
+            _object_meta(claim.get("metadata"), f"{where}.metadata")
+            _claim_spec(_obj(claim.get("spec"), f"{where}.spec"), f"{where}.spec")
+
+
+def _node(obj: Mapping[str, Any]) -> None:
+    spec = _obj(obj.get("spec"), "spec")
+    for where, taint in _objects(spec.get("taints"), "spec.taints"):
+        _str(taint.get("key"), f"{where}.key")
+        _str(taint.get("value"), f"{where}.value")
+        _str(taint.get("effect"), f"{where}.effect", allowed=TAINT_EFFECTS)
+    status = _obj(obj.get("status"), "status")
+    _quantities(status.get("allocatable"), "status.allocatable")
+    _quantities(status.get("capacity"), "status.capacity")
+
+
+def _claim(obj: Mapping[str, Any]) -> None:
+    _claim_spec(_obj(obj.get("spec"), "spec"), "spec")
+
+
+def _volume(obj: Mapping[str, Any]) -> None:
+    spec = _obj(obj.get("spec"), "spec")
+    affinity = _obj(spec.get("nodeAffinity"), "spec.nodeAffinity")
+    required = _obj(affinity.get("required"), "spec.nodeAffinity.required")
+    _node_selector_terms(
+        required.get("nodeSelectorTerms"), "spec.nodeAffinity.required.nodeSelectorTerms"
+    )
+    _quantities(spec.get("capacity"), "spec.capacity", positive=True)
+
+
+def _storage_class(obj: Mapping[str, Any]) -> None:
+    _str(
+        obj.get("volumeBindingMode"),
+        "volumeBindingMode",
+        allowed=("Immediate", "WaitForFirstConsumer"),
+    )
+    for where, term in _objects(obj.get("allowedTopologies"), "allowedTopologies"):
+        exprs = f"{where}.matchLabelExpressions"
+        for at, expr in _objects(term.get("matchLabelExpressions"), exprs):
+            _str(expr.get("key"), f"{at}.key")
+            _strings(expr.get("values"), f"{at}.values")
+
+
+def _nothing_more(obj: Mapping[str, Any]) -> None:
+    """NodePools are validated against their schema and CEL rules by the API models."""
+
+
+CHECKS: dict[str, Callable[[Mapping[str, Any]], None]] = {
+    "Pod": _pod,
+    **dict.fromkeys(WORKLOADS, _workload),
+    "Node": _node,
+    "PersistentVolumeClaim": _claim,
+    "PersistentVolume": _volume,
+    "StorageClass": _storage_class,
+}
+
+
+def check_object(obj: Mapping[str, Any]) -> None:
+    """Raise `FieldError` for the first field of `obj` the simulation cannot use."""
+    _object_meta(obj.get("metadata"), "metadata")
+    CHECKS.get(str(obj.get("kind")), _nothing_more)(obj)
