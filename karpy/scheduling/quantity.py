@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from functools import lru_cache
 from typing import Final
 
 __all__ = [
@@ -157,12 +158,27 @@ def _canonical(nanos: int, fmt: Format) -> str:
 
 def milli_value(text: str | int | float) -> int:
     """Parse a quantity (or a plain number from YAML) into thousandths, rounded up."""
+    if type(text) is str:
+        return _milli_of(text)
     return parse_quantity(_as_text(text)).milli_value()
 
 
 def value(text: str | int | float) -> int:
     """Parse a quantity (or a plain number from YAML) into units, rounded up."""
+    if type(text) is str:
+        return _units_of(text)
     return parse_quantity(_as_text(text)).value()
+
+
+# Manifests repeat a handful of quantities (`100m`, `1Gi`) across thousands of pods.
+@lru_cache(maxsize=4096)
+def _milli_of(text: str) -> int:
+    return parse_quantity(text).milli_value()
+
+
+@lru_cache(maxsize=4096)
+def _units_of(text: str) -> int:
+    return parse_quantity(text).value()
 
 
 def _as_text(text: str | int | float) -> str:

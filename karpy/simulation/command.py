@@ -20,7 +20,7 @@ from karpy.scheduling import CatalogError
 from karpy.scheduling.engine import schedule, warm_up
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.simulation.documents import DEFAULT_MAX_PODS
-from karpy.simulation.output import render
+from karpy.simulation.output import write_plan
 from karpy.simulation.scenario import ScenarioError, load_scenario
 
 __all__ = ["add_arguments", "run"]
@@ -115,5 +115,5 @@ def run(args: argparse.Namespace) -> int:
     inp.min_values_policy = args.min_values_policy
     warm_up()
     result = schedule(inp)
-    sys.stdout.write(render(inp, result, args.output))
+    write_plan(sys.stdout, inp, result, args.output)
     return 0
