@@ -79,12 +79,20 @@ def _where(source: str, index: int, obj: Mapping[str, Any]) -> str:
     return f"{source}: document {index}" + (f" ({label})" if label else "")
 
 
+def _drop_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """A JSON `object_hook`: managedFields go as soon as their metadata is decoded, so a large
+    export never holds them all (cheaper than decoding each List item on its own, which would
+    lose the decoder's sharing of key strings across items)."""
+    obj.pop("managedFields", None)
+    return obj
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
 def _prune(obj: dict[str, Any]) -> dict[str, Any]:
-    """Drop what exports carry and the simulation never reads (a JSON `object_hook`)."""
+    """Drop what exports carry and the simulation never reads."""
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)
@@ -92,8 +100,11 @@ def _prune(obj: dict[str, Any]) -> dict[str, Any]:
         if isinstance(annotations, dict):
             annotations.pop(_LAST_APPLIED, None)
         status = obj.get("status")
-        if isinstance(status, dict) and obj.get("kind") in ("Pod", "Node"):
+        kind = obj.get("kind")
+        if isinstance(status, dict) and kind in ("Pod", "Node"):
             obj["status"] = {k: v for k, v in status.items() if k in _STATUS_KEPT}
+        elif kind == "NodePool":
+            obj.pop("status", None)  # the cluster's record, not part of the scenario
     return obj
 
 
@@ -115,13 +126,21 @@ def _decode(path: str) -> tuple[str, str]:
 
 
 def _parse(source: str, text: str) -> list[Any]:
+    """JSON for `.json` files and text that looks like JSON, else multi-document YAML (also
+    the fallback for YAML whose first document is written in flow style)."""
+    looks_json = text.lstrip().startswith(("{", "["))
     try:
-        if source.endswith(".json") or text.lstrip().startswith(("{", "[")):
-            return [json.loads(text, object_hook=_prune)]
+        if source.endswith(".json") or looks_json:
+            try:
+                return [json.loads(text, object_hook=_drop_managed_fields)]
+            except json.JSONDecodeError as err:
+                if source.endswith(".json"):
+                    raise ScenarioError(f"{source}: not valid JSON: {err}") from None
+                json_error = err
         return list(yaml.load_all(text, Loader=_YamlLoader))
-    except json.JSONDecodeError as err:
-        raise ScenarioError(f"{source}: not valid JSON: {err}") from None
     except yaml.YAMLError as err:
+        if looks_json:
+            raise ScenarioError(f"{source}: not valid JSON: {json_error}") from None
         raise ScenarioError(f"{source}: not valid YAML: {_one_line(str(err))}") from None
     except RecursionError:
         raise ScenarioError(f"{source}: nested too deeply to be a Kubernetes object") from None

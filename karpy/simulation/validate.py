@@ -11,7 +11,7 @@ accepted wherever a field is optional, as the API server treats it as absent.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from karpy.scheduling.quantity import QuantityError, milli_value
@@ -57,6 +57,9 @@ def describe(value: Any) -> str:
 
 
 def _obj(value: Any, path: str) -> Mapping[str, Any]:
+    # decoded YAML and JSON objects are dicts; the exact check is much cheaper than Mapping's
+    if type(value) is dict:
+        return value
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -72,8 +75,10 @@ def _list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _objects(value: Any, path: str) -> list[tuple[str, Mapping[str, Any]]]:
-    return [(f"{path}[{i}]", _obj(v, f"{path}[{i}]")) for i, v in enumerate(_list(value, path))]
+def _objects(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for i, item in enumerate(_list(value, path)):
+        where = f"{path}[{i}]"
+        yield where, _obj(item, where)
 
 
 def _str(value: Any, path: str, *, allowed: tuple[str, ...] = ()) -> str:
@@ -223,7 +228,7 @@ def _pod_spec(value: Any, path: str) -> None:
     if value is None:
         raise FieldError(path, "Required value")
     spec = _obj(value, path)
-    containers = _objects(spec.get("containers"), f"{path}.containers")
+    containers = list(_objects(spec.get("containers"), f"{path}.containers"))
     if not containers:
         raise FieldError(f"{path}.containers", "Required value")
     for where, container in containers:

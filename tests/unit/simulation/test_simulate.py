@@ -265,3 +265,86 @@ spec:
         for c in doc["nodeClaims"]
     )
     assert total_cpu == 1500 + 200 * len(doc["nodeClaims"])
+
+
+def _kubectl_pod(name: str, *, node: str = "", phase: str = "Pending") -> dict[str, Any]:
+    """A pod as `kubectl get pods -o json` prints it, server-set fields included."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "uid": f"uid-{name}",
+            "resourceVersion": "42",
+            "labels": {"app": "web", "pod-template-hash": "5d8f"},
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": '{"a": 1}'},
+            "ownerReferences": [
+                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f", "uid": "rs"}
+            ],
+            "managedFields": [{"manager": "kube-controller-manager", "fieldsV1": {"f:spec": {}}}],
+        },
+        "spec": {
+            "containers": [
+                {"name": "web", "image": "nginx", "resources": {"requests": {"cpu": "500m"}}}
+            ],
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}
+            ],
+            **({"nodeName": node} if node else {}),
+        },
+        "status": {"phase": phase, "conditions": [{"type": "PodScheduled", "status": "False"}]},
+    }
+
+
+def test_a_kubectl_export_is_read_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`kubectl get pods,nodes,nodepools -o json`: one List, finished pods left out."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+        "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "images": [{"names": ["nginx"], "sizeBytes": 1}],
+        },
+    }
+    pool = yaml.safe_load(NODEPOOL)
+    pool["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    items = [
+        _kubectl_pod("running", node="n1", phase="Running"),
+        _kubectl_pod("done", node="n1", phase="Succeeded"),
+        _kubectl_pod("pending-1"),
+        _kubectl_pod("pending-2"),
+        node,
+        pool,
+    ]
+    f = tmp_path / "cluster.json"
+    f.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}, indent=4))
+    code, out, err = simulate(capsys, "-f", str(f), "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["stats"]["pods"] == 2
+    assert sorted(p for c in doc["nodeClaims"] for p in c["pods"]) == [
+        "shop/pending-1",
+        "shop/pending-2",
+    ]
+    assert "Pod 'done'" in err and "Succeeded" in err
+
+
+def test_json_and_yaml_plans_are_the_same_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT)
+    _, as_json, _ = simulate(capsys, "-f", f, "-o", "json")
+    _, as_yaml, _ = simulate(capsys, "-f", f, "-o", "yaml")
+    plan = json.loads(as_json)
+    plan["stats"].pop("seconds")
+    other = yaml.safe_load(as_yaml)
+    other["stats"].pop("seconds")
+    assert plan == other
+    assert as_json.startswith('{\n  "nodeClaims": [\n    {\n      "name": ')
