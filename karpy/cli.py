@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Protocol, cast
@@ -57,9 +58,28 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` and run the subcommand; return the exit status."""
     args = parse(sys.argv[1:] if argv is None else argv)
     return _load(args.command).run(args)
 
 
+def entry() -> None:
+    """The `karpy` program: `main()`, then exit. Subcommands that declare
+    `EXIT_WITHOUT_CLEANUP` end the process once their output is flushed, skipping the
+    interpreter's teardown of everything they built."""
+    try:
+        code = main()
+        chosen = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+        if chosen in SUBCOMMANDS and getattr(_load(chosen), "EXIT_WITHOUT_CLEANUP", False):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    except BrokenPipeError:
+        # the reader went away (`karpy simulate ... | head`): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        os._exit(141)
+    raise SystemExit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()
