@@ -102,13 +102,25 @@ def _invalid(message: str) -> int:
     return EXIT_INVALID
 
 
+def _catalog(value: str | None) -> list[InstanceType]:
+    """The instance types (`_instance_types`); errors name the catalogue file."""
+    try:
+        return list(_instance_types(value))
+    except CatalogError:
+        raise
+    except UnicodeDecodeError as err:
+        raise CatalogError(f"{value}: not UTF-8 text: byte {err.start}") from None
+    except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
+        raise CatalogError(f"{value}: not a catalogue: {type(err).__name__}: {err}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     # Reading builds millions of small objects, none of them cyclic garbage: without the
     # collector's repeated full scans it takes half the time, and once frozen they are not
     # rescanned while the scheduler allocates.
     gc.disable()
     try:
-        types = _instance_types(args.instance_types)
+        types = _catalog(args.instance_types)
         scenario = load_scenario(args.files, instance_types=types, max_pods=args.max_pods)
     except (ScenarioError, CatalogError) as err:
         return _invalid(str(err))

@@ -403,3 +403,50 @@ def test_malformed_via_the_command(tmp_path: Path, data: bytes, field: str) -> N
         check=False,
     )
     _assert_one_line_error(proc.returncode, proc.stdout, proc.stderr, "bad.yaml", field)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        (b"\xff\xfe[]", "not UTF-8"),
+        (b"5", "expected a JSON list"),
+        (b'[{"name": 5}]', "[0].name"),
+        (b'[{"name": "x", "resources": [1]}]', "[0] (x).resources"),
+    ],
+)
+def test_malformed_catalogue_names_the_catalogue(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, needle: str
+) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(NODEPOOL)
+    cat = tmp_path / "types.json"
+    cat.write_bytes(data)
+    code, out, err = _run_in_process(capsys, "-f", str(f), "--instance-types", str(cat))
+    _assert_one_line_error(code, out, err, "types.json", needle)
+    assert "s.yaml" not in err
+
+
+@pytest.mark.parametrize(
+    ("name", "needle"), [("missing.yaml", "cannot read"), (".", "cannot read")]
+)
+def test_unreadable_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, needle: str
+) -> None:
+    code, out, err = _run_in_process(capsys, "-f", str(tmp_path / name))
+    _assert_one_line_error(code, out, err, needle)
+
+
+def test_the_simulate_path_loads_no_cluster_client(tmp_path: Path) -> None:
+    """Start-up time: `karpy simulate` needs no Kubernetes client, AWS SDK or log setup."""
+    f = tmp_path / "s.yaml"
+    f.write_text(NODEPOOL + "---\n" + pod())
+    script = (
+        "import sys\nfrom karpy.cli import main\n"
+        f"assert main(['simulate', '-f', {str(f)!r}]) == 0\n"
+        "heavy = ('kubernetes_asyncio', 'aioboto3', 'botocore', 'aiohttp', 'structlog')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip().splitlines()[-1] == "[]"
