@@ -143,85 +143,169 @@ def check_metadata(obj: Mapping[str, Any]) -> None:
     _str(meta.get("namespace"), "metadata.namespace")
 
 
+Check = Callable[[Any, str], None]
+
+
+def _fields(obj: Mapping[str, Any], path: str, table: Mapping[str, Check]) -> None:
+    """Check the fields of `obj` that `table` knows and that are set; absent ones cost nothing
+    (a pod spec from an export sets a dozen fields, of hundreds)."""
+    for key, value in obj.items():
+        check = table.get(key)
+        if check is not None and value is not None:
+            check(value, f"{path}.{key}")
+
+
+def _each(table: Mapping[str, Check]) -> Check:
+    """A check of a list of objects, each checked against `table`."""
+
+    def check(value: Any, path: str) -> None:
+        for where, item in _objects(value, path):
+            _fields(item, where, table)
+
+    return check
+
+
+def _one(table: Mapping[str, Check]) -> Check:
+    """A check of an object against `table`."""
+
+    def check(value: Any, path: str) -> None:
+        _fields(_obj(value, path), path, table)
+
+    return check
+
+
+def _string(value: Any, path: str) -> None:
+    _str(value, path)
+
+
+def _enum(*allowed: str) -> Check:
+    def check(value: Any, path: str) -> None:
+        _str(value, path, allowed=allowed)
+
+    return check
+
+
+def _integer(minimum: int | None = None, maximum: int | None = None) -> Check:
+    def check(value: Any, path: str) -> None:
+        _int(value, path, minimum=minimum, maximum=maximum)
+
+    return check
+
+
+def _resource_list(value: Any, path: str) -> None:
+    _quantities(value, path)
+
+
+_OBJECT_META: dict[str, Check] = {
+    "name": _string,
+    "namespace": _string,
+    "generateName": _string,
+    "uid": _string,
+    "labels": _string_map,
+    "annotations": _string_map,
+    "ownerReferences": _each({"kind": _string, "name": _string}),
+}
+_LABEL_SELECTOR: dict[str, Check] = {
+    "matchLabels": _string_map,
+    "matchExpressions": _each(
+        {"key": _string, "operator": _enum(*SELECTOR_OPERATORS), "values": _strings}
+    ),
+}
+_NODE_SELECTOR_REQUIREMENTS = _each(
+    {"key": _string, "operator": _enum(*NODE_SELECTOR_OPERATORS), "values": _strings}
+)
+_NODE_SELECTOR_TERM: dict[str, Check] = {
+    "matchExpressions": _NODE_SELECTOR_REQUIREMENTS,
+    "matchFields": _NODE_SELECTOR_REQUIREMENTS,
+}
+_POD_AFFINITY_TERM: dict[str, Check] = {
+    "topologyKey": _string,
+    "labelSelector": _one(_LABEL_SELECTOR),
+    "namespaceSelector": _one(_LABEL_SELECTOR),
+    "namespaces": _strings,
+    "matchLabelKeys": _strings,
+    "mismatchLabelKeys": _strings,
+}
+_POD_AFFINITY: dict[str, Check] = {
+    "requiredDuringSchedulingIgnoredDuringExecution": _each(_POD_AFFINITY_TERM),
+    "preferredDuringSchedulingIgnoredDuringExecution": _each(
+        {"weight": _integer(1, 100), "podAffinityTerm": _one(_POD_AFFINITY_TERM)}
+    ),
+}
+_AFFINITY: dict[str, Check] = {
+    "nodeAffinity": _one(
+        {
+            "requiredDuringSchedulingIgnoredDuringExecution": _one(
+                {"nodeSelectorTerms": _each(_NODE_SELECTOR_TERM)}
+            ),
+            "preferredDuringSchedulingIgnoredDuringExecution": _each(
+                {"weight": _integer(1, 100), "preference": _one(_NODE_SELECTOR_TERM)}
+            ),
+        }
+    ),
+    "podAffinity": _one(_POD_AFFINITY),
+    "podAntiAffinity": _one(_POD_AFFINITY),
+}
+_RESOURCES: dict[str, Check] = {"requests": _resource_list, "limits": _resource_list}
+_CONTAINER: dict[str, Check] = {
+    "name": _string,
+    "restartPolicy": _string,
+    "resources": _one(_RESOURCES),
+    "ports": _each(
+        {
+            "containerPort": _integer(0, 65535),
+            "hostPort": _integer(0, 65535),
+            "hostIP": _string,
+            "protocol": _enum("TCP", "UDP", "SCTP"),
+        }
+    ),
+}
+
+
+def _spread(value: Any, path: str) -> None:
+    for where, tsc in _objects(value, path):
+        if tsc.get("maxSkew") is None:
+            raise FieldError(f"{where}.maxSkew", "Required value")
+        _fields(tsc, where, _SPREAD)
+
+
+_SPREAD: dict[str, Check] = {
+    "maxSkew": _integer(1),
+    "minDomains": _integer(1),
+    "topologyKey": _string,
+    "whenUnsatisfiable": _enum("DoNotSchedule", "ScheduleAnyway"),
+    "labelSelector": _one(_LABEL_SELECTOR),
+    "matchLabelKeys": _strings,
+}
+_POD_SPEC: dict[str, Check] = {
+    "initContainers": _each(_CONTAINER),
+    "nodeSelector": _string_map,
+    "nodeName": _string,
+    "priorityClassName": _string,
+    "priority": _integer(),
+    "affinity": _one(_AFFINITY),
+    "overhead": _resource_list,
+    "resources": _one(_RESOURCES),
+    "tolerations": _each(
+        {
+            "key": _string,
+            "operator": _enum(*TOLERATION_OPERATORS),
+            "value": _string,
+            "effect": _enum(*TAINT_EFFECTS),
+            "tolerationSeconds": _integer(),
+        }
+    ),
+    "topologySpreadConstraints": _spread,
+    "volumes": _each({"name": _string, "persistentVolumeClaim": _one({"claimName": _string})}),
+}
+
+
 def _object_meta(meta_value: Any, path: str) -> None:
-    meta = _obj(meta_value, path)
-    for key in ("name", "namespace", "generateName", "uid"):
-        _str(meta.get(key), f"{path}.{key}")
-    _string_map(meta.get("labels"), f"{path}.labels")
-    _string_map(meta.get("annotations"), f"{path}.annotations")
-    for where, ref in _objects(meta.get("ownerReferences"), f"{path}.ownerReferences"):
-        _str(ref.get("kind"), f"{where}.kind")
-        _str(ref.get("name"), f"{where}.name")
-
-
-def _label_selector(value: Any, path: str) -> None:
-    selector = _obj(value, path)
-    _string_map(selector.get("matchLabels"), f"{path}.matchLabels")
-    for where, expr in _objects(selector.get("matchExpressions"), f"{path}.matchExpressions"):
-        _str(expr.get("key"), f"{where}.key")
-        _str(expr.get("operator"), f"{where}.operator", allowed=SELECTOR_OPERATORS)
-        _strings(expr.get("values"), f"{where}.values")
+    _fields(_obj(meta_value, path), path, _OBJECT_META)
 
 
 def _node_selector_terms(value: Any, path: str) -> None:
-    for where, term in _objects(value, path):
-        for key in ("matchExpressions", "matchFields"):
-            for at, expr in _objects(term.get(key), f"{where}.{key}"):
-                _str(expr.get("key"), f"{at}.key")
-                _str(expr.get("operator"), f"{at}.operator", allowed=NODE_SELECTOR_OPERATORS)
-                _strings(expr.get("values"), f"{at}.values")
-
-
-def _pod_affinity_term(term: Mapping[str, Any], path: str) -> None:
-    _str(term.get("topologyKey"), f"{path}.topologyKey")
-    _label_selector(term.get("labelSelector"), f"{path}.labelSelector")
-    _label_selector(term.get("namespaceSelector"), f"{path}.namespaceSelector")
-    _strings(term.get("namespaces"), f"{path}.namespaces")
-    _strings(term.get("matchLabelKeys"), f"{path}.matchLabelKeys")
-    _strings(term.get("mismatchLabelKeys"), f"{path}.mismatchLabelKeys")
-
-
-def _affinity(value: Any, path: str) -> None:
-    affinity = _obj(value, path)
-    node = _obj(affinity.get("nodeAffinity"), f"{path}.nodeAffinity")
-    required_path = f"{path}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
-    required = _obj(node.get("requiredDuringSchedulingIgnoredDuringExecution"), required_path)
-    _node_selector_terms(required.get("nodeSelectorTerms"), f"{required_path}.nodeSelectorTerms")
-    preferred_path = f"{path}.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
-    for where, pref in _objects(
-        node.get("preferredDuringSchedulingIgnoredDuringExecution"), preferred_path
-    ):
-        _int(pref.get("weight"), f"{where}.weight", minimum=1, maximum=100)
-        _node_selector_terms([pref.get("preference")], f"{where}.preference")
-    for kind in ("podAffinity", "podAntiAffinity"):
-        terms = _obj(affinity.get(kind), f"{path}.{kind}")
-        req = f"{path}.{kind}.requiredDuringSchedulingIgnoredDuringExecution"
-        for where, term in _objects(
-            terms.get("requiredDuringSchedulingIgnoredDuringExecution"), req
-        ):
-            _pod_affinity_term(term, where)
-        prefs = f"{path}.{kind}.preferredDuringSchedulingIgnoredDuringExecution"
-        for where, weighted in _objects(
-            terms.get("preferredDuringSchedulingIgnoredDuringExecution"), prefs
-        ):
-            _int(weighted.get("weight"), f"{where}.weight", minimum=1, maximum=100)
-            _pod_affinity_term(
-                _obj(weighted.get("podAffinityTerm"), f"{where}.podAffinityTerm"),
-                f"{where}.podAffinityTerm",
-            )
-
-
-def _container(container: Mapping[str, Any], path: str) -> None:
-    _str(container.get("name"), f"{path}.name")
-    _str(container.get("restartPolicy"), f"{path}.restartPolicy")
-    resources = _obj(container.get("resources"), f"{path}.resources")
-    _quantities(resources.get("requests"), f"{path}.resources.requests")
-    _quantities(resources.get("limits"), f"{path}.resources.limits")
-    for where, port in _objects(container.get("ports"), f"{path}.ports"):
-        _int(port.get("containerPort"), f"{where}.containerPort", minimum=0, maximum=65535)
-        _int(port.get("hostPort"), f"{where}.hostPort", minimum=0, maximum=65535)
-        _str(port.get("hostIP"), f"{where}.hostIP")
-        _str(port.get("protocol"), f"{where}.protocol", allowed=("TCP", "UDP", "SCTP"))
+    _each(_NODE_SELECTOR_TERM)(value, path)
 
 
 def _pod_spec(value: Any, path: str) -> None:
@@ -232,43 +316,8 @@ def _pod_spec(value: Any, path: str) -> None:
     if not containers:
         raise FieldError(f"{path}.containers", "Required value")
     for where, container in containers:
-        _container(container, where)
-    for where, container in _objects(spec.get("initContainers"), f"{path}.initContainers"):
-        _container(container, where)
-    _string_map(spec.get("nodeSelector"), f"{path}.nodeSelector")
-    _str(spec.get("nodeName"), f"{path}.nodeName")
-    _str(spec.get("priorityClassName"), f"{path}.priorityClassName")
-    _int(spec.get("priority"), f"{path}.priority")
-    _affinity(spec.get("affinity"), f"{path}.affinity")
-    _quantities(spec.get("overhead"), f"{path}.overhead")
-    pod_resources = _obj(spec.get("resources"), f"{path}.resources")
-    _quantities(pod_resources.get("requests"), f"{path}.resources.requests")
-    _quantities(pod_resources.get("limits"), f"{path}.resources.limits")
-    for where, tol in _objects(spec.get("tolerations"), f"{path}.tolerations"):
-        _str(tol.get("key"), f"{where}.key")
-        _str(tol.get("operator"), f"{where}.operator", allowed=TOLERATION_OPERATORS)
-        _str(tol.get("value"), f"{where}.value")
-        _str(tol.get("effect"), f"{where}.effect", allowed=TAINT_EFFECTS)
-        _int(tol.get("tolerationSeconds"), f"{where}.tolerationSeconds")
-    spreads = f"{path}.topologySpreadConstraints"
-    for where, tsc in _objects(spec.get("topologySpreadConstraints"), spreads):
-        if tsc.get("maxSkew") is None:
-            raise FieldError(f"{where}.maxSkew", "Required value")
-        _int(tsc.get("maxSkew"), f"{where}.maxSkew", minimum=1)
-        if tsc.get("minDomains") is not None:
-            _int(tsc.get("minDomains"), f"{where}.minDomains", minimum=1)
-        _str(tsc.get("topologyKey"), f"{where}.topologyKey")
-        _str(
-            tsc.get("whenUnsatisfiable"),
-            f"{where}.whenUnsatisfiable",
-            allowed=("DoNotSchedule", "ScheduleAnyway"),
-        )
-        _label_selector(tsc.get("labelSelector"), f"{where}.labelSelector")
-        _strings(tsc.get("matchLabelKeys"), f"{where}.matchLabelKeys")
-    for where, vol in _objects(spec.get("volumes"), f"{path}.volumes"):
-        _str(vol.get("name"), f"{where}.name")
-        claim = _obj(vol.get("persistentVolumeClaim"), f"{where}.persistentVolumeClaim")
-        _str(claim.get("claimName"), f"{where}.persistentVolumeClaim.claimName")
+        _fields(container, where, _CONTAINER)
+    _fields(spec, path, _POD_SPEC)
 
 
 def _pod_template(spec: Mapping[str, Any], path: str) -> None:
