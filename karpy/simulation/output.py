@@ -31,14 +31,19 @@ def plan_document(inp: SchedulingInput, result: SchedulingResult) -> dict[str, A
     """The plan as the documented JSON object (keep these names: scripts rely on them)."""
     counters: Counter[str] = Counter()
     claims = []
+    # claims share their instance-type lists: one list of names each, encoded once (`_fields`)
+    names: dict[int, list[str]] = {}
     for claim in result.node_claims:
+        type_names = names.get(id(claim.instance_types))
+        if type_names is None:
+            type_names = names[id(claim.instance_types)] = [t.name for t in claim.instance_types]
         counters[claim.nodepool] += 1
         offering = claim.offering
         claims.append(
             {
                 "name": f"{claim.nodepool}-{counters[claim.nodepool]}",
                 "nodePool": claim.nodepool,
-                "instanceTypes": [t.name for t in claim.instance_types],
+                "instanceTypes": type_names,
                 "requirements": [
                     {"key": r["key"], "operator": r["operator"], "values": r.get("values", [])}
                     for r in claim.requirements.to_list()
@@ -118,14 +123,23 @@ def _table(doc: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _fields(obj: dict[str, Any], indent: str) -> Iterator[str]:
+def _fields(obj: dict[str, Any], indent: str, memo: dict[int, str]) -> Iterator[str]:
+    """One line per field; a list shared by several items is encoded once (`memo`, by id,
+    valid while the document is alive)."""
     last = len(obj) - 1
     for n, (key, value) in enumerate(obj.items()):
-        yield f"{indent}{json.dumps(key)}: {_ITEM.encode(value)}{',' if n < last else ''}\n"
+        if type(value) is list:
+            text = memo.get(id(value))
+            if text is None:
+                text = memo[id(value)] = _ITEM.encode(value)
+        else:
+            text = _ITEM.encode(value)
+        yield f"{indent}{json.dumps(key)}: {text}{',' if n < last else ''}\n"
 
 
 def _json_lines(doc: dict[str, Any]) -> Iterator[str]:
     """The plan as JSON: the outline and list items indented, field values compact."""
+    memo: dict[int, str] = {}
     yield "{\n"
     last_key = len(doc) - 1
     for n, (key, value) in enumerate(doc.items()):
@@ -135,12 +149,12 @@ def _json_lines(doc: dict[str, Any]) -> Iterator[str]:
             last = len(value) - 1
             for i, item in enumerate(value):
                 yield "    {\n"
-                yield from _fields(item, "      ")
+                yield from _fields(item, "      ", memo)
                 yield "    }" + ("," if i < last else "") + "\n"
             yield f"  ]{comma}\n"
         elif isinstance(value, dict):
             yield f"  {json.dumps(key)}: {{\n"
-            yield from _fields(value, "    ")
+            yield from _fields(value, "    ", memo)
             yield f"  }}{comma}\n"
         else:
             yield f"  {json.dumps(key)}: {_ITEM.encode(value)}{comma}\n"
