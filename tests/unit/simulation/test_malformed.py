@@ -450,3 +450,19 @@ def test_the_simulate_path_loads_no_cluster_client(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_malformed_standard_input_via_the_command() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "karpy.cli", "simulate", "-f", "-"],
+        input=b"kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], nodeSelector: x}\n",
+        capture_output=True,
+        check=False,
+    )
+    _assert_one_line_error(
+        proc.returncode,
+        proc.stdout.decode(),
+        proc.stderr.decode(),
+        "<stdin>: document 1 (Pod 'p')",
+        "spec.nodeSelector",
+    )
