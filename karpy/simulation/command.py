@@ -117,8 +117,16 @@ def _catalog(value: str | None) -> list[InstanceType]:
 def run(args: argparse.Namespace) -> int:
     # Reading builds millions of small objects, none of them cyclic garbage: without the
     # collector's repeated full scans it takes half the time, and once frozen they are not
-    # rescanned while the scheduler allocates.
+    # rescanned while the scheduler allocates. Unfrozen at the end, for callers that go on.
     gc.disable()
+    try:
+        return _simulate(args)
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+def _simulate(args: argparse.Namespace) -> int:
     try:
         types = _catalog(args.instance_types)
         scenario = load_scenario(args.files, instance_types=types, max_pods=args.max_pods)
@@ -129,9 +137,8 @@ def run(args: argparse.Namespace) -> int:
         return _invalid(
             f"{', '.join(args.files)}: cannot use the scenario: {type(err).__name__}: {err}"
         )
-    finally:
-        gc.freeze()
-        gc.enable()
+    gc.freeze()
+    gc.enable()
     for warning in scenario.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     inp = scenario.input

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -348,3 +349,14 @@ def test_json_and_yaml_plans_are_the_same_document(
     other["stats"].pop("seconds")
     assert plan == other
     assert as_json.startswith('{\n  "nodeClaims": [\n    {\n      "name": ')
+
+
+def test_the_collector_is_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """In-process callers go on after `simulate`: nothing stays frozen or disabled."""
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT)
+    for args in (("-f", f), ("-f", str(tmp_path / "missing.yaml"))):
+        simulate(capsys, *args)
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == 0
