@@ -33,7 +33,11 @@ __all__ = ["DEFAULT_MAX_PODS", "Document", "ScenarioError", "read_documents"]
 DEFAULT_MAX_PODS = 20_000
 TERMINAL_PHASES = ("Succeeded", "Failed")
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
-_STATUS_KEPT = ("phase", "allocatable", "capacity")
+# status fields the engine's inputs read (karpy.state): the rest of a status is dropped
+_STATUS_KEPT = {
+    "Pod": frozenset({"phase", "nominatedNodeName"}),
+    "Node": frozenset({"phase", "allocatable", "capacity", "conditions"}),
+}
 
 # libyaml is several times faster; PyYAML's pure-Python loader is the fallback
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -101,8 +105,9 @@ def _prune(obj: dict[str, Any]) -> dict[str, Any]:
             annotations.pop(_LAST_APPLIED, None)
         status = obj.get("status")
         kind = obj.get("kind")
-        if isinstance(status, dict) and kind in ("Pod", "Node"):
-            obj["status"] = {k: v for k, v in status.items() if k in _STATUS_KEPT}
+        kept = _STATUS_KEPT.get(kind) if isinstance(kind, str) else None
+        if isinstance(status, dict) and kept is not None:
+            obj["status"] = {k: v for k, v in status.items() if k in kept}
         elif kind == "NodePool":
             obj.pop("status", None)  # the cluster's record, not part of the scenario
     return obj

@@ -2,18 +2,25 @@
 overhead, in-flight and marked-for-deletion nodes, nominations and NodePool totals.
 
 from karpy.state import Cluster, StateNode
+
+The names are loaded on first use: `karpy simulate` needs `karpy.state.inputs`, not the
+informer-backed `Cluster` and the Kubernetes client behind it (seconds of imports).
 """
 
 from __future__ import annotations
 
-from karpy.state.cluster import (
-    DEFAULT_NOMINATION_WINDOW,
-    Cluster,
-    ClusterSnapshot,
-    nomination_window,
-)
-from karpy.state.inputs import PodViews, existing_node
-from karpy.state.statenode import StateNode, claim_condition
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from karpy.state.cluster import (
+        DEFAULT_NOMINATION_WINDOW,
+        Cluster,
+        ClusterSnapshot,
+        nomination_window,
+    )
+    from karpy.state.inputs import PodViews, existing_node
+    from karpy.state.statenode import StateNode, claim_condition
 
 __all__ = [
     "DEFAULT_NOMINATION_WINDOW",
@@ -25,3 +32,23 @@ __all__ = [
     "existing_node",
     "nomination_window",
 ]
+
+_HOME = {
+    "DEFAULT_NOMINATION_WINDOW": "karpy.state.cluster",
+    "Cluster": "karpy.state.cluster",
+    "ClusterSnapshot": "karpy.state.cluster",
+    "nomination_window": "karpy.state.cluster",
+    "PodViews": "karpy.state.inputs",
+    "existing_node": "karpy.state.inputs",
+    "StateNode": "karpy.state.statenode",
+    "claim_condition": "karpy.state.statenode",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'karpy.state' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value

@@ -13,14 +13,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import structlog
-
 from karpy.scheduling.pods import PodError, PodView, pod_view
 from karpy.scheduling.requirements import Requirements
 
 __all__ = ["PodViews", "daemonset_pod"]
 
-log = structlog.get_logger("karpy.state")
 _Key = tuple[str, str, tuple[Requirements, ...]]
 
 
@@ -79,8 +76,10 @@ class PodViews:
             try:
                 out.append(self.view(pod))
             except PodError as err:
+                import structlog  # only on this path: `karpy simulate` never logs through it
+
                 meta = pod.get("metadata") or {}
-                log.warning(
+                structlog.get_logger("karpy.state").warning(
                     "ignoring unreadable pod",
                     Pod={"name": meta.get("name"), "namespace": meta.get("namespace")},
                     error=str(err),

@@ -17,7 +17,11 @@ def test_server_fields_are_dropped_while_reading(tmp_path: Path) -> None:
             "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "a": "b"},
         },
         "spec": {"containers": [{"name": "c"}]},
-        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled"}]},
+        "status": {
+            "phase": "Pending",
+            "nominatedNodeName": "n1",
+            "conditions": [{"type": "PodScheduled"}],
+        },
     }
     pool = {"kind": "NodePool", "metadata": {"name": "x"}, "status": {"conditions": []}}
     for name, text in (
@@ -28,5 +32,5 @@ def test_server_fields_are_dropped_while_reading(tmp_path: Path) -> None:
         f.write_text(text)
         got_pod, got_pool = (d.obj for d in read_documents([str(f)]))
         assert got_pod["metadata"] == {"name": "p", "annotations": {"a": "b"}}
-        assert got_pod["status"] == {"phase": "Pending"}
+        assert got_pod["status"] == {"phase": "Pending", "nominatedNodeName": "n1"}
         assert "status" not in got_pool
