@@ -15,7 +15,6 @@ import argparse
 import gc
 import sys
 
-from karpy.cloudprovider.aws.snapshot import load_snapshot, parse_instance_types_argument
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
 from karpy.scheduling import CatalogError
 from karpy.scheduling.engine import schedule, warm_up
@@ -83,6 +82,9 @@ def _instance_types(value: str | None) -> list[InstanceType]:
     """The kwok catalogue, a catalogue file, or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
     if not value:
         return kwok_instance_types()
+    # the AWS models cost a quarter of a second to import: only for `aws` or a file
+    from karpy.cloudprovider.aws.snapshot import load_snapshot, parse_instance_types_argument
+
     region = parse_instance_types_argument(value)
     return load_snapshot(region) if region is not None else load_kwok_catalog(value)
 
