@@ -11,6 +11,9 @@ VENV_STAMP := $(VENV)/.synced
 BIN := $(VENV)/bin
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
+# Installed packages get their bytecode at install time: with PYTHONDONTWRITEBYTECODE set (as in
+# many CI images) every command would otherwise recompile scipy, pydantic and friends at start-up.
+export UV_COMPILE_BYTECODE := 1
 
 .PHONY: help
 help: ## List the targets
