@@ -14,10 +14,10 @@ pending pods on every node event, and nodes register in bursts). A pod whose nom
 that way is placed on whatever node has room and displaces a pod planned there.
 
 The component that nominates owns the nomination: `NominationJanitor` restores karpy's own
-(recorded in a ledger) that kube-scheduler cleared before their node became schedulable, clears
-nominations whose node is gone, and karpy's own when the node is ready but the pod has stayed
-unschedulable there, so the pod is provisioned for again. Nominations kube-scheduler made for
-preemption are never withdrawn while their node exists.
+(recorded in a ledger) that kube-scheduler cleared before their node took pods (registered and
+initialized), clears nominations whose node is gone, and karpy's own when the node is ready but
+the pod has stayed unschedulable there, so the pod is provisioned for again. Nominations
+kube-scheduler made for preemption are never withdrawn while their node exists.
 """
 
 from __future__ import annotations
@@ -39,7 +39,13 @@ from karpy.kube.informer import Informer
 from karpy.kube.resources import PODS, split_key
 from karpy.state import pods as podutil
 
-__all__ = ["NominationJanitor", "awaiting_registration", "nominate_placements", "nominate_pods"]
+__all__ = [
+    "NominationJanitor",
+    "awaiting_node",
+    "nominate_placements",
+    "nominate_pods",
+    "ready_for_pods",
+]
 
 JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.provisioning")
@@ -52,11 +58,21 @@ def _nominated(pod: Mapping[str, Any]) -> str:
     return str((pod.get("status") or {}).get("nominatedNodeName") or "")
 
 
-def awaiting_registration(key: str, ledger: Mapping[str, str], nodes: Informer) -> bool:
-    """The pod is planned onto a node of ours that has not registered yet (its nomination
-    may have been cleared meanwhile): it needs no new plan."""
+def ready_for_pods(node: Mapping[str, Any]) -> bool:
+    """The node takes pods: registered and, when karpy launched it, initialized (Ready, its
+    startup taints gone). Until then kube-scheduler's attempts there fail."""
+    if has_unregistered_taint(node):
+        return False
+    node_labels = (node.get("metadata") or {}).get("labels") or {}
+    managed = labels.LABEL_NODEPOOL in node_labels
+    return not managed or node_labels.get(labels.LABEL_NODE_INITIALIZED) == "true"
+
+
+def awaiting_node(key: str, ledger: Mapping[str, str], nodes: Informer) -> bool:
+    """The pod is planned onto a node of ours that does not take pods yet (its nomination may
+    have been cleared meanwhile): it needs no new plan."""
     node = nodes.get(ledger.get(key, ""))
-    return node is not None and has_unregistered_taint(node)
+    return node is not None and not ready_for_pods(node)
 
 
 async def _nominate(client: Client, pod: JSON, node_name: str) -> bool:
@@ -199,10 +215,7 @@ class NominationJanitor:
             return False
         if self.ledger.get(key) != target:
             return True  # kube-scheduler's (e.g. preemption): not ours to withdraw
-        node_labels = (node.get("metadata") or {}).get("labels") or {}
-        managed = labels.LABEL_NODEPOOL in node_labels
-        ready = not managed or node_labels.get(labels.LABEL_NODE_INITIALIZED) == "true"
-        return not (ready and podutil.is_unschedulable(pod))
+        return not (ready_for_pods(node) and podutil.is_unschedulable(pod))
 
     async def reconcile(self, key: str) -> Result | None:
         pod = self.pods.get(key)
@@ -236,8 +249,8 @@ class NominationJanitor:
         return None
 
     async def _restore(self, key: str, pod: JSON) -> Result | None:
-        """Put back a nomination of ours that kube-scheduler cleared before the node became
-        schedulable: noted while the node has not registered, restored at its next event once
+        """Put back a nomination of ours that kube-scheduler cleared before the node took pods:
+        noted while the node has not registered or initialized, restored at its next event once
         it has. A nomination cleared later means the pod did not fit: it is left to be
         provisioned for again."""
         node_name = self.ledger.get(key)
@@ -247,7 +260,7 @@ class NominationJanitor:
         if node is None or (node.get("metadata") or {}).get("deletionTimestamp"):
             self._forget(key)
             return None
-        if has_unregistered_taint(node):
+        if not ready_for_pods(node):
             self._awaiting.setdefault(node_name, set()).add(key)
             return None
         if key not in self._awaiting.get(node_name, ()):

@@ -33,7 +33,7 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.provisioning import metrics
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
-from karpy.controllers.provisioning.nomination import awaiting_registration, nominate_placements
+from karpy.controllers.provisioning.nomination import awaiting_node, nominate_placements
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
@@ -240,7 +240,7 @@ class Provisioner:
         may have dropped the nomination). They need no new plan and must not hold a batch open."""
         planned = self.cluster.planned_pods()
         ledger, nodes = self.cluster.pod_nominations, self.cluster.node_informer
-        return {k for k in keys if k in planned or awaiting_registration(k, ledger, nodes)}
+        return {k for k in keys if k in planned or awaiting_node(k, ledger, nodes)}
 
     async def gather(self) -> _Batch | None:
         started = time.perf_counter()

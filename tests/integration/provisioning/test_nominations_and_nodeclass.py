@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 from kubetest import async_wait_until
 
+from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 from karpy.controllers.provisioning import NominationJanitor, nominate_pods
-from karpy.controllers.provisioning.nomination import awaiting_registration, nominate_placements
+from karpy.controllers.provisioning.nomination import awaiting_node, nominate_placements
 from karpy.kube import NODES, PODS, FakeClock
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
@@ -116,12 +117,13 @@ async def test_placements_on_many_nodes_are_nominated_in_one_pass(env: Env) -> N
     assert not bound["status"].get("nominatedNodeName"), "a bound pod is left alone"
 
 
-async def test_a_nomination_cleared_before_the_node_registers_is_restored_once(
+async def test_a_nomination_cleared_before_the_node_takes_pods_is_restored_once(
     env: Env,
 ) -> None:
     """kube-scheduler clears a nomination when it tries the pod while the node still has the
-    unregistered taint; karpy puts it back when the node registers. A nomination cleared after
-    that means the pod did not fit: it is let go, and the pod is provisioned for again."""
+    unregistered taint, or is registered but not initialized; karpy puts it back once the node
+    is initialized. A nomination cleared after that means the pod did not fit: it is let go,
+    and the pod is provisioned for again."""
     node_name = "registering"
     env.kubectl.apply(
         {
@@ -162,15 +164,26 @@ async def test_a_nomination_cleared_before_the_node_registers_is_restored_once(
         await asyncio.sleep(1.0)  # the janitor has seen it; the node is still unregistered
         assert await nomination() == ""
         assert ledger == {key: node_name}
-        assert awaiting_registration(key, ledger, nodes), "no new plan while it waits"
+        assert awaiting_node(key, ledger, nodes), "no new plan while it waits"
 
         await env.client.patch(NODES, node_name, {"spec": {"taints": None}})
+        await async_wait_until(
+            lambda: _async(not has_unregistered_taint(nodes.get(node_name) or {})),
+            timeout=30,
+            message="registered in the cache",
+        )
+        await asyncio.sleep(1.0)  # the janitor has seen it; the node is not initialized yet
+        assert await nomination() == "", "not restored before the node takes pods"
+        assert awaiting_node(key, ledger, nodes), "no new plan while it initializes"
+
+        initialized = {"metadata": {"labels": {"karpenter.sh/initialized": "true"}}}
+        await env.client.patch(NODES, node_name, initialized)
 
         async def restored() -> bool:
             return await nomination() == node_name
 
         await async_wait_until(restored, timeout=30, message="the nomination to be restored")
-        assert not awaiting_registration(key, ledger, nodes)
+        assert not awaiting_node(key, ledger, nodes)
 
         await async_wait_until(
             lambda: _async(_nominated(pods.get(key)) == node_name), timeout=30, message="cached"
