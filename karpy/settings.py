@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +32,8 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from karpy.apis.duration import DurationError, parse_duration
+
 __all__ = [
     "SETTINGS",
     "AWSSettings",
@@ -46,75 +47,20 @@ __all__ = [
     "SettingSpec",
     "Settings",
     "SettingsError",
-    "format_duration",
     "load_settings",
-    "parse_duration",
 ]
 
-# -- Go durations ---------------------------------------------------------------------------------
-
-_UNITS = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-def parse_duration(text: str) -> timedelta:
-    """Parse a Go duration (`1h2m3.5s`, `300ms`, `0`); no days, no bare numbers except 0."""
-    value = text.strip()
-    sign = 1.0
-    if value[:1] in "+-" and value:
-        sign = -1.0 if value[0] == "-" else 1.0
-        value = value[1:]
-    if value == "0":
-        return timedelta(0)
-    if not value:
-        raise ValueError("empty duration")
-    position = 0
-    seconds = 0.0
-    for match in _PART.finditer(value):
-        if match.start() != position:
-            break
-        seconds += float(match.group(1)) * _UNITS[match.group(2)]
-        position = match.end()
-    if position != len(value) or position == 0:
-        raise ValueError(
-            f"invalid duration {text!r}: use Go syntax such as 300ms, 10s, 1m30s or 2h"
-        )
-    return timedelta(seconds=sign * seconds)
-
-
-def format_duration(delta: timedelta) -> str:
-    """The shortest Go-style spelling of `delta` (`1m30s`, `300ms`, `0s`)."""
-    total = delta.total_seconds()
-    if total == 0:
-        return "0s"
-    sign = "-" if total < 0 else ""
-    total = abs(total)
-    if total < 1:
-        return f"{sign}{total * 1000:g}ms"
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    out = ""
-    if hours:
-        out += f"{int(hours)}h"
-    if minutes:
-        out += f"{int(minutes)}m"
-    if secs or not out:
-        out += f"{secs:g}s"
-    return sign + out
+# -- Go durations (parsed by karpy.apis.duration, like every duration in karpy) ----------------
 
 
 def _to_duration(value: object) -> object:
     if isinstance(value, str):
-        return parse_duration(value)
+        try:
+            return parse_duration(value.strip())
+        except DurationError:
+            raise ValueError(
+                f"invalid duration {value!r}: use Go syntax such as 300ms, 10s, 1m30s or 2h"
+            ) from None
     return value
 
 
