@@ -2,13 +2,13 @@
 controllers into one manager, and run it until SIGTERM.
 
 To add an informer, append its resource to `CACHED_RESOURCES` (and grant `list`/`watch` in the
-chart's ClusterRole, `manifests/charts/karpy/templates/clusterrole.yaml`). Controllers are built
-per area by the `register(ctx)` functions that `karpy.controllers` lists, from a
+chart's ClusterRole, `manifests/charts/karpy/templates/clusterrole.yaml`). `_main` fills one
 `ControllerContext` (settings, client, cache, events, clock, cloud provider, cluster state,
-manager); they run only on the elected leader, caches and the cluster state on every replica.
-The cloud provider comes from `PROVIDER`: `kwok` (fake nodes, with karpy's node/pod simulator on
-the leader) wrapped in the metrics decorator; `aws` is not in this build yet and stops start-up
-with status 2.
+manager) and hands it to each of `REGISTRATIONS`: the informers, the kwok simulator, then every
+area's `register(ctx)` (`karpy.controllers`). Controllers run only on the elected leader; caches
+and the cluster state on every replica. The cloud provider comes from `PROVIDER`: `kwok` (fake
+nodes, with karpy's node/pod simulator on the leader) wrapped in the metrics decorator; `aws` is
+not in this build yet and stops start-up with status 2.
 
 Exit status: 0 after a graceful stop, 1 on a fatal error or when the leader lease is lost (the
 process exits at once so a restart comes back as a standby), 2 for invalid settings.
@@ -22,7 +22,6 @@ import os
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import structlog
 import uvloop
@@ -63,10 +62,11 @@ from karpy.state import Cluster, nomination_window
 
 __all__ = [
     "CACHED_RESOURCES",
-    "Operator",
+    "REGISTRATIONS",
     "ProviderUnavailableError",
     "add_arguments",
-    "register_controllers",
+    "register_informers",
+    "register_simulator",
     "run",
 ]
 
@@ -93,36 +93,6 @@ COMPONENT = "karpenter"
 
 class ProviderUnavailableError(Exception):
     """The configured cloud provider cannot run in this build or with these settings."""
-
-
-@dataclass(slots=True)
-class Operator:
-    """What controllers are built from."""
-
-    settings: Settings
-    client: Client
-    manager: Manager
-    events: EventRecorder
-    identity: str
-    cloud_provider: CloudProvider
-    cluster: Cluster
-
-    @property
-    def cache(self) -> Cache:
-        """The shared informer cache (`operator.cache.informer(PODS)`)."""
-        return self.manager.cache
-
-    def context(self) -> ControllerContext:
-        return ControllerContext(
-            settings=self.settings,
-            client=self.client,
-            manager=self.manager,
-            events=self.events,
-            clock=self.manager.clock,
-            cloud_provider=self.cloud_provider,
-            cluster=self.cluster,
-            identity=self.identity,
-        )
 
 
 def instance_types(settings: Settings) -> list[InstanceType]:
@@ -155,48 +125,43 @@ def build_provider(settings: Settings, *, client: Client, cache: Cache) -> Cloud
     return MetricsCloudProvider(faults.from_env(inner))
 
 
-def register_informers(operator: Operator) -> None:
+def register_informers(ctx: ControllerContext) -> None:
     """Create the shared informers (they start with the manager, on every replica)."""
     for resource in CACHED_RESOURCES:
-        operator.cache.informer(resource)
+        ctx.informer(resource)
 
 
-def register_simulator(operator: Operator) -> None:
+def register_simulator(ctx: ControllerContext) -> None:
     """With the kwok provider, karpy plays the kubelet of its fake nodes (leader only)."""
-    inner = operator.cloud_provider
+    inner = ctx.cloud_provider
     while isinstance(inner, MetricsCloudProvider | faults.FaultyCloudProvider):
         inner = inner.inner
     if not isinstance(inner, KwokCloudProvider):
         return
     # The simulator stands in for the kubelets of every kwok node: its requests get their own
     # budget, so marking a thousand pods Running does not slow karpy's own calls.
-    client = operator.client
+    client = ctx.client
     simulator_client = Client(
         client.transport,
-        qps=operator.settings.kube_client.qps,
-        burst=operator.settings.kube_client.burst,
+        qps=ctx.settings.kube_client.qps,
+        burst=ctx.settings.kube_client.burst,
         host=client.host,
     )
     simulator = KwokSimulator(
         client=simulator_client,
-        cache=operator.cache,
+        cache=ctx.cache,
         provider=inner,
         nodeclaims=NODECLAIMS,
-        clock=operator.manager.clock,
+        clock=ctx.clock,
     )
-    for controller in simulator.controllers():
-        operator.manager.add(controller, leader_only=True)
+    for reconciler in simulator.reconcilers():
+        ctx.add(reconciler)
 
 
-def register_controllers(operator: Operator) -> None:
-    """Add every area's leader-only controllers (see `karpy.controllers`)."""
-    register_all(operator.context())
-
-
-REGISTRATIONS: list[Callable[[Operator], None]] = [
+REGISTRATIONS: list[Callable[[ControllerContext], None]] = [
     register_informers,
     register_simulator,
-    register_controllers,
+    register_all,
 ]
 """Run in order at start-up; each may add informers, indexers and runnables."""
 
@@ -306,17 +271,18 @@ async def _main(settings: Settings) -> int:
         clock=manager.clock,
         nomination_window=nomination_window(settings.batch.max_duration.total_seconds()),
     )
-    operator = Operator(
+    ctx = ControllerContext(
         settings=settings,
         client=client,
         manager=manager,
         events=events,
-        identity=identity,
+        clock=manager.clock,
         cloud_provider=build_provider(settings, client=client, cache=manager.cache),
         cluster=cluster,
+        identity=identity,
     )
     for register in REGISTRATIONS:
-        register(operator)
+        register(ctx)
     log.info(
         "starting karpy",
         identity=identity,

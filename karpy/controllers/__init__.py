@@ -2,7 +2,7 @@
 
 `registrars()` lists them in the order `karpy run` calls them. To add an area, write
 `karpy/controllers/<area>/__init__.py` with a `register(ctx)` that builds the area's controllers
-from the context and adds them with `ctx.add_controller(...)`, then list it in `registrars()`.
+from the context and adds them with `ctx.add(...)`, then list it in `registrars()`.
 """
 
 from __future__ import annotations

@@ -1,18 +1,21 @@
-"""What every controller is built from: one object the operator fills in and hands to each
+"""What every controller is built from: one object `karpy run` fills in and hands to each
 area's `register(ctx)`.
 
-Controller classes still take their dependencies as keyword arguments (so integration tests can
-build them in-process against a real apiserver with a fake clock); the context is only the bag
-`register` functions pick from. Informers are shared: `ctx.informer(PODS)` returns the one
-informer of the process. Controllers added with `ctx.add_controller` run only on the elected
-leader; informers and the cluster state run on every replica.
+Reconcilers take their dependencies as keyword arguments (so integration tests can build them
+in-process against a real apiserver with a fake clock) and declare their watches in
+`setup(builder)` (`karpy.kube.builder`); `ctx.add(reconciler)` builds the controller and adds it
+to the manager. Informers are shared: `ctx.informer(PODS)` returns the one informer of the
+process. Controllers run on the elected leader unless their `setup` says otherwise; informers
+and the cluster state run on every replica.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from karpy.cloudprovider.types import CloudProvider
+from karpy.kube.builder import Reconciler, build
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock
@@ -29,7 +32,9 @@ __all__ = ["ControllerContext"]
 
 @dataclass(slots=True, kw_only=True)
 class ControllerContext:
-    """Settings, API access, time, the cloud and the cluster model, for building controllers."""
+    """Settings, API access, time, the cloud and the cluster model, for building controllers.
+
+    `identity` is this replica's leader-election identity."""
 
     settings: Settings
     client: Client
@@ -55,6 +60,11 @@ class ControllerContext:
         """The process's shared informer of `resource` (created on first use)."""
         return self.manager.cache.informer(resource)
 
-    def add_controller(self, runnable: Runnable, *, leader_only: bool = True) -> None:
-        """Run `runnable` with the manager: on the leader only unless told otherwise."""
+    def add(self, reconciler: Reconciler[Any]) -> None:
+        """Build `reconciler`'s controller and run it with the manager."""
+        self.manager.add(build(reconciler))
+
+    def add_runnable(self, runnable: Runnable, *, leader_only: bool = True) -> None:
+        """Run something that is not a reconcile loop (the metrics reporter, the event
+        recorder) with the manager: on the leader only unless told otherwise."""
         self.manager.add(runnable, leader_only=leader_only)

@@ -24,7 +24,7 @@ import structlog
 
 from karpy.kube import metrics
 from karpy.kube.clock import Clock, RealClock
-from karpy.kube.informer import Informer
+from karpy.kube.informer import EventHandler, Informer
 from karpy.kube.ratelimit import RateLimiter
 from karpy.kube.resources import object_key, split_key
 from karpy.kube.workqueue import RateLimitingQueue, ShutDown
@@ -90,9 +90,9 @@ class EnqueueHandler(Generic[K]):
 
 
 class Controller(Generic[K]):
-    """A named reconcile loop; a leader-only runnable for the manager."""
+    """A named reconcile loop; a runnable for the manager, leader-only unless told otherwise.
 
-    needs_leader_election = True
+    Built by `karpy.kube.builder` from a reconciler's `setup`."""
 
     def __init__(
         self,
@@ -105,6 +105,7 @@ class Controller(Generic[K]):
         log_kind: str | None = None,
         reconcile_timeout: float | None = None,
         initial_keys: Iterable[K] = (),
+        leader_only: bool = True,
     ) -> None:
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be at least 1 (got {workers})")
@@ -118,22 +119,10 @@ class Controller(Generic[K]):
         self.log_kind = log_kind
         self.reconcile_timeout = reconcile_timeout
         self.initial_keys = tuple(initial_keys)
-        self._sources: list[tuple[Informer, EnqueueHandler[K]]] = []
+        self.needs_leader_election = leader_only
+        self._sources: list[tuple[Informer, EventHandler]] = []
         self._log = log.bind(controller=name)
         self._active = metrics.ACTIVE_WORKERS.labels(name)
-
-    @classmethod
-    def singleton(
-        cls,
-        *,
-        name: str,
-        reconcile: Callable[[str], Awaitable[Result | None]],
-        clock: Clock | None = None,
-    ) -> Controller[str]:
-        """A one-key loop (provisioner, disruption): reconciled at start, then as it asks."""
-        return Controller[str](
-            name=name, reconcile=reconcile, workers=1, clock=clock, initial_keys=(name,)
-        )
 
     def watch(
         self,
@@ -144,6 +133,10 @@ class Controller(Generic[K]):
     ) -> None:
         """Enqueue keys for objects `informer` reports (by default the object's own key)."""
         handler = EnqueueHandler[K](self.queue, mapper=mapper or _own_key, predicate=predicate)
+        self._sources.append((informer, handler))
+
+    def watch_handler(self, informer: Informer, handler: EventHandler) -> None:
+        """Attach `handler` (which enqueues what it decides) to `informer` when this starts."""
         self._sources.append((informer, handler))
 
     def enqueue(self, key: K) -> None:

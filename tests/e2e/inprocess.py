@@ -19,9 +19,10 @@ from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.cloudprovider.kwok.provider import KwokCloudProvider
 from karpy.cloudprovider.kwok.simulator import KwokSimulator
+from karpy.controllers import ControllerContext, register_all
 from karpy.kube import Client, EventRecorder
 from karpy.kube.manager import Manager, ManagerOptions
-from karpy.operator import COMPONENT, Operator, register_controllers, register_informers
+from karpy.operator import COMPONENT, register_informers
 from karpy.settings import load_settings
 from karpy.state import Cluster, nomination_window
 
@@ -87,11 +88,12 @@ class InProcessKarpy:
         provider = KwokCloudProvider(
             client=client, cache=manager.cache, instance_types=kwok_instance_types()
         )
-        operator = Operator(
+        ctx = ControllerContext(
             settings=settings,
             client=client,
             manager=manager,
             events=events,
+            clock=manager.clock,
             identity=identity,
             cloud_provider=provider,
             cluster=Cluster(
@@ -100,7 +102,7 @@ class InProcessKarpy:
                 nomination_window=nomination_window(settings.batch.max_duration.total_seconds()),
             ),
         )
-        register_informers(operator)
+        register_informers(ctx)
         simulator = KwokSimulator(
             client=client,
             cache=manager.cache,
@@ -109,9 +111,9 @@ class InProcessKarpy:
             clock=manager.clock,
             kubelet_down=self.kubelets_down.__contains__,
         )
-        for controller in simulator.controllers():
-            manager.add(controller, leader_only=True)
-        register_controllers(operator)
+        for reconciler in simulator.reconcilers():
+            ctx.add(reconciler)
+        register_all(ctx)
         self._manager = manager
         self._ready.set()
         try:

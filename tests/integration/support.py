@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from kubetest import Kubectl, async_wait_until
 
 from karpy.kube import Cache, Client, Informer, Resource, Runnable
+from karpy.kube.builder import Reconciler, build
 
 T = TypeVar("T")
 E = TypeVar("E", bound="ControllerEnv")
@@ -35,8 +36,10 @@ class ControllerEnv:
         await asyncio.wait_for(informer.wait_for_sync(), 30)
         return informer
 
-    def run(self, runnable: Runnable) -> None:
-        """Run a controller (anything with `start(stop)`) until the test ends."""
+    def run(self, runnable: Runnable | Reconciler[Any]) -> None:
+        """Run a reconciler's controller (or anything with `start(stop)`) until the test ends."""
+        if not isinstance(runnable, Runnable):
+            runnable = build(runnable)
         self._tasks.append(asyncio.create_task(runnable.start(self._stop)))
 
     async def until(

@@ -35,9 +35,10 @@ import structlog
 
 from karpy.apis.objects import format_time, is_condition_true
 from karpy.cloudprovider.kwok.stages import is_unhealthy
+from karpy.kube.builder import Builder, singleton
 from karpy.kube.client import Client, PatchType
 from karpy.kube.clock import Clock
-from karpy.kube.controller import Controller, Result
+from karpy.kube.controller import Result
 from karpy.kube.errors import AlreadyExistsError, KubeError, NotFoundError, OutcomeUnknownError
 from karpy.kube.informer import Informer
 from karpy.kube.resources import LEASES, NODES
@@ -102,6 +103,8 @@ class NodeHeartbeats:
     node's heartbeats.
     """
 
+    name: Final = "kwok.heartbeat"
+
     def __init__(
         self,
         *,
@@ -120,9 +123,9 @@ class NodeHeartbeats:
         self._limit = asyncio.Semaphore(concurrency)
         self._renewed: dict[str, float] = {}
         self._reported: dict[str, float] = {}
-        self.controller = Controller[str].singleton(
-            name="kwok.heartbeat", reconcile=self.reconcile, clock=clock
-        )
+
+    def setup(self, builder: Builder[str]) -> None:
+        singleton(builder)
 
     async def reconcile(self, _key: str) -> Result:
         await self.tick()

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -53,15 +53,16 @@ from karpy.cloudprovider.kwok.instances import (
 )
 from karpy.cloudprovider.kwok.provider import KwokCloudProvider
 from karpy.cloudprovider.kwok.stages import DurationError, deletion_finishes_at, is_unhealthy
+from karpy.kube.builder import Builder, Reconciler
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client, PatchType
 from karpy.kube.clock import Clock, RealClock
-from karpy.kube.controller import Controller, Result
+from karpy.kube.controller import Result
 from karpy.kube.errors import ConflictError, NotFoundError
 from karpy.kube.resources import NODES, PODS, Resource, split_key
 from karpy.scheduling.resources import parse_resources
 
-__all__ = ["KwokSimulator"]
+__all__ = ["KwokInstances", "KwokNodes", "KwokPods", "KwokSimulator"]
 
 JSON = dict[str, Any]
 log = structlog.get_logger("karpy.cloudprovider.kwok")
@@ -78,7 +79,7 @@ def _never(_node: str) -> bool:
 
 
 class KwokSimulator:
-    """The node and pod simulator; `controllers()` are the runnables to add on the leader.
+    """The node and pod simulator; `reconcilers()` are the controllers to add on the leader.
 
     `kubelet_down(node_name)` (tests only) says which nodes' kubelets have stopped.
     """
@@ -101,30 +102,7 @@ class KwokSimulator:
         self.nodes = cache.informer(NODES)
         self.pods = cache.informer(PODS)
         self.claims = cache.informer(nodeclaims)
-        self.instance_controller = Controller[str](
-            name="kwok.instance",
-            reconcile=self.reconcile_instance,
-            workers=4,
-            clock=self.clock,
-            log_kind="NodeClaim",
-        )
-        self.instance_controller.watch(self.claims)
-        self.node_controller = Controller[str](
-            name="kwok.node",
-            reconcile=self.reconcile_node,
-            workers=4,
-            clock=self.clock,
-            log_kind="Node",
-        )
-        self.node_controller.watch(self.nodes, predicate=_is_kwok)
-        self.pod_controller = Controller[str](
-            name="kwok.pod",
-            reconcile=self.reconcile_pod,
-            workers=pod_workers,
-            clock=self.clock,
-            log_kind="Pod",
-        )
-        self.pod_controller.watch(self.pods, predicate=self._on_kwok_node)
+        self.pod_workers = pod_workers
         self.heartbeats = NodeHeartbeats(
             client=client,
             nodes=self.nodes,
@@ -133,15 +111,11 @@ class KwokSimulator:
             kubelet_down=kubelet_down,
         )
 
-    def controllers(self) -> list[Controller[str]]:
-        return [
-            self.instance_controller,
-            self.node_controller,
-            self.heartbeats.controller,
-            self.pod_controller,
-        ]
+    def reconcilers(self) -> list[Reconciler[str]]:
+        """The simulator's controllers, to add on the leader."""
+        return [KwokInstances(self), KwokNodes(self), self.heartbeats, KwokPods(self)]
 
-    def _on_kwok_node(self, pod: Mapping[str, Any]) -> bool:
+    def on_kwok_node(self, pod: Mapping[str, Any]) -> bool:
         name = (pod.get("spec") or {}).get("nodeName")
         return bool(name) and _is_kwok(self.nodes.get(str(name)))
 
@@ -298,3 +272,52 @@ class KwokSimulator:
         if finish is None:
             return 0.0
         return (finish - self.clock.wall()).total_seconds()
+
+
+class KwokInstances:
+    """`kwok.instance`: a launched NodeClaim's Node appears after the registration delay."""
+
+    name: Final = "kwok.instance"
+
+    def __init__(self, simulator: KwokSimulator) -> None:
+        self.simulator = simulator
+        self.clock = simulator.clock
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.simulator.claims).workers(4).log_kind("NodeClaim")
+
+    async def reconcile(self, name: str) -> Result | None:
+        return await self.simulator.reconcile_instance(name)
+
+
+class KwokNodes:
+    """`kwok.node`: kwok Nodes are made Ready and kept so."""
+
+    name: Final = "kwok.node"
+
+    def __init__(self, simulator: KwokSimulator) -> None:
+        self.simulator = simulator
+        self.clock = simulator.clock
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.simulator.nodes, predicate=_is_kwok).workers(4).log_kind("Node")
+
+    async def reconcile(self, name: str) -> Result | None:
+        return await self.simulator.reconcile_node(name)
+
+
+class KwokPods:
+    """`kwok.pod`: pods bound to kwok Nodes run, and their deletions finish."""
+
+    name: Final = "kwok.pod"
+
+    def __init__(self, simulator: KwokSimulator) -> None:
+        self.simulator = simulator
+        self.clock = simulator.clock
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.simulator.pods, predicate=self.simulator.on_kwok_node)
+        builder.workers(self.simulator.pod_workers).log_kind("Pod")
+
+    async def reconcile(self, key: str) -> Result | None:
+        return await self.simulator.reconcile_pod(key)

@@ -16,12 +16,12 @@ __all__ = ["NAME", "POLLING_PERIOD", "VALIDATION_DELAY", "DisruptionController",
 
 
 def register(ctx: ControllerContext) -> None:
-    ctx.add_controller(
+    ctx.add(
         DisruptionController(
             client=ctx.client,
             cluster=ctx.cluster,
             events=ctx.events,
             pdbs=ctx.informer(PODDISRUPTIONBUDGETS),
             clock=ctx.clock,
-        ).controller()
+        )
     )

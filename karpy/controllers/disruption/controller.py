@@ -57,13 +57,13 @@ from karpy.kube import (
     Client,
     Clock,
     ConflictError,
-    Controller,
     EventRecorder,
     Informer,
     NotFoundError,
     RealClock,
     Result,
 )
+from karpy.kube.builder import Builder, singleton
 from karpy.state import Cluster, StateNode
 
 __all__ = [
@@ -104,6 +104,8 @@ def _has_disrupted_taint(node: Mapping[str, Any] | None) -> bool:
 class DisruptionController:
     """Emptiness within budgets, with Karpenter's validation delay, events, logs and metrics."""
 
+    name: Final = NAME
+
     def __init__(
         self,
         *,
@@ -125,8 +127,8 @@ class DisruptionController:
         self._in_flight: set[str] = set()
         """Nodes (by key) a command is marking or deleting right now: the orchestration queue."""
 
-    def controller(self) -> Controller[str]:
-        return Controller.singleton(name=NAME, reconcile=self.reconcile, clock=self.clock)
+    def setup(self, builder: Builder[str]) -> None:
+        singleton(builder)
 
     # -- the loop ---------------------------------------------------------------------------------
 

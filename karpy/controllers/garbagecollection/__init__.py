@@ -18,7 +18,7 @@ __all__ = ["InstanceGarbageCollection", "NodeClaimGarbageCollection", "register"
 
 def register(ctx: ControllerContext) -> None:
     nodes = ctx.informer(NODES)
-    ctx.add_controller(
+    ctx.add(
         NodeClaimGarbageCollection(
             client=ctx.client,
             nodes=nodes,
@@ -27,7 +27,7 @@ def register(ctx: ControllerContext) -> None:
             on_disrupted=count_disrupted,
         )
     )
-    ctx.add_controller(
+    ctx.add(
         InstanceGarbageCollection(
             client=ctx.client, nodes=nodes, cloud_provider=ctx.cloud_provider, clock=ctx.clock
         )

@@ -13,7 +13,6 @@ saw it, so it is still collected, 30 seconds later.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -29,10 +28,10 @@ from karpy.kube import (
     NODES,
     Client,
     Clock,
-    Controller,
     Informer,
     Result,
 )
+from karpy.kube.builder import Builder, singleton
 
 __all__ = ["InstanceGarbageCollection"]
 
@@ -47,7 +46,6 @@ class InstanceGarbageCollection:
     """Terminates instances without a NodeClaim; a leader-only singleton loop."""
 
     name: Final = "instance.garbagecollection"
-    needs_leader_election = True
 
     def __init__(
         self,
@@ -66,12 +64,9 @@ class InstanceGarbageCollection:
         self.interval = interval
         self.min_age = min_age
         self._first_seen: dict[str, datetime] = {}
-        self.controller = Controller.singleton(
-            name=self.name, reconcile=self.reconcile, clock=clock
-        )
 
-    async def start(self, stop: asyncio.Event) -> None:
-        await self.controller.start(stop)
+    def setup(self, builder: Builder[str]) -> None:
+        singleton(builder)
 
     async def reconcile(self, _key: str) -> Result:
         instances = await self.cloud_provider.list()

@@ -23,10 +23,10 @@ from karpy.kube import (
     INDEX_PROVIDER_ID,
     Client,
     Clock,
-    Controller,
     Informer,
     Result,
 )
+from karpy.kube.builder import Builder, singleton
 
 __all__ = ["REASON_GARBAGE_COLLECTED", "NodeClaimGarbageCollection"]
 
@@ -44,7 +44,6 @@ class NodeClaimGarbageCollection:
     """Deletes NodeClaims whose instance is gone; a leader-only singleton loop."""
 
     name: Final = "nodeclaim.garbagecollection"
-    needs_leader_election = True
 
     def __init__(
         self,
@@ -62,12 +61,9 @@ class NodeClaimGarbageCollection:
         self.clock = clock
         self.interval = interval
         self.on_disrupted = on_disrupted
-        self.controller = Controller.singleton(
-            name=self.name, reconcile=self.reconcile, clock=clock
-        )
 
-    async def start(self, stop: asyncio.Event) -> None:
-        await self.controller.start(stop)
+    def setup(self, builder: Builder[str]) -> None:
+        singleton(builder)
 
     async def reconcile(self, _key: str) -> Result:
         claims = (await self.client.list(NODECLAIMS)).items

@@ -17,7 +17,7 @@ __all__ = ["NAME", "MetricsController", "pod_state_labels", "register", "resourc
 
 
 def register(ctx: ControllerContext) -> None:
-    ctx.add_controller(
+    ctx.add_runnable(
         MetricsController(
             pods=ctx.informer(PODS), nodes=ctx.informer(NODES), nodepools=ctx.informer(NODEPOOLS)
         )

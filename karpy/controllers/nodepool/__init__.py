@@ -18,36 +18,34 @@ __all__ = ["register"]
 def register(ctx: ControllerContext) -> None:
     nodepools = ctx.informer(NODEPOOLS)
     nodeclasses = {r: ctx.informer(r) for r in PROVIDER_NODECLASSES.get(ctx.settings.provider, ())}
-    ctx.add_controller(
-        NodePoolValidationController(
-            client=ctx.client, nodepools=nodepools, clock=ctx.clock
-        ).controller()
+    ctx.add(
+        NodePoolValidationController(client=ctx.client, nodepools=nodepools, clock=ctx.clock),
     )
-    ctx.add_controller(
+    ctx.add(
         NodePoolReadinessController(
             client=ctx.client, nodepools=nodepools, nodeclasses=nodeclasses, clock=ctx.clock
-        ).controller()
+        ),
     )
-    ctx.add_controller(
+    ctx.add(
         NodePoolRegistrationHealthController(
             client=ctx.client,
             nodepools=nodepools,
             nodeclasses=nodeclasses,
             health=ctx.nodepool_health,
             clock=ctx.clock,
-        ).controller()
+        ),
     )
-    ctx.add_controller(
+    ctx.add(
         NodePoolCounterController(
             client=ctx.client,
             nodepools=nodepools,
             resources_for=ctx.cluster.nodepool_resources,
             synced=ctx.cluster.synced,
             clock=ctx.clock,
-        ).controller()
+        ),
     )
-    ctx.add_controller(
+    ctx.add(
         NodePoolHashController(
             client=ctx.client, nodepools=nodepools, nodeclaims=ctx.informer(NODECLAIMS)
-        ).controller()
+        ),
     )

@@ -13,7 +13,8 @@ from typing import Any, Final
 
 from karpy.apis.descriptors import NODEPOOLS
 from karpy.controllers.nodepool.status import patch_status
-from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
+from karpy.kube import Client, Clock, Informer, RealClock, Result
+from karpy.kube.builder import Builder
 from karpy.scheduling.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, format_resources
 
 __all__ = ["BASE_RESOURCES", "NAME", "NODES", "NodePoolCounterController"]
@@ -34,6 +35,8 @@ JSON = dict[str, Any]
 
 
 class NodePoolCounterController:
+    name: Final = NAME
+
     def __init__(
         self,
         *,
@@ -49,12 +52,8 @@ class NodePoolCounterController:
         self.synced = synced
         self.clock = clock or RealClock()
 
-    def controller(self) -> Controller[str]:
-        controller = Controller[str](
-            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
-        )
-        controller.watch(self.nodepools)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodepools).workers(10).log_kind("NodePool")
 
     def desired(self, name: str) -> tuple[dict[str, str], int]:
         totals = {**BASE_RESOURCES, **self.resources_for(name)}

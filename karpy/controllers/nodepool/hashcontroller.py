@@ -11,7 +11,7 @@ once all its NodeClaims are, so a failed re-stamp is retried.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
 from karpy.apis.objects import get_condition
@@ -23,7 +23,8 @@ from karpy.apis.v1.labels import (
     NODEPOOL_HASH_VERSION,
 )
 from karpy.controllers.nodepool.hash import hash_annotations
-from karpy.kube import Client, Controller, Informer, KubeError, NotFoundError, Result
+from karpy.kube import Client, Clock, Informer, KubeError, NotFoundError, RealClock, Result
+from karpy.kube.builder import Builder
 
 __all__ = ["NAME", "NodePoolHashController"]
 
@@ -37,17 +38,23 @@ def _annotations(obj: JSON) -> dict[str, str]:
 
 
 class NodePoolHashController:
-    def __init__(self, *, client: Client, nodepools: Informer, nodeclaims: Informer) -> None:
+    name: Final = NAME
+
+    def __init__(
+        self,
+        *,
+        client: Client,
+        nodepools: Informer,
+        nodeclaims: Informer,
+        clock: Clock | None = None,
+    ) -> None:
         self.client = client
         self.nodepools = nodepools
         self.nodeclaims = nodeclaims
+        self.clock = clock or RealClock()
 
-    def controller(self) -> Controller[str]:
-        controller = Controller[str](
-            name=NAME, reconcile=self.reconcile, workers=10, log_kind="NodePool"
-        )
-        controller.watch(self.nodepools)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodepools).workers(10).log_kind("NodePool")
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)

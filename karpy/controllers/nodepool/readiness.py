@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from karpy.apis.objects import get_condition, is_deleting
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1 import group_of_ref
 from karpy.controllers.nodepool.resources import nodeclass_resource
 from karpy.controllers.nodepool.status import timestamp, write_ready_dependent
-from karpy.kube import Client, Clock, Controller, Informer, RealClock, Resource, Result
+from karpy.kube import Client, Clock, Informer, RealClock, Resource, Result
+from karpy.kube.builder import Builder
 
 __all__ = ["NAME", "NodeClassCheck", "NodePoolReadinessController", "nodeclass_ref", "pools_using"]
 
@@ -57,10 +58,10 @@ class NodeClassCheck:
     def supported(self) -> Sequence[Resource]:
         return list(self.nodeclasses)
 
-    def watch(self, controller: Controller[str], nodepools: Informer) -> None:
-        """Wake `controller` for the NodePools that reference a NodeClass when it changes."""
+    def watch(self, builder: Builder[str], nodepools: Informer) -> None:
+        """Wake the controller for the NodePools that reference a NodeClass when it changes."""
         for resource, informer in self.nodeclasses.items():
-            controller.watch(
+            builder.watches(
                 informer, mapper=functools.partial(pools_using, nodepools, resource=resource)
             )
 
@@ -114,6 +115,8 @@ class NodeClassCheck:
 class NodePoolReadinessController:
     """Sets `NodeClassReady` (and re-derives `Ready`) when a NodePool or a NodeClass changes."""
 
+    name: Final = NAME
+
     def __init__(
         self,
         *,
@@ -127,13 +130,9 @@ class NodePoolReadinessController:
         self.check = NodeClassCheck(nodeclasses)
         self.clock = clock or RealClock()
 
-    def controller(self) -> Controller[str]:
-        controller = Controller[str](
-            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
-        )
-        controller.watch(self.nodepools)
-        self.check.watch(controller, self.nodepools)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodepools).workers(10).log_kind("NodePool")
+        self.check.watch(builder, self.nodepools)
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)

@@ -10,7 +10,7 @@ and the condition goes back to Unknown: the new configuration has not been tried
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from karpy.apis.descriptors import NODEPOOLS
 from karpy.apis.objects import conditions_of, get_condition
@@ -22,7 +22,8 @@ from karpy.controllers.nodepool.status import (
     timestamp,
     write_conditions,
 )
-from karpy.kube import Client, Clock, Controller, Informer, RealClock, Resource, Result
+from karpy.kube import Client, Clock, Informer, RealClock, Resource, Result
+from karpy.kube.builder import Builder
 from karpy.state.nodepoolhealth import HealthStatus, NodePoolHealth
 
 __all__ = ["NAME", "NodePoolRegistrationHealthController"]
@@ -33,6 +34,8 @@ JSON = dict[str, Any]
 
 
 class NodePoolRegistrationHealthController:
+    name: Final = NAME
+
     def __init__(
         self,
         *,
@@ -48,14 +51,10 @@ class NodePoolRegistrationHealthController:
         self.health = health
         self.clock = clock or RealClock()
 
-    def controller(self) -> Controller[str]:
-        controller = Controller[str](
-            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
-        )
-        controller.watch(self.nodepools)
-        self.check.watch(controller, self.nodepools)
-        self.health.subscribe(controller.enqueue)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodepools).workers(10).log_kind("NodePool")
+        self.check.watch(builder, self.nodepools)
+        self.health.subscribe(builder.enqueuer().add)
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)

@@ -6,13 +6,16 @@ condition's message lists every problem with its field path.
 
 from __future__ import annotations
 
+from typing import Final
+
 import pydantic
 import structlog
 
 from karpy.apis.v1 import NodePool, runtime_validate
 from karpy.apis.v1 import conditions as cond
 from karpy.controllers.nodepool.status import timestamp, write_ready_dependent
-from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
+from karpy.kube import Client, Clock, Informer, RealClock, Result
+from karpy.kube.builder import Builder
 
 __all__ = ["NAME", "NodePoolValidationController", "validation_errors"]
 
@@ -35,17 +38,15 @@ def validation_errors(obj: dict[str, object]) -> list[str]:
 class NodePoolValidationController:
     """Sets `ValidationSucceeded` (and re-derives `Ready`) on every NodePool change."""
 
+    name: Final = NAME
+
     def __init__(self, *, client: Client, nodepools: Informer, clock: Clock | None = None) -> None:
         self.client = client
         self.nodepools = nodepools
         self.clock = clock or RealClock()
 
-    def controller(self) -> Controller[str]:
-        controller = Controller[str](
-            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodePool"
-        )
-        controller.watch(self.nodepools)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodepools).workers(10).log_kind("NodePool")
 
     async def reconcile(self, name: str) -> Result | None:
         pool = self.nodepools.get(name)

@@ -5,14 +5,11 @@ from karpy.controllers.provisioning import register
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nomination import NominationJanitor, nominate_pods
-from karpy.controllers.provisioning.provisioner import NAME, Provisioner
-from karpy.controllers.provisioning.triggers import node_trigger, pod_trigger
-from karpy.kube.controller import Controller, Result
+from karpy.controllers.provisioning.provisioner import Provisioner
+from karpy.controllers.provisioning.triggers import NodeTrigger, PodTrigger, ProvisionerLoop
 from karpy.kube.resources import NODES, PODS
 
 __all__ = ["Batcher", "NominationJanitor", "Provisioner", "nominate_pods", "register"]
@@ -36,31 +33,22 @@ def register(ctx: ControllerContext) -> None:
         preference_policy=ctx.settings.preference_policy,
         min_values_policy=ctx.settings.min_values_policy,
     )
-    ctx.add_controller(
-        Controller.singleton(name=NAME, reconcile=_loop(provisioner), clock=ctx.clock)
-    )
-    ctx.add_controller(
-        pod_trigger(
+    ctx.add(ProvisionerLoop(provisioner, clock=ctx.clock))
+    ctx.add(
+        PodTrigger(
             pods=ctx.informer(PODS),
             batcher=batcher,
             clock=ctx.clock,
             capacity_coming=lambda key: bool(provisioner.capacity_coming([key])),
         )
     )
-    ctx.add_controller(node_trigger(nodes=ctx.informer(NODES), batcher=batcher, clock=ctx.clock))
-    janitor = NominationJanitor(
-        client=ctx.client,
-        pods=ctx.informer(PODS),
-        nodes=ctx.informer(NODES),
-        ledger=ctx.cluster.pod_nominations,
-        clock=ctx.clock,
+    ctx.add(NodeTrigger(nodes=ctx.informer(NODES), batcher=batcher, clock=ctx.clock))
+    ctx.add(
+        NominationJanitor(
+            client=ctx.client,
+            pods=ctx.informer(PODS),
+            nodes=ctx.informer(NODES),
+            ledger=ctx.cluster.pod_nominations,
+            clock=ctx.clock,
+        )
     )
-    ctx.add_controller(janitor.controller())
-
-
-def _loop(provisioner: Provisioner) -> Callable[[str], Awaitable[Result]]:
-    async def reconcile(key: str) -> Result:
-        await provisioner.reconcile(key)
-        return Result(requeue_after=0.0)
-
-    return reconcile

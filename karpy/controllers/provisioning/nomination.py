@@ -25,15 +25,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable, Mapping, MutableMapping
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
 from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import labels
+from karpy.kube.builder import Builder
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
-from karpy.kube.controller import Controller, Result
+from karpy.kube.controller import Result
 from karpy.kube.errors import ConflictError, NotFoundError
 from karpy.kube.informer import Informer
 from karpy.kube.resources import PODS, split_key
@@ -150,6 +151,8 @@ class NominationJanitor:
     """`provisioner.nomination`: restores karpy's nominations kube-scheduler cleared too early,
     and clears nominations that no longer hold."""
 
+    name: Final = "provisioner.nomination"
+
     def __init__(
         self,
         *,
@@ -170,17 +173,10 @@ class NominationJanitor:
         # Pods whose nomination waits for their node to register: node name -> pod keys.
         self._awaiting: dict[str, set[str]] = {}
 
-    def controller(self) -> Controller[str]:
-        controller = Controller[str](
-            name="provisioner.nomination",
-            reconcile=self.reconcile,
-            workers=4,
-            clock=self.clock,
-            log_kind="Pod",
-        )
-        controller.watch(self.pods, predicate=self._watched)
-        controller.watch(self.nodes, mapper=self._awaiting_node)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.pods, predicate=self._watched)
+        builder.watches(self.nodes, mapper=self._awaiting_node)
+        builder.workers(4).log_kind("Pod")
 
     def _watched(self, pod: Mapping[str, Any]) -> bool:
         meta = pod.get("metadata") or {}

@@ -1,4 +1,5 @@
-"""What starts a provisioning batch: pods kube-scheduler gave up on, and nodes being drained.
+"""The provisioner's singleton loop (`provisioner`) and what starts a batch: pods kube-scheduler
+gave up on, and nodes being drained.
 
 `provisioner.trigger.pod` watches pods; a provisionable one triggers the batcher and is looked
 at again every 10 s while it stays provisionable (so a pod that could not be placed is retried).
@@ -12,16 +13,18 @@ so the pods of draining nodes get new capacity ahead of their eviction.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from karpy.apis.v1 import labels
 from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.provisioner import NAME, Provisioner
+from karpy.kube.builder import Builder, singleton
 from karpy.kube.clock import Clock
-from karpy.kube.controller import Controller, Result
+from karpy.kube.controller import Result
 from karpy.kube.informer import Informer
 from karpy.state import pods as podutil
 
-__all__ = ["RETRIGGER_SECONDS", "is_disrupted", "node_trigger", "pod_trigger"]
+__all__ = ["RETRIGGER_SECONDS", "NodeTrigger", "PodTrigger", "ProvisionerLoop", "is_disrupted"]
 
 RETRIGGER_SECONDS = 10.0
 
@@ -34,47 +37,72 @@ def is_disrupted(node: Mapping[str, Any]) -> bool:
     )
 
 
-def pod_trigger(
-    *,
-    pods: Informer,
-    batcher: Batcher,
-    clock: Clock,
-    capacity_coming: Callable[[str], bool] = lambda _key: False,
-    workers: int = 10,
-) -> Controller[str]:
-    async def reconcile(key: str) -> Result | None:
-        pod = pods.get(key)
+class ProvisionerLoop:
+    """`provisioner`: the singleton loop; each reconcile waits for a batch, then provisions it."""
+
+    name: Final = NAME
+
+    def __init__(self, provisioner: Provisioner, *, clock: Clock) -> None:
+        self.provisioner = provisioner
+        self.clock = clock
+
+    def setup(self, builder: Builder[str]) -> None:
+        singleton(builder)
+
+    async def reconcile(self, key: str) -> Result:
+        await self.provisioner.reconcile(key)
+        return Result(requeue_after=0.0)
+
+
+class PodTrigger:
+    """`provisioner.trigger.pod`: provisionable pods open (and keep open) a batch."""
+
+    name: Final = "provisioner.trigger.pod"
+
+    def __init__(
+        self,
+        *,
+        pods: Informer,
+        batcher: Batcher,
+        clock: Clock,
+        capacity_coming: Callable[[str], bool] = lambda _key: False,
+        workers: int = 10,
+    ) -> None:
+        self.pods = pods
+        self.batcher = batcher
+        self.clock = clock
+        self.capacity_coming = capacity_coming
+        self.workers = workers
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.pods, predicate=podutil.is_provisionable)
+        builder.workers(self.workers).log_kind("Pod")
+
+    async def reconcile(self, key: str) -> Result | None:
+        pod = self.pods.get(key)
         if pod is None or not podutil.is_provisionable(pod):
             return None
-        if not capacity_coming(key):
-            batcher.trigger(podutil.pod_uid(pod) or key)
+        if not self.capacity_coming(key):
+            self.batcher.trigger(podutil.pod_uid(pod) or key)
         return Result(requeue_after=RETRIGGER_SECONDS)
 
-    controller = Controller[str](
-        name="provisioner.trigger.pod",
-        reconcile=reconcile,
-        workers=workers,
-        clock=clock,
-        log_kind="Pod",
-    )
-    controller.watch(pods, predicate=podutil.is_provisionable)
-    return controller
 
+class NodeTrigger:
+    """`provisioner.trigger.node`: nodes tainted as disrupted open a batch for their pods."""
 
-def node_trigger(*, nodes: Informer, batcher: Batcher, clock: Clock) -> Controller[str]:
-    async def reconcile(key: str) -> Result | None:
-        node = nodes.get(key)
+    name: Final = "provisioner.trigger.node"
+
+    def __init__(self, *, nodes: Informer, batcher: Batcher, clock: Clock) -> None:
+        self.nodes = nodes
+        self.batcher = batcher
+        self.clock = clock
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodes, predicate=is_disrupted).workers(2).log_kind("Node")
+
+    async def reconcile(self, key: str) -> Result | None:
+        node = self.nodes.get(key)
         if node is None or not is_disrupted(node):
             return None
-        batcher.trigger(str((node.get("metadata") or {}).get("uid") or key))
+        self.batcher.trigger(str((node.get("metadata") or {}).get("uid") or key))
         return Result(requeue_after=RETRIGGER_SECONDS)
-
-    controller = Controller[str](
-        name="provisioner.trigger.node",
-        reconcile=reconcile,
-        workers=2,
-        clock=clock,
-        log_kind="Node",
-    )
-    controller.watch(nodes, predicate=is_disrupted)
-    return controller

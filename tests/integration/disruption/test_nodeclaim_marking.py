@@ -122,7 +122,7 @@ async def test_not_initialized_is_never_consolidatable(env: Env) -> None:
 async def test_controller_requeues_itself_at_the_consolidatable_moment(env: Env) -> None:
     clock = FakeClock(wall_start=START)
     marking = await _marking(env, clock)
-    env.run(marking.controller())
+    env.run(marking)
     await _pool_and_claim(env, consolidate_after="30s")
     await env.cached(marking.nodeclaims, "claim", lambda c: "Initialized" in conditions(c))
     await asyncio.sleep(1.0)  # the controller has looked and asked to come back in 30 s

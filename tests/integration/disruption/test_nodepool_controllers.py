@@ -37,8 +37,8 @@ async def _controllers(
 
 async def test_valid_pool_with_ready_nodeclass_becomes_ready(env: Env) -> None:
     validation, readiness = await _controllers(env)
-    env.run(validation.controller())
-    env.run(readiness.controller())
+    env.run(validation)
+    env.run(readiness)
     await env.create(KWOKNODECLASSES, kwok_nodeclass())
     await env.create(NODEPOOLS, nodepool())
     pool = await env.cached(validation.nodepools, "pool", lambda p: status_of(p, "Ready") == "True")
@@ -51,8 +51,8 @@ async def test_valid_pool_with_ready_nodeclass_becomes_ready(env: Env) -> None:
 
 async def test_missing_nodeclass_is_named_and_pool_turns_ready_when_it_appears(env: Env) -> None:
     validation, readiness = await _controllers(env)
-    env.run(validation.controller())
-    env.run(readiness.controller())
+    env.run(validation)
+    env.run(readiness)
     await env.create(NODEPOOLS, nodepool(nodeclass="missing"))
     pool = await env.cached(
         validation.nodepools, "pool", lambda p: status_of(p, "NodeClassReady") == "False"
@@ -131,8 +131,8 @@ async def test_nodeclass_not_ready_or_terminating(env: Env) -> None:
 
 async def test_runtime_invalid_pool_is_not_ready(env: Env) -> None:
     validation, readiness = await _controllers(env)
-    env.run(validation.controller())
-    env.run(readiness.controller())
+    env.run(validation)
+    env.run(readiness)
     await env.create(KWOKNODECLASSES, kwok_nodeclass())
     taint = {"key": "dedicated", "value": "a", "effect": "NoSchedule"}
     await env.create(NODEPOOLS, nodepool(taints=[taint], startup_taints=[taint]))
@@ -162,7 +162,7 @@ async def test_registration_health_follows_outcomes_and_resets_on_change(env: En
     controller = NodePoolRegistrationHealthController(
         client=env.client, nodepools=pools, nodeclasses={KWOKNODECLASSES: classes}, health=health
     )
-    env.run(controller.controller())
+    env.run(controller)
     await env.create(KWOKNODECLASSES, kwok_nodeclass())
     await env.create(NODEPOOLS, nodepool())
     pool = await env.cached(

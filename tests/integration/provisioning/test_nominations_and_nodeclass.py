@@ -15,6 +15,7 @@ from karpy.cloudprovider.types import InsufficientCapacityError, NodeClassNotRea
 from karpy.controllers.provisioning import NominationJanitor, nominate_pods
 from karpy.controllers.provisioning.nomination import awaiting_node, nominate_placements
 from karpy.kube import NODES, PODS, FakeClock
+from karpy.kube.builder import build
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
 
@@ -145,7 +146,7 @@ async def test_a_nomination_cleared_before_the_node_takes_pods_is_restored_once(
     assert await nominate_pods(env.client, pods, [key], node_name, ledger=ledger) == 1
     janitor = NominationJanitor(client=env.client, pods=pods, nodes=nodes, ledger=ledger)
     stop = asyncio.Event()
-    runner = asyncio.create_task(janitor.controller().start(stop))
+    runner = asyncio.create_task(build(janitor).start(stop))
 
     async def nomination() -> str:
         live: JSON = await env.client.get(PODS, "planned", namespace=env.namespace)

@@ -19,8 +19,8 @@ def register(ctx: ControllerContext) -> None:
     queue = EvictionQueue(
         client=ctx.client, pods=pods, nodes=nodes, events=ctx.events, clock=ctx.clock
     )
-    ctx.add_controller(queue)
-    ctx.add_controller(
+    ctx.add(queue)
+    ctx.add(
         NodeTerminationController(
             client=ctx.client,
             nodes=nodes,

@@ -22,7 +22,6 @@ Every step derives from what is observed, so a restart resumes where the last pr
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -66,13 +65,13 @@ from karpy.kube import (
     Client,
     Clock,
     ConflictError,
-    Controller,
     EventRecorder,
     Informer,
     NotFoundError,
     Result,
     TerminalError,
 )
+from karpy.kube.builder import Builder
 
 __all__ = ["MIN_DRAIN_TIME", "NodeTerminationController"]
 
@@ -92,7 +91,6 @@ class NodeTerminationController:
     """Finalizes deleted Nodes; a leader-only runnable."""
 
     name: Final = "node.termination"
-    needs_leader_election = True
 
     def __init__(
         self,
@@ -122,19 +120,13 @@ class NodeTerminationController:
         self.clock = clock
         self.min_drain_time = min_drain_time
         ensure_provider_id_index(nodeclaims)
-        self.controller: Controller[str] = Controller[str](
-            name=self.name,
-            reconcile=self.reconcile,
-            workers=workers,
-            clock=clock,
-            log_kind="Node",
-        )
-        self.controller.watch(nodes, predicate=_terminating)
-        self.controller.watch(pods, mapper=self._node_of_pod)
-        self.controller.watch(volume_attachments, mapper=self._node_of_attachment)
+        self.workers = workers
 
-    async def start(self, stop: asyncio.Event) -> None:
-        await self.controller.start(stop)
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodes, predicate=_terminating)
+        builder.watches(self.pods, mapper=self._node_of_pod)
+        builder.watches(self.volume_attachments, mapper=self._node_of_attachment)
+        builder.workers(self.workers).log_kind("Node")
 
     # -- event mapping ----------------------------------------------------------------------------
 

@@ -20,7 +20,6 @@ Per pod:
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -47,7 +46,6 @@ from karpy.kube import (
     Client,
     Clock,
     ConflictError,
-    Controller,
     EventRecorder,
     Informer,
     KubeError,
@@ -56,6 +54,7 @@ from karpy.kube import (
     ServerError,
     TooManyRequestsError,
 )
+from karpy.kube.builder import Builder, Enqueuer
 from karpy.kube.ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -96,7 +95,6 @@ class EvictionQueue:
     """Evicts (or, past the deadline, deletes) queued pods; a leader-only runnable."""
 
     name: Final = "eviction-queue"
-    needs_leader_election = True
 
     def __init__(
         self,
@@ -115,17 +113,12 @@ class EvictionQueue:
         self.nodes = nodes
         self.events = events
         self.clock = clock
-        limiter = MaxOfRateLimiter[PodKey](
+        self.workers = workers
+        self.limiter = MaxOfRateLimiter[PodKey](
             ItemExponentialFailureRateLimiter[PodKey](base=base_delay, max_delay=max_delay),
             BucketRateLimiter[PodKey](qps=100.0, burst=1000, clock=clock),
         )
-        self.controller: Controller[PodKey] = Controller[PodKey](
-            name=self.name,
-            reconcile=self.reconcile,
-            workers=workers,
-            rate_limiter=limiter,
-            clock=clock,
-        )
+        self._queue = Enqueuer[PodKey]()
         self._entries: dict[PodKey, _Entry] = {}
 
     # -- intake -----------------------------------------------------------------------------------
@@ -137,10 +130,10 @@ class EvictionQueue:
             entry = self._entries.get(key)
             if entry is None:
                 self._entries[key] = _Entry(deadline, reason)
-                self.controller.enqueue(key)
+                self._queue.add(key)
             elif deadline is not None and (entry.deadline is None or deadline < entry.deadline):
                 entry.deadline = deadline
-                self.controller.enqueue(key)  # look again now: it may need deleting sooner
+                self._queue.add(key)  # look again now: it may need deleting sooner
         metrics.EVICTION_QUEUE_DEPTH.set(len(self._entries))
 
     def has(self, pod: Pod) -> bool:
@@ -149,8 +142,9 @@ class EvictionQueue:
     def __len__(self) -> int:
         return len(self._entries)
 
-    async def start(self, stop: asyncio.Event) -> None:
-        await self.controller.start(stop)
+    def setup(self, builder: Builder[PodKey]) -> None:
+        builder.workers(self.workers).rate_limiter(self.limiter)
+        builder.enqueuer(self._queue)
 
     # -- reconcile --------------------------------------------------------------------------------
 

@@ -15,11 +15,11 @@ __all__ = ["NAME", "ConsolidatableController", "consolidatable_at", "register"]
 
 
 def register(ctx: ControllerContext) -> None:
-    ctx.add_controller(
+    ctx.add(
         ConsolidatableController(
             client=ctx.client,
             nodeclaims=ctx.informer(NODECLAIMS),
             nodepools=ctx.informer(NODEPOOLS),
             clock=ctx.clock,
-        ).controller()
+        )
     )

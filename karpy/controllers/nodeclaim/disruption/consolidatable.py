@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -26,7 +26,8 @@ from karpy.controllers.nodepool.status import (
     timestamp,
     write_conditions,
 )
-from karpy.kube import Client, Clock, Controller, Informer, RealClock, Result
+from karpy.kube import Client, Clock, Informer, RealClock, Result
+from karpy.kube.builder import Builder
 
 __all__ = ["NAME", "ConsolidatableController", "consolidatable_at"]
 
@@ -61,6 +62,8 @@ def consolidatable_at(claim: Mapping[str, Any], after: timedelta) -> datetime | 
 class ConsolidatableController:
     """Keeps `Consolidatable` on each NodeClaim in step with its NodePool's consolidateAfter."""
 
+    name: Final = NAME
+
     def __init__(
         self,
         *,
@@ -75,13 +78,10 @@ class ConsolidatableController:
         self.clock = clock or RealClock()
         self._pool_generations: dict[str, object] = {}
 
-    def controller(self) -> Controller[str]:
-        controller = Controller[str](
-            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="NodeClaim"
-        )
-        controller.watch(self.nodeclaims)
-        controller.watch(self.nodepools, mapper=self._claims_of)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodeclaims)
+        builder.watches(self.nodepools, mapper=self._claims_of)
+        builder.workers(10).log_kind("NodeClaim")
 
     def _claims_of(self, pool: JSON) -> Iterable[str]:
         """A NodePool's NodeClaims, when its spec changed (status writes are frequent and

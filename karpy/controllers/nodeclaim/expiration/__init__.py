@@ -11,7 +11,7 @@ __all__ = ["REASON_EXPIRED", "ExpirationController", "register"]
 
 
 def register(ctx: ControllerContext) -> None:
-    ctx.add_controller(
+    ctx.add(
         ExpirationController(
             client=ctx.client,
             nodeclaims=ctx.informer(NODECLAIMS),

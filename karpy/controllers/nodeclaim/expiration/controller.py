@@ -8,7 +8,6 @@ that moment the controller asks to look again exactly then. `expireAfter: Never`
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -21,7 +20,8 @@ from karpy.controllers.nodeclaim.termination.objects import (
     delete_exactly,
     expire_after,
 )
-from karpy.kube import Client, Clock, Controller, Informer, Result
+from karpy.kube import Client, Clock, Informer, Result
+from karpy.kube.builder import Builder
 
 __all__ = ["REASON_EXPIRED", "ExpirationController"]
 
@@ -39,7 +39,6 @@ class ExpirationController:
     """Deletes NodeClaims past their expireAfter; a leader-only runnable."""
 
     name: Final = "nodeclaim.expiration"
-    needs_leader_election = True
 
     def __init__(
         self,
@@ -54,17 +53,11 @@ class ExpirationController:
         self.nodeclaims = nodeclaims
         self.clock = clock
         self.on_disrupted = on_disrupted
-        self.controller: Controller[str] = Controller[str](
-            name=self.name,
-            reconcile=self.reconcile,
-            workers=workers,
-            clock=clock,
-            log_kind="NodeClaim",
-        )
-        self.controller.watch(nodeclaims, predicate=lambda claim: not is_deleting(claim))
+        self.workers = workers
 
-    async def start(self, stop: asyncio.Event) -> None:
-        await self.controller.start(stop)
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodeclaims, predicate=lambda claim: not is_deleting(claim))
+        builder.workers(self.workers).log_kind("NodeClaim")
 
     async def reconcile(self, name: str) -> Result | None:
         claim = self.nodeclaims.get(name)

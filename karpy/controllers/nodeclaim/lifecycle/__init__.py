@@ -27,4 +27,4 @@ def register(ctx: ControllerContext) -> None:
         pods=ctx.informer(PODS),
         clock=ctx.clock,
     )
-    ctx.add_controller(lifecycle.controller())
+    ctx.add(lifecycle)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 import structlog
 
@@ -36,9 +36,10 @@ from karpy.controllers.nodeclaim.lifecycle.launch import Launcher
 from karpy.controllers.nodeclaim.lifecycle.metrics import NODES_CREATED
 from karpy.controllers.nodeclaim.lifecycle.registration import registration_patch
 from karpy.controllers.provisioning.nomination import nominate_pods
+from karpy.kube.builder import Builder
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
-from karpy.kube.controller import Controller, Result
+from karpy.kube.controller import Result
 from karpy.kube.errors import ConflictError, NotFoundError
 from karpy.kube.events import WARNING, EventRecorder
 from karpy.kube.informer import Informer
@@ -99,7 +100,9 @@ def _with_kind(obj: JSON) -> JSON:
 
 
 class Lifecycle:
-    """The reconcile of `nodeclaim.lifecycle`; `controller()` wires it to the informers."""
+    """The reconcile of `nodeclaim.lifecycle`; `setup()` wires it to the informers."""
+
+    name: Final = NAME
 
     def __init__(
         self,
@@ -115,8 +118,10 @@ class Lifecycle:
         cluster: Cluster | None = None,
         pods: Informer | None = None,
         clock: Clock | None = None,
+        workers: int = 50,
     ) -> None:
         self.client = client
+        self.workers = workers
         self.claims = claims
         self.nodes = nodes
         self.events = events
@@ -130,17 +135,10 @@ class Lifecycle:
         self._registered = _Once()
         self._initialized = _Once()
 
-    def controller(self, *, workers: int = 50) -> Controller[str]:
-        controller = Controller[str](
-            name=NAME,
-            reconcile=self.reconcile,
-            workers=workers,
-            clock=self.clock,
-            log_kind="NodeClaim",
-        )
-        controller.watch(self.claims)
-        controller.watch(self.nodes, mapper=self._claims_of_node)
-        return controller
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.claims)
+        builder.watches(self.nodes, mapper=self._claims_of_node)
+        builder.workers(self.workers).log_kind("NodeClaim")
 
     def _claims_of_node(self, node: JSON) -> list[str]:
         provider_id = (node.get("spec") or {}).get("providerID")

@@ -16,7 +16,7 @@ __all__ = ["DEDUPE_WINDOW", "NAME", "PodEventsController", "is_pod_event", "regi
 
 
 def register(ctx: ControllerContext) -> None:
-    ctx.add_controller(
+    ctx.add(
         PodEventsController(
             client=ctx.client,
             pods=ctx.informer(PODS),

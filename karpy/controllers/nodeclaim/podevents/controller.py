@@ -9,7 +9,6 @@ already carries the time of their arrival.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final
@@ -23,12 +22,11 @@ from karpy.kube import (
     INDEX_PROVIDER_ID,
     Client,
     Clock,
-    Controller,
-    HandlerFuncs,
     Informer,
     RealClock,
     Result,
 )
+from karpy.kube.builder import Builder
 
 __all__ = ["DEDUPE_WINDOW", "NAME", "PodEventsController", "is_pod_event"]
 
@@ -77,7 +75,7 @@ def is_pod_event(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -
 class PodEventsController:
     """A leader-only runnable: watches pod transitions and stamps the NodeClaim of their node."""
 
-    needs_leader_election = True
+    name: Final = NAME
 
     def __init__(
         self,
@@ -93,26 +91,13 @@ class PodEventsController:
         self.nodes = nodes
         self.nodeclaims = nodeclaims
         self.clock = clock or RealClock()
-        self._controller = Controller[str](
-            name=NAME, reconcile=self.reconcile, workers=10, clock=self.clock, log_kind="Node"
-        )
 
     def __repr__(self) -> str:
         return f"<{NAME}>"
 
-    def _on_event(self, old: JSON | None, new: JSON | None) -> None:
-        node = is_pod_event(old, new)
-        if node:
-            self._controller.enqueue(node)
-
-    async def start(self, stop: asyncio.Event) -> None:
-        self.pods.add_handler(
-            HandlerFuncs(
-                update=lambda old, new: self._on_event(old, new),
-                delete=lambda obj: self._on_event(obj, None),
-            )
-        )
-        await self._controller.start(stop)
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches_changes(self.pods, lambda old, new: is_pod_event(old, new) or None)
+        builder.workers(10).log_kind("Node")
 
     def nodeclaim_for_node(self, node_name: str) -> JSON | None:
         node = self.nodes.get(node_name)

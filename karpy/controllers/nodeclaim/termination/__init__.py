@@ -16,7 +16,7 @@ __all__ = ["NodeClaimTermination", "register"]
 
 
 def register(ctx: ControllerContext) -> None:
-    ctx.add_controller(
+    ctx.add(
         NodeClaimTermination(
             client=ctx.client,
             nodeclaims=ctx.informer(NODECLAIMS),

@@ -17,7 +17,6 @@ controller, which launches and registers, leaves deleting NodeClaims alone.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final
@@ -53,12 +52,12 @@ from karpy.kube import (
     Client,
     Clock,
     ConflictError,
-    Controller,
     Informer,
     InvalidError,
     NotFoundError,
     Result,
 )
+from karpy.kube.builder import Builder
 
 __all__ = ["INSTANCE_POLL", "NodeClaimTermination"]
 
@@ -72,7 +71,6 @@ class NodeClaimTermination:
     """Finalizes deleted NodeClaims; a leader-only runnable (`nodeclaim.termination`)."""
 
     name: Final = "nodeclaim.termination"
-    needs_leader_election = True
 
     def __init__(
         self,
@@ -90,18 +88,12 @@ class NodeClaimTermination:
         self.cloud_provider = cloud_provider
         self.clock = clock
         ensure_provider_id_index(nodeclaims)
-        self.controller: Controller[str] = Controller[str](
-            name=self.name,
-            reconcile=self.reconcile,
-            workers=workers,
-            clock=clock,
-            log_kind="NodeClaim",
-        )
-        self.controller.watch(nodeclaims, predicate=_finalizing)
-        self.controller.watch(nodes, mapper=self._claims_of_node)
+        self.workers = workers
 
-    async def start(self, stop: asyncio.Event) -> None:
-        await self.controller.start(stop)
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodeclaims, predicate=_finalizing)
+        builder.watches(self.nodes, mapper=self._claims_of_node)
+        builder.workers(self.workers).log_kind("NodeClaim")
 
     def _claims_of_node(self, node: JSON) -> list[str]:
         provider_id = (node.get("spec") or {}).get("providerID")
