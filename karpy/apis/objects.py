@@ -24,6 +24,7 @@ __all__ = [
     "label",
     "meta",
     "parse_time",
+    "taint_matches",
 ]
 
 JSON = dict[str, Any]
@@ -107,3 +108,8 @@ def has_unregistered_taint(node: Mapping[str, Any]) -> bool:
         t.get("key") == labels.TAINT_UNREGISTERED_KEY
         for t in (node.get("spec") or {}).get("taints") or ()
     )
+
+
+def taint_matches(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Kubernetes' `MatchTaint`: same key and effect."""
+    return a.get("key") == b.get("key") and a.get("effect") == b.get("effect")

@@ -25,11 +25,13 @@ from typing import Any, Final
 import pydantic
 import structlog
 
+from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import NODECLAIMS
-from karpy.apis.objects import conditions_of, get_condition, is_condition_true, is_deleting
+from karpy.apis.objects import get_condition, is_condition_true, is_deleting
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import TAINT_DISRUPTED_KEY, TAINT_EFFECT_NO_SCHEDULE
+from karpy.controllers.common.status import patch_status
 from karpy.controllers.disruption import metrics
 from karpy.controllers.disruption.budgets import BudgetState, budget_states
 from karpy.controllers.disruption.candidates import (
@@ -44,13 +46,6 @@ from karpy.controllers.disruption.events import (
     involved_node,
     involved_nodeclaim,
     involved_nodepool,
-)
-from karpy.controllers.nodepool.status import (
-    patch_status,
-    remove_condition,
-    same_conditions,
-    set_condition,
-    timestamp,
 )
 from karpy.kube import (
     NODES,
@@ -448,22 +443,23 @@ class DisruptionController:
             return
 
         async def patch(claim: JSON) -> None:
-            current = conditions_of(claim)
+            conditions = Conditions.of(claim, now=self.clock.wall())
             if reason is None:
-                updated = remove_condition(current, cond.NODECLAIM_DISRUPTION_REASON)
+                conditions.remove(cond.NODECLAIM_DISRUPTION_REASON)
             else:
-                updated = set_condition(
-                    current,
+                conditions.set(
                     cond.NODECLAIM_DISRUPTION_REASON,
-                    status=cond.STATUS_TRUE,
-                    now=timestamp(self.clock),
+                    cond.STATUS_TRUE,
                     reason=reason,
                     message=reason,
                 )
-            if same_conditions(updated, current):
+            if not conditions.differs_from(claim):
                 return
             await patch_status(
-                self.client, resource=NODECLAIMS, obj=claim, status={"conditions": updated}
+                self.client,
+                resource=NODECLAIMS,
+                obj=claim,
+                status={"conditions": conditions.items},
             )
 
         await _retry_update(lambda: self.client.get(NODECLAIMS, claim_name), patch)

@@ -22,7 +22,7 @@ import structlog
 from karpy.apis.objects import meta
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, delete_exactly
+from karpy.controllers.common.objects import NODECLAIMS, delete_exactly
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     NODES,

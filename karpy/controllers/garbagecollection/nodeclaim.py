@@ -18,7 +18,7 @@ import structlog
 from karpy.apis.objects import is_condition_true, is_deleting, is_node_ready, label, meta
 from karpy.apis.v1 import conditions, labels
 from karpy.cloudprovider.types import CloudProvider
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS, delete_exactly
+from karpy.controllers.common.objects import NODECLAIMS, delete_exactly
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     Client,

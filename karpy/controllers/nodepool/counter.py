@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy.apis.descriptors import NODEPOOLS
-from karpy.controllers.nodepool.status import patch_status
+from karpy.controllers.common.status import patch_status
 from karpy.kube import Client, Clock, Informer, RealClock, Result
 from karpy.kube.builder import Builder
 from karpy.scheduling.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, format_resources

@@ -14,8 +14,8 @@ from typing import Any, Final
 from karpy.apis.objects import get_condition, is_deleting
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1 import group_of_ref
+from karpy.controllers.nodepool.ready import write_ready_dependent
 from karpy.controllers.nodepool.resources import nodeclass_resource
-from karpy.controllers.nodepool.status import timestamp, write_ready_dependent
 from karpy.kube import Client, Clock, Informer, RealClock, Resource, Result
 from karpy.kube.builder import Builder
 
@@ -144,7 +144,7 @@ class NodePoolReadinessController:
             pool,
             type_=cond.NODEPOOL_NODECLASS_READY,
             status=status,
-            now=timestamp(self.clock),
+            now=self.clock.wall(),
             reason=reason,
             message=message,
         )

@@ -12,16 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import NODEPOOLS
-from karpy.apis.objects import conditions_of, get_condition
+from karpy.apis.objects import get_condition
 from karpy.apis.v1 import conditions as cond
+from karpy.controllers.common.status import generation_of, write_conditions
 from karpy.controllers.nodepool.readiness import NodeClassCheck
-from karpy.controllers.nodepool.status import (
-    generation_of,
-    set_condition,
-    timestamp,
-    write_conditions,
-)
 from karpy.kube import Client, Clock, Informer, RealClock, Resource, Result
 from karpy.kube.builder import Builder
 from karpy.state.nodepoolhealth import HealthStatus, NodePoolHealth
@@ -66,44 +62,29 @@ class NodePoolRegistrationHealthController:
             return None  # nothing can launch; readiness reports why
         nodeclass_generation = generation_of(nodeclass)
         generation = generation_of(pool)
-        now = timestamp(self.clock)
         current = get_condition(pool, cond.NODEPOOL_NODE_REGISTRATION_HEALTHY)
         observed = (pool.get("status") or {}).get("nodeClassObservedGeneration")
-        conditions = conditions_of(pool)
+        conditions = Conditions.of(pool, now=self.clock.wall())
         if (
             current is None
             or observed != nodeclass_generation
             or current.get("observedGeneration") != generation
         ):
             self.health.reset(name)
-            conditions = set_condition(
-                conditions,
+            conditions.set_unknown(
                 cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
-                status=cond.STATUS_UNKNOWN,
-                now=now,
                 message=cond.MESSAGE_AWAITING_RECONCILIATION,
-                observed_generation=generation,
             )
         else:
             status = self.health.status(name)
             failure = self.health.last_failure(name)
             if status is HealthStatus.HEALTHY:
-                conditions = set_condition(
-                    conditions,
-                    cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
-                    status=cond.STATUS_TRUE,
-                    now=now,
-                    observed_generation=generation,
-                )
+                conditions.set_true(cond.NODEPOOL_NODE_REGISTRATION_HEALTHY)
             elif status is HealthStatus.UNHEALTHY and failure is not None:
-                conditions = set_condition(
-                    conditions,
+                conditions.set_false(
                     cond.NODEPOOL_NODE_REGISTRATION_HEALTHY,
-                    status=cond.STATUS_FALSE,
-                    now=now,
                     reason=failure.reason or cond.REASON_REGISTRATION_FAILED,
                     message=failure.message,
-                    observed_generation=generation,
                 )
         extra: JSON = {}
         if nodeclass_generation is not None:

@@ -13,7 +13,7 @@ import structlog
 
 from karpy.apis.v1 import NodePool, runtime_validate
 from karpy.apis.v1 import conditions as cond
-from karpy.controllers.nodepool.status import timestamp, write_ready_dependent
+from karpy.controllers.nodepool.ready import write_ready_dependent
 from karpy.kube import Client, Clock, Informer, RealClock, Result
 from karpy.kube.builder import Builder
 
@@ -58,7 +58,7 @@ class NodePoolValidationController:
             pool,
             type_=cond.NODEPOOL_VALIDATION_SUCCEEDED,
             status=cond.STATUS_FALSE if errors else cond.STATUS_TRUE,
-            now=timestamp(self.clock),
+            now=self.clock.wall(),
             reason=cond.REASON_NODEPOOL_VALIDATION_FAILED if errors else None,
             message="; ".join(errors),
         )

@@ -63,7 +63,11 @@ async def test_missing_nodeclass_is_named_and_pool_turns_ready_when_it_appears(e
     pool = await env.cached(
         validation.nodepools, "pool", lambda p: status_of(p, "Ready") == "False"
     )
-    assert conditions(pool)["Ready"]["reason"] == "NodeClassNotFound"
+    # As Karpenter reports it: the root names its unhealthy dependents.
+    assert (conditions(pool)["Ready"]["reason"], conditions(pool)["Ready"]["message"]) == (
+        "UnhealthyDependents",
+        "NodeClassReady=False",
+    )
     # The NodeClass appears: the watch on NodeClasses re-reconciles the NodePool.
     await env.create(KWOKNODECLASSES, kwok_nodeclass("missing"))
     await env.cached(validation.nodepools, "pool", lambda p: status_of(p, "Ready") == "True")
@@ -147,7 +151,10 @@ async def test_runtime_invalid_pool_is_not_ready(env: Env) -> None:
         "pool",
         lambda p: status_of(p, "Ready") == "False" and status_of(p, "NodeClassReady") == "True",
     )
-    assert conditions(pool)["Ready"]["reason"] == "NodePoolValidationFailed"
+    assert (conditions(pool)["Ready"]["reason"], conditions(pool)["Ready"]["message"]) == (
+        "UnhealthyDependents",
+        "ValidationSucceeded=False",
+    )
     # Fixing the spec makes it Ready again.
     await env.client.patch(
         NODEPOOLS, "pool", {"spec": {"template": {"spec": {"startupTaints": None}}}}

@@ -23,9 +23,9 @@ from kubetest import now_rfc3339, ready_node
 from karpy.apis.objects import format_time
 from karpy.apis.v1 import NodeClaim, NodePool
 from karpy.cloudprovider.types import NodeClaimNotFoundError, RepairPolicy
+from karpy.controllers.common.objects import NODECLAIMS
 from karpy.controllers.node.termination import EvictionQueue, NodeTerminationController
 from karpy.controllers.nodeclaim.termination import NodeClaimTermination
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import (
     NODES,
     PODS,

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from kubetest import now_rfc3339
 
+from karpy.controllers.common.objects import NODECLAIMS
 from karpy.controllers.garbagecollection import (
     InstanceGarbageCollection,
     NodeClaimGarbageCollection,
 )
 from karpy.controllers.nodeclaim.expiration import ExpirationController
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import NODES, FakeClock, RealClock
 from tests.integration.support import claim_spec, ready_claim_conditions
 from tests.integration.termination.support import Env

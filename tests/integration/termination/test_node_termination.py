@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from karpy.controllers.common.objects import NODECLAIMS
 from karpy.controllers.node.termination import metrics as node_metrics
 from karpy.controllers.nodeclaim.termination import metrics as claim_metrics
-from karpy.controllers.nodeclaim.termination.objects import NODECLAIMS
 from karpy.kube import NODES, PODS, HandlerFuncs
 from karpy.kube.resources import DAEMONSETS, PODDISRUPTIONBUDGETS, VOLUMEATTACHMENTS, Resource
 from tests.integration.support import pod

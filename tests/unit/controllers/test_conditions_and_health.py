@@ -1,5 +1,4 @@
-"""Condition bookkeeping (transition times, Ready roll-up), the registration-health ring
-buffer, and which pod changes count as pod events."""
+"""The registration-health ring buffer, and which pod changes count as pod events."""
 
 from __future__ import annotations
 
@@ -8,7 +7,6 @@ from typing import Any
 import pytest
 
 from karpy.controllers.nodeclaim.podevents import is_pod_event
-from karpy.controllers.nodepool.status import roll_up_ready, set_condition
 from karpy.state.nodepoolhealth import HealthStatus, NodePoolHealth
 
 DEPS = ("ValidationSucceeded", "NodeClassReady")
@@ -16,66 +14,6 @@ DEPS = ("ValidationSucceeded", "NodeClassReady")
 
 def by_type(conditions: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in conditions}
-
-
-def test_transition_time_moves_only_when_status_changes() -> None:
-    first = set_condition(
-        [], "NodeClassReady", status="False", now="T1", reason="NotFound", message="a"
-    )
-    same = set_condition(
-        first, "NodeClassReady", status="False", now="T2", reason="Other", message="b"
-    )
-    assert by_type(same)["NodeClassReady"]["lastTransitionTime"] == "T1"
-    assert by_type(same)["NodeClassReady"]["reason"] == "Other"
-    flipped = set_condition(same, "NodeClassReady", status="True", now="T3")
-    assert by_type(flipped)["NodeClassReady"] == {
-        "type": "NodeClassReady",
-        "status": "True",
-        "reason": "NodeClassReady",
-        "message": "",
-        "lastTransitionTime": "T3",
-    }
-
-
-def test_bad_status_is_refused() -> None:
-    with pytest.raises(ValueError, match="True, False or Unknown"):
-        set_condition([], "X", status="Yes", now="T")
-
-
-def test_ready_waits_for_missing_dependents_then_follows_them() -> None:
-    conditions = set_condition(
-        [], "ValidationSucceeded", status="True", now="T1", observed_generation=3
-    )
-    conditions = roll_up_ready(conditions, DEPS, now="T1", observed_generation=3)
-    found = by_type(conditions)
-    assert found["NodeClassReady"]["status"] == "Unknown"
-    assert found["NodeClassReady"]["reason"] == "AwaitingReconciliation"
-    assert found["Ready"]["status"] == "Unknown"
-    assert found["Ready"]["observedGeneration"] == 3
-
-    conditions = set_condition(
-        conditions, "NodeClassReady", status="False", now="T2", reason="Gone"
-    )
-    found = by_type(roll_up_ready(conditions, DEPS, now="T2"))
-    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "Gone")
-
-    conditions = set_condition(conditions, "NodeClassReady", status="True", now="T3")
-    found = by_type(roll_up_ready(conditions, DEPS, now="T3"))
-    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("True", "Ready")
-    assert [c["type"] for c in roll_up_ready(conditions, DEPS, now="T3")] == [
-        "NodeClassReady",
-        "Ready",
-        "ValidationSucceeded",
-    ]
-
-
-def test_false_dependent_wins_over_unknown() -> None:
-    conditions = set_condition(
-        [], "ValidationSucceeded", status="False", now="T1", reason="Invalid"
-    )
-    conditions = set_condition(conditions, "NodeClassReady", status="Unknown", now="T2")
-    found = by_type(roll_up_ready(conditions, DEPS, now="T2"))
-    assert (found["Ready"]["status"], found["Ready"]["reason"]) == ("False", "Invalid")
 
 
 def test_registration_health_ring_buffer() -> None:

@@ -1,53 +1,15 @@
-"""NodeClaim lifecycle rules: conditions, the registration patch, initialization checks."""
+"""NodeClaim lifecycle rules: the registration patch, initialization checks (conditions:
+tests/unit/apis/test_apis_conditions.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-from karpy.controllers.nodeclaim.lifecycle.conditions import ConditionSet
 from karpy.controllers.nodeclaim.lifecycle.initialization import why_not_initialized
 from karpy.controllers.nodeclaim.lifecycle.registration import registration_patch
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def test_transition_time_moves_only_with_the_status() -> None:
-    status: dict[str, Any] = {}
-    conds = ConditionSet(status, now=T0, generation=1)
-    conds.initialize(["Launched", "Registered"])
-    assert conds.get("Launched") == {
-        "type": "Launched",
-        "status": "Unknown",
-        "reason": "AwaitingReconciliation",
-        "message": "object is awaiting reconciliation",
-        "observedGeneration": 1,
-        "lastTransitionTime": "2026-01-01T00:00:00Z",
-    }
-    later = ConditionSet(status, now=T0 + timedelta(minutes=1), generation=1)
-    later.set_unknown("Registered", reason="NodeNotFound", message="Node not registered")
-    assert later.get("Registered")["lastTransitionTime"] == "2026-01-01T00:00:00Z"
-    later.set_true("Launched")
-    assert later.get("Launched")["lastTransitionTime"] == "2026-01-01T00:01:00Z"
-    assert later.get("Launched")["reason"] == "Launched"
-    assert later.since("Registered") == T0
-
-
-def test_ready_rolls_up_the_dependents() -> None:
-    status: dict[str, Any] = {}
-    conds = ConditionSet(status, now=T0, generation=None)
-    conds.initialize(["Launched", "Registered", "Initialized"])
-    conds.set_true("Launched")
-    conds.roll_up("Ready", ["Launched", "Registered", "Initialized"])
-    assert conds.get("Ready")["status"] == "Unknown"
-    assert conds.get("Ready")["message"] == "Registered=Unknown, Initialized=Unknown"
-    conds.set_false("Registered", reason="MultipleNodesFound")
-    conds.roll_up("Ready", ["Launched", "Registered", "Initialized"])
-    assert conds.get("Ready")["status"] == "False"
-    for type_ in ("Registered", "Initialized"):
-        conds.set_true(type_)
-    conds.roll_up("Ready", ["Launched", "Registered", "Initialized"])
-    assert conds.get("Ready")["status"] == "True"
 
 
 CLAIM: dict[str, Any] = {

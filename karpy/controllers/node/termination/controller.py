@@ -41,14 +41,7 @@ from karpy.apis.objects import (
 )
 from karpy.apis.v1 import conditions, labels
 from karpy.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
-from karpy.controllers.node.termination import metrics
-from karpy.controllers.node.termination.drain import (
-    drain,
-    pending_volume_attachments,
-    taint_node,
-)
-from karpy.controllers.node.termination.eviction import FORCEFUL_TERMINATION, EvictionQueue
-from karpy.controllers.nodeclaim.termination.objects import (
+from karpy.controllers.common.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
     delete_exactly,
@@ -57,8 +50,15 @@ from karpy.controllers.nodeclaim.termination.objects import (
     object_ref,
     remove_node_finalizer,
     termination_deadline,
-    write_condition,
 )
+from karpy.controllers.common.status import write_condition
+from karpy.controllers.node.termination import metrics
+from karpy.controllers.node.termination.drain import (
+    drain,
+    pending_volume_attachments,
+    taint_node,
+)
+from karpy.controllers.node.termination.eviction import FORCEFUL_TERMINATION, EvictionQueue
 from karpy.kube import (
     NORMAL,
     WARNING,
@@ -221,6 +221,7 @@ class NodeTerminationController:
             )
         draining = await write_condition(
             self.client,
+            NODECLAIMS,
             claim,
             type_=conditions.NODECLAIM_DRAINED,
             status=conditions.STATUS_UNKNOWN,
@@ -241,6 +242,7 @@ class NodeTerminationController:
                 return Result(requeue_after=left)
         drained = await write_condition(
             self.client,
+            NODECLAIMS,
             claim,
             type_=conditions.NODECLAIM_DRAINED,
             status=conditions.STATUS_TRUE,
@@ -276,6 +278,7 @@ class NodeTerminationController:
             status, reason = conditions.STATUS_FALSE, REASON_GRACE_PERIOD_ELAPSED
         written = await write_condition(
             self.client,
+            NODECLAIMS,
             claim,
             type_=conditions.NODECLAIM_VOLUMES_DETACHED,
             status=status,
@@ -290,6 +293,7 @@ class NodeTerminationController:
     async def _await_instance_termination(self, node: JSON, claim: JSON) -> Result | None:
         terminating = await write_condition(
             self.client,
+            NODECLAIMS,
             claim,
             type_=conditions.NODECLAIM_INSTANCE_TERMINATING,
             status=conditions.STATUS_TRUE,

@@ -29,6 +29,7 @@ from typing import Any, Final, NamedTuple
 import structlog
 
 from karpy.apis.objects import format_time, meta
+from karpy.controllers.common.objects import object_ref
 from karpy.controllers.node.termination import metrics
 from karpy.controllers.node.termination.pods import (
     has_do_not_disrupt,
@@ -37,7 +38,6 @@ from karpy.controllers.node.termination.pods import (
     needs_force_delete,
     pod_grace_seconds,
 )
-from karpy.controllers.nodeclaim.termination.objects import object_ref
 from karpy.kube import (
     NORMAL,
     PODS,

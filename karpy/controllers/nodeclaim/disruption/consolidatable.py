@@ -14,18 +14,13 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.duration import DurationError, parse_nillable_duration
-from karpy.apis.objects import conditions_of, get_condition, is_deleting, label, parse_time
+from karpy.apis.objects import get_condition, is_deleting, label, parse_time
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import LABEL_NODEPOOL
-from karpy.controllers.nodepool.status import (
-    generation_of,
-    remove_condition,
-    set_condition,
-    timestamp,
-    write_conditions,
-)
+from karpy.controllers.common.status import write_conditions
 from karpy.kube import Client, Clock, Informer, RealClock, Result
 from karpy.kube.builder import Builder
 
@@ -106,26 +101,20 @@ class ConsolidatableController:
         pool = self.nodepools.get(pool_name) if pool_name else None
         if pool is None:
             return None
-        conditions = conditions_of(claim)
+        conditions = Conditions.of(claim, now=self.clock.wall())
         after = consolidate_after(pool)
         ready_at = None if after is None else consolidatable_at(claim, after)
         static = (pool.get("spec") or {}).get("replicas") is not None
         requeue: float | None = None
         if static or after is None or ready_at is None:
-            updated = remove_condition(conditions, cond.NODECLAIM_CONSOLIDATABLE)
+            conditions.remove(cond.NODECLAIM_CONSOLIDATABLE)
         elif self.clock.wall() < ready_at:
-            updated = remove_condition(conditions, cond.NODECLAIM_CONSOLIDATABLE)
+            conditions.remove(cond.NODECLAIM_CONSOLIDATABLE)
             requeue = (ready_at - self.clock.wall()).total_seconds()
         else:
-            updated = set_condition(
-                conditions,
-                cond.NODECLAIM_CONSOLIDATABLE,
-                status=cond.STATUS_TRUE,
-                now=timestamp(self.clock),
-                observed_generation=generation_of(claim),
-            )
+            conditions.set_true(cond.NODECLAIM_CONSOLIDATABLE)
         result = await write_conditions(
-            self.client, resource=NODECLAIMS, obj=claim, conditions=updated
+            self.client, resource=NODECLAIMS, obj=claim, conditions=conditions
         )
         if result is not None:
             return result

@@ -15,7 +15,7 @@ import structlog
 
 from karpy.apis.objects import is_deleting, label, meta, parse_time
 from karpy.apis.v1 import labels
-from karpy.controllers.nodeclaim.termination.objects import (
+from karpy.controllers.common.objects import (
     NODECLAIMS,
     delete_exactly,
     expire_after,

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import NodeClaim, labels
@@ -30,7 +31,6 @@ from karpy.cloudprovider.types import (
     NodeClassNotReadyError,
 )
 from karpy.controllers.disruption.metrics import count_disrupted
-from karpy.controllers.nodeclaim.lifecycle.conditions import ConditionSet
 from karpy.controllers.nodeclaim.lifecycle.initialization import why_not_initialized
 from karpy.controllers.nodeclaim.lifecycle.launch import Launcher
 from karpy.controllers.nodeclaim.lifecycle.metrics import NODES_CREATED
@@ -169,10 +169,14 @@ class Lifecycle:
             claim = await self._add_finalizer(claim)
         work = copy.deepcopy(claim)
         status: JSON = work.setdefault("status", {})
-        conds = ConditionSet(
-            status, now=self.clock.wall(), generation=(work.get("metadata") or {}).get("generation")
+        generation = (work.get("metadata") or {}).get("generation")
+        conds = Conditions(
+            status.setdefault("conditions", []),
+            now=self.clock.wall(),
+            generation=generation if isinstance(generation, int) else None,
+            dependents=c.NODECLAIM_READY_DEPENDENTS,
         )
-        conds.initialize((c.NODECLAIM_LAUNCHED, c.NODECLAIM_REGISTERED, c.NODECLAIM_INITIALIZED))
+        conds.initialize()
         error: Exception | None = None
         try:
             await self._launch(work, conds)
@@ -191,7 +195,7 @@ class Lifecycle:
             requeue = await self._liveness(work, conds)
         except _Stop:
             return None
-        conds.roll_up(c.CONDITION_READY, c.NODECLAIM_READY_DEPENDENTS)
+        conds.compute_root()
         await self._write(claim, work)
         if error is not None:
             raise error
@@ -247,7 +251,7 @@ class Lifecycle:
 
     # -- launch -----------------------------------------------------------------------------------
 
-    async def _launch(self, work: JSON, conds: ConditionSet) -> None:
+    async def _launch(self, work: JSON, conds: Conditions) -> None:
         if conds.is_true(c.NODECLAIM_LAUNCHED):
             return
         try:
@@ -306,7 +310,7 @@ class Lifecycle:
 
     # -- registration -----------------------------------------------------------------------------
 
-    def _node_for(self, work: JSON, conds: ConditionSet) -> JSON | None:
+    def _node_for(self, work: JSON, conds: Conditions) -> JSON | None:
         if not conds.is_true(c.NODECLAIM_LAUNCHED):
             return None
         provider_id = str((work.get("status") or {}).get("providerID") or "")
@@ -334,7 +338,7 @@ class Lifecycle:
             return None
         return nodes[0]
 
-    async def _register(self, work: JSON, node: JSON, conds: ConditionSet) -> JSON:
+    async def _register(self, work: JSON, node: JSON, conds: Conditions) -> JSON:
         """Register `node` for the claim; returns the Node as it now is."""
         node_meta = node.get("metadata") or {}
         node_name = str(node_meta.get("name"))
@@ -385,7 +389,7 @@ class Lifecycle:
 
     # -- initialization ---------------------------------------------------------------------------
 
-    async def _initialize(self, work: JSON, node: JSON, conds: ConditionSet) -> None:
+    async def _initialize(self, work: JSON, node: JSON, conds: Conditions) -> None:
         if not conds.is_true(c.NODECLAIM_REGISTERED) or conds.is_true(c.NODECLAIM_INITIALIZED):
             return
         # Judge the newer of the cache's view and the one registration just wrote.
@@ -420,7 +424,7 @@ class Lifecycle:
 
     # -- liveness ---------------------------------------------------------------------------------
 
-    async def _liveness(self, work: JSON, conds: ConditionSet) -> float | None:
+    async def _liveness(self, work: JSON, conds: Conditions) -> float | None:
         now = conds.now
         if not conds.is_true(c.NODECLAIM_LAUNCHED):
             since = conds.since(c.NODECLAIM_LAUNCHED) or now

@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from karpy.apis.objects import is_node_ready
+from karpy.apis.objects import is_node_ready, taint_matches
 from karpy.apis.v1 import conditions as c
 from karpy.apis.v1 import labels
-from karpy.controllers.nodeclaim.lifecycle.conditions import taint_matches
 from karpy.scheduling.resources import parse_resources
 
 __all__ = ["EPHEMERAL_TAINTS", "why_not_initialized"]

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from karpy.apis.objects import taint_matches
 from karpy.apis.v1 import labels
 from karpy.apis.v1.nodeclaim import API_VERSION, KIND
-from karpy.controllers.nodeclaim.lifecycle.conditions import taint_matches
 
 __all__ = ["registration_patch"]
 

@@ -17,7 +17,7 @@ import structlog
 
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import is_deleting, parse_time
-from karpy.controllers.nodepool.status import patch_status, timestamp
+from karpy.controllers.common.status import patch_status, timestamp
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     Client,

@@ -35,8 +35,7 @@ from karpy.apis.objects import (
 )
 from karpy.apis.v1 import conditions, labels
 from karpy.cloudprovider.types import CloudProvider, NodeClaimNotFoundError
-from karpy.controllers.nodeclaim.termination import metrics
-from karpy.controllers.nodeclaim.termination.objects import (
+from karpy.controllers.common.objects import (
     INDEX_NODECLAIM_PROVIDER_ID,
     NODECLAIMS,
     delete_exactly,
@@ -44,8 +43,9 @@ from karpy.controllers.nodeclaim.termination.objects import (
     grace_period,
     nodeclaim_model,
     remove_claim_finalizer,
-    write_condition,
 )
+from karpy.controllers.common.status import write_condition
+from karpy.controllers.nodeclaim.termination import metrics
 from karpy.kube import (
     INDEX_PROVIDER_ID,
     NODES,
@@ -132,6 +132,7 @@ class NodeClaimTermination:
         if provider_id:
             terminating = await write_condition(
                 self.client,
+                NODECLAIMS,
                 claim,
                 type_=conditions.NODECLAIM_INSTANCE_TERMINATING,
                 status=conditions.STATUS_TRUE,

@@ -1,24 +1,23 @@
-"""Reading and writing the raw NodeClaim and Node dicts the termination controllers work on.
+"""Reading and writing the raw NodeClaim and Node dicts several controller areas work on.
 
 Controllers read objects from the shared informers as plain dicts (never mutated) and write
-them back with small patches. The helpers here keep those patches safe: status conditions are
-written with the object's resourceVersion (a merge patch replaces the whole list, so a stale
-list must fail with a conflict rather than erase another writer's condition), and finalizers are
-removed by value (a strategic merge patch on Nodes, a JSON patch with a `test` on NodeClaims), so
-another controller's finalizer is never lost. The generic readers (metadata, timestamps,
-conditions) are `karpy.apis.objects`.
+them back with small patches. Finalizers are removed by value (a strategic merge patch on
+Nodes, a JSON patch with a `test` on NodeClaims), so another controller's finalizer is never
+lost; deletes carry the UID, so an object that took the name since is left alone. The generic
+readers (metadata, timestamps, conditions) are `karpy.apis.objects`; condition writes are
+`karpy.controllers.common.status`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.duration import DurationError, parse_duration, parse_nillable_duration
-from karpy.apis.objects import conditions_of, format_time, meta, parse_time
-from karpy.apis.v1 import NodeClaim, conditions, labels
+from karpy.apis.objects import meta, parse_time
+from karpy.apis.v1 import NodeClaim, labels
 from karpy.kube import NODES, Client, ConflictError, Informer, NotFoundError, PatchType, Resource
 from karpy.kube.store import INDEX_PROVIDER_ID, field_indexer
 
@@ -32,12 +31,9 @@ __all__ = [
     "index_nodeclaim_provider_id",
     "nodeclaim_model",
     "object_ref",
-    "patch_conditions",
     "remove_claim_finalizer",
     "remove_node_finalizer",
     "termination_deadline",
-    "with_condition",
-    "write_condition",
 ]
 
 JSON = dict[str, Any]
@@ -100,88 +96,6 @@ def _spec_duration(
         return parse(text)
     except DurationError:
         return None
-
-
-# -- conditions -------------------------------------------------------------------------------
-
-
-def with_condition(
-    obj: Mapping[str, Any],
-    *,
-    type_: str,
-    status: str,
-    reason: str | None = None,
-    message: str = "",
-    now: datetime,
-) -> list[JSON] | None:
-    """The object's conditions with `type_` set as operatorpkg sets it, or None if unchanged.
-
-    A True condition's reason defaults to its type. `lastTransitionTime` moves only when the
-    status changes; a new reason or message alone keeps it.
-    """
-    if reason is None:
-        reason = type_ if status == conditions.STATUS_TRUE else ""
-    generation = meta(obj).get("generation")
-    current = [dict(c) for c in conditions_of(obj)]
-    for index, existing in enumerate(current):
-        if existing.get("type") != type_:
-            continue
-        if (
-            existing.get("status") == status
-            and (existing.get("reason") or "") == reason
-            and (existing.get("message") or "") == message
-            and (generation is None or existing.get("observedGeneration") == generation)
-        ):
-            return None
-        updated = dict(existing, status=status, reason=reason, message=message)
-        if existing.get("status") != status:
-            updated["lastTransitionTime"] = format_time(now)
-        if generation is not None:
-            updated["observedGeneration"] = generation
-        current[index] = updated
-        return current
-    added: JSON = {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": format_time(now),
-    }
-    if generation is not None:
-        added["observedGeneration"] = generation
-    current.append(added)
-    return current
-
-
-async def patch_conditions(client: Client, claim: Mapping[str, Any], new: Iterable[JSON]) -> JSON:
-    """Write a NodeClaim's whole condition list, only if nobody changed the claim meanwhile
-    (`ConflictError` otherwise: re-read and try again)."""
-    m = meta(claim)
-    patch = {
-        "metadata": {"resourceVersion": m.get("resourceVersion")},
-        "status": {"conditions": list(new)},
-    }
-    return await client.patch_status(NODECLAIMS, str(m.get("name")), patch)
-
-
-async def write_condition(
-    client: Client,
-    claim: Mapping[str, Any],
-    *,
-    type_: str,
-    status: str,
-    reason: str | None = None,
-    message: str = "",
-    now: datetime,
-) -> JSON | None:
-    """Set one condition on a NodeClaim (as `with_condition` does) and write it with
-    `patch_conditions`; the patched NodeClaim, or None when the condition already read so."""
-    updated = with_condition(
-        claim, type_=type_, status=status, reason=reason, message=message, now=now
-    )
-    if updated is None:
-        return None
-    return await patch_conditions(client, claim, updated)
 
 
 # -- deletion ---------------------------------------------------------------------------------
