@@ -31,6 +31,7 @@ from karpy.apis.objects import get_condition, is_condition_true, is_deleting
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import TAINT_DISRUPTED_KEY, TAINT_EFFECT_NO_SCHEDULE
+from karpy.controllers.common.metrics import NODECLAIMS_DISRUPTED_TOTAL
 from karpy.controllers.common.status import patch_status
 from karpy.controllers.disruption import metrics
 from karpy.controllers.disruption.budgets import BudgetState, budget_states
@@ -407,9 +408,7 @@ class DisruptionController:
             message=f"Disrupting NodeClaim: {title}",
             dedupe=(_uid(claim), reason),
         )
-        metrics.NODECLAIMS_DISRUPTED_TOTAL.labels(
-            reason.lower(), c.nodepool_name, c.capacity_type
-        ).inc()
+        NODECLAIMS_DISRUPTED_TOTAL.labels(reason.lower(), c.nodepool_name, c.capacity_type).inc()
 
     # -- writes with optimistic locking ---------------------------------------------------------
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from prometheus_client import Counter, Gauge
 
-from karpy.apis.v1 import labels
 from karpy.kube.metrics import REGISTRY
 
 __all__ = [
@@ -15,8 +11,6 @@ __all__ = [
     "DECISIONS_TOTAL",
     "ELIGIBLE_NODES",
     "FAILED_VALIDATIONS_TOTAL",
-    "NODECLAIMS_DISRUPTED_TOTAL",
-    "count_disrupted",
 ]
 
 DECISIONS_TOTAL = Counter(
@@ -24,13 +18,6 @@ DECISIONS_TOTAL = Counter(
     "Number of disruption decisions performed. Labeled by disruption decision, reason, and "
     "consolidation type.",
     ["decision", "reason", "consolidation_type"],
-    registry=REGISTRY,
-)
-NODECLAIMS_DISRUPTED_TOTAL = Counter(
-    "karpenter_nodeclaims_disrupted_total",
-    "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was "
-    "disrupted and the owning nodepool.",
-    ["reason", "nodepool", "capacity_type"],
     registry=REGISTRY,
 )
 ALLOWED_DISRUPTIONS = Gauge(
@@ -54,14 +41,3 @@ FAILED_VALIDATIONS_TOTAL = Counter(
     ["consolidation_type"],
     registry=REGISTRY,
 )
-
-
-def count_disrupted(claim: Mapping[str, Any], reason: str) -> None:
-    """Count a NodeClaim karpy deleted, whatever the controller (`expired`,
-    `garbage_collected`, `launch_timeout`, `insufficient_capacity`, `empty`, ...)."""
-    claim_labels = (claim.get("metadata") or {}).get("labels") or {}
-    NODECLAIMS_DISRUPTED_TOTAL.labels(
-        reason,
-        claim_labels.get(labels.LABEL_NODEPOOL, ""),
-        claim_labels.get(labels.LABEL_CAPACITY_TYPE, ""),
-    ).inc()

@@ -7,8 +7,8 @@ dropped by the cluster state itself, 15 s after the create (`karpy.state.Cluster
 
 from __future__ import annotations
 
+from karpy.controllers.common.metrics import count_disrupted
 from karpy.controllers.context import ControllerContext
-from karpy.controllers.disruption.metrics import count_disrupted
 from karpy.controllers.garbagecollection.instance import InstanceGarbageCollection
 from karpy.controllers.garbagecollection.nodeclaim import NodeClaimGarbageCollection
 from karpy.kube import NODES

@@ -14,7 +14,7 @@ from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.faults import ALL, FaultPlan, FaultyCloudProvider
 from karpy.cloudprovider.kwok.simulator import KwokSimulator
 from karpy.cloudprovider.types import CloudProvider, CloudProviderError
-from karpy.controllers.disruption.metrics import NODECLAIMS_DISRUPTED_TOTAL
+from karpy.controllers.common.metrics import NODECLAIMS_DISRUPTED_TOTAL
 from karpy.controllers.nodeclaim.lifecycle import Lifecycle
 from karpy.kube import NODES, PODS, Clock, FakeClock, RealClock
 from tests.integration.provisioning.conftest import Env

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from karpy.apis.descriptors import NODECLAIMS
+from karpy.controllers.common.metrics import count_disrupted
 from karpy.controllers.context import ControllerContext
-from karpy.controllers.disruption.metrics import count_disrupted
 from karpy.controllers.nodeclaim.expiration.controller import REASON_EXPIRED, ExpirationController
 
 __all__ = ["REASON_EXPIRED", "ExpirationController", "register"]

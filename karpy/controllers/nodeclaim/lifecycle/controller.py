@@ -30,7 +30,7 @@ from karpy.cloudprovider.types import (
     InsufficientCapacityError,
     NodeClassNotReadyError,
 )
-from karpy.controllers.disruption.metrics import count_disrupted
+from karpy.controllers.common.metrics import count_disrupted
 from karpy.controllers.nodeclaim.lifecycle.initialization import why_not_initialized
 from karpy.controllers.nodeclaim.lifecycle.launch import Launcher
 from karpy.controllers.nodeclaim.lifecycle.metrics import NODES_CREATED
