@@ -1,6 +1,5 @@
 """What the in-process controller suites share: an environment with a real client and a running
-informer cache, in which a test runs controllers until it ends, and builders of the NodeClaims
-those controllers read.
+informer cache, in which a test runs controllers until it ends. Object builders: `tests.kit`.
 """
 
 from __future__ import annotations
@@ -83,57 +82,3 @@ async def running(env_type: type[E], *, kubeconfig: str, **fields: Any) -> Async
         stop.set()
         await asyncio.wait_for(cache_task, 10)
         await client.close()
-
-
-# -- builders ---------------------------------------------------------------------------------
-
-
-def claim_spec(**extra: Any) -> JSON:
-    """A NodeClaim spec on the `default` KWOKNodeClass."""
-    return {
-        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"},
-        "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
-        **extra,
-    }
-
-
-def ready_claim_conditions(stamp: str) -> list[JSON]:
-    """The conditions of a NodeClaim that launched, registered and initialized at `stamp`."""
-    return [
-        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": stamp}
-        for t in ("Launched", "Registered", "Initialized", "Ready")
-    ]
-
-
-def pod(
-    name: str,
-    namespace: str,
-    *,
-    node: str | None,
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    owner: JSON | None = None,
-    priority_class: str | None = None,
-    tolerations: list[JSON] | None = None,
-    grace: int = 30,
-    volumes: list[JSON] | None = None,
-) -> JSON:
-    """A pod of one pause container; bound to `node` unless it is None."""
-    meta: JSON = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
-    if annotations:
-        meta["annotations"] = annotations
-    if owner:
-        meta["ownerReferences"] = [owner]
-    spec: JSON = {
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-        "terminationGracePeriodSeconds": grace,
-    }
-    if node:
-        spec["nodeName"] = node
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if tolerations:
-        spec["tolerations"] = tolerations
-    if volumes:
-        spec["volumes"] = volumes
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -11,7 +11,8 @@ from typing import Any
 from kubetest import node_status
 
 from karpy.kube import Informer, Resource
-from tests.integration.support import ControllerEnv, claim_spec, ready_claim_conditions
+from tests.integration.support import ControllerEnv
+from tests.kit import nodeclaim, ready_claim_conditions
 
 JSON = dict[str, Any]
 
@@ -47,67 +48,6 @@ class Env(ControllerEnv):
 
 
 # -- builders -------------------------------------------------------------------------------------
-
-
-def kwok_nodeclass(name: str = "default") -> JSON:
-    return {
-        "apiVersion": "karpenter.kwok.sh/v1alpha1",
-        "kind": "KWOKNodeClass",
-        "metadata": {"name": name},
-        "spec": {},
-    }
-
-
-def nodepool(
-    name: str = "pool",
-    *,
-    nodeclass: str = "default",
-    kind: str = "KWOKNodeClass",
-    group: str = "karpenter.kwok.sh",
-    consolidate_after: str = "30s",
-    policy: str = "WhenEmpty",
-    budgets: list[JSON] | None = None,
-    taints: list[JSON] | None = None,
-    startup_taints: list[JSON] | None = None,
-) -> JSON:
-    spec: JSON = {
-        "nodeClassRef": {"group": group, "kind": kind, "name": nodeclass},
-        "requirements": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}],
-    }
-    if taints:
-        spec["taints"] = taints
-    if startup_taints:
-        spec["startupTaints"] = startup_taints
-    disruption: JSON = {"consolidationPolicy": policy, "consolidateAfter": consolidate_after}
-    if budgets is not None:
-        disruption["budgets"] = budgets
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {"template": {"spec": spec}, "disruption": disruption},
-    }
-
-
-def nodeclaim(name: str, *, pool: str = "pool", annotations: dict[str, str] | None = None) -> JSON:
-    meta: JSON = {"name": name, "labels": {"karpenter.sh/nodepool": pool}}
-    if annotations:
-        meta["annotations"] = annotations
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": meta,
-        "spec": claim_spec(),
-    }
-
-
-def conditions(obj: JSON) -> dict[str, JSON]:
-    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
-
-
-def status_of(obj: JSON, type_: str) -> str | None:
-    found = conditions(obj).get(type_)
-    return None if found is None else str(found["status"])
 
 
 def initialized(at: str) -> JSON:

@@ -15,15 +15,8 @@ from karpy.controllers.disruption import DisruptionController
 from karpy.kube import NODES, PODS, EventRecorder
 from karpy.kube.resources import EVENTS
 from karpy.state import Cluster
-from tests.integration.disruption.support import (
-    HOLD,
-    Env,
-    conditions,
-    kwok_nodeclass,
-    managed_node,
-    nodepool,
-)
-from tests.integration.support import pod
+from tests.integration.disruption.support import HOLD, Env, managed_node
+from tests.kit import conditions, kwok_nodeclass, nodepool, pod
 
 pytestmark = pytest.mark.timeout(180)
 

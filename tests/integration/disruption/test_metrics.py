@@ -13,8 +13,8 @@ from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
 from karpy.controllers.metrics import MetricsController
 from karpy.kube import NODES, PODS
 from karpy.kube.metrics import REGISTRY
-from tests.integration.disruption.support import Env, create_node, kwok_nodeclass, nodepool
-from tests.integration.support import pod
+from tests.integration.disruption.support import Env, create_node
+from tests.kit import kwok_nodeclass, nodepool, pod
 
 pytestmark = pytest.mark.timeout(120)
 

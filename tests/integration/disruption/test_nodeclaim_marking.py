@@ -11,15 +11,8 @@ from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.controllers.nodeclaim.disruption import ConsolidatableController
 from karpy.controllers.nodeclaim.podevents import PodEventsController
 from karpy.kube import NODES, PODS, FakeClock
-from tests.integration.disruption.support import (
-    Env,
-    conditions,
-    create_node,
-    initialized,
-    kwok_nodeclass,
-    nodeclaim,
-    nodepool,
-)
+from tests.integration.disruption.support import Env, create_node, initialized
+from tests.kit import conditions, kwok_nodeclass, nodeclaim, nodepool
 
 pytestmark = pytest.mark.timeout(120)
 START = datetime(2026, 1, 1, tzinfo=UTC)

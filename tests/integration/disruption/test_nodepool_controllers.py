@@ -12,13 +12,8 @@ from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHe
 from karpy.controllers.nodepool.validation import NodePoolValidationController
 from karpy.kube import FakeClock
 from karpy.state.nodepoolhealth import NodePoolHealth
-from tests.integration.disruption.support import (
-    Env,
-    conditions,
-    kwok_nodeclass,
-    nodepool,
-    status_of,
-)
+from tests.integration.disruption.support import Env
+from tests.kit import conditions, kwok_nodeclass, nodepool, status_of
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -19,7 +19,8 @@ from karpy.apis.v1.labels import (
 from karpy.controllers.nodepool.hash import nodepool_hash
 from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
 from karpy.kube import ConflictError
-from tests.integration.disruption.support import Env, nodeclaim, nodepool
+from tests.integration.disruption.support import Env
+from tests.kit import nodeclaim, nodepool
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -56,7 +57,7 @@ def _stamped(value: str, version: str = "v3") -> dict[str, str]:
 
 async def test_stored_nodepool_gets_karpenters_hash(env: Env) -> None:
     controller = await _controller(env)
-    env.run(controller.controller())
+    env.run(controller)
     # The apiserver defaults expireAfter to 720h: the stored template is the golden
     # "minimal-defaulted" one (requirements differ, and are not hashed).
     await env.create(NODEPOOLS, nodepool())
@@ -119,7 +120,7 @@ async def test_hash_version_change_restamps_nodeclaims_as_karpenter_does(env: En
     for name in ("old-karpy", "old-karpenter", "current", "other-pool"):
         await env.cached(controller.nodeclaims, name, lambda c: True)
     await env.cached(controller.nodeclaims, "drifted", lambda c: "status" in c)
-    env.run(controller.controller())
+    env.run(controller)
 
     expected = GOLDEN["minimal-defaulted"]["hash"]
     await env.cached(controller.nodepools, "pool", lambda p: _hash_of(p) == (expected, "v3"))

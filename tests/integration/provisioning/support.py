@@ -7,39 +7,25 @@ from typing import Any
 
 from kubetest import Kubectl
 
+from tests.kit import LINUX_AMD64_ON_DEMAND, kwok_nodeclass
+from tests.kit import nodeclaim as kit_nodeclaim
+
 JSON = dict[str, Any]
 
 
 def nodeclass(name: str = "default", *, delay: str | None = None) -> JSON:
-    spec: JSON = {"nodeRegistrationDelay": delay} if delay else {}
-    return {
-        "apiVersion": "karpenter.kwok.sh/v1alpha1",
-        "kind": "KWOKNodeClass",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return kwok_nodeclass(name, delay=delay or None)
 
 
 def nodeclaim(name: str, *, nodeclass_name: str = "default", cpu: str = "1") -> JSON:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name, "labels": {"karpenter.sh/nodepool": "pool"}},
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.kwok.sh",
-                "kind": "KWOKNodeClass",
-                "name": nodeclass_name,
-            },
-            "requirements": [
-                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-            ],
-            "resources": {"requests": {"cpu": cpu, "memory": "1Gi", "pods": "1"}},
-            "startupTaints": [{"key": "example.com/agent", "effect": "NoSchedule"}],
-        },
-    }
+    """A claim the provisioner could have made: linux/amd64/on-demand, with a startup taint."""
+    return kit_nodeclaim(
+        name,
+        nodeclass=nodeclass_name,
+        requirements=LINUX_AMD64_ON_DEMAND,
+        requests={"cpu": cpu, "memory": "1Gi", "pods": "1"},
+        startup_taints=[{"key": "example.com/agent", "effect": "NoSchedule"}],
+    )
 
 
 def condition(obj: JSON | None, type_: str) -> str | None:

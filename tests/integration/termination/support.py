@@ -41,7 +41,8 @@ from karpy.kube import (
 )
 from karpy.kube.resources import EVENTS, PERSISTENTVOLUMECLAIMS, VOLUMEATTACHMENTS
 from karpy.scheduling.instancetypes import InstanceType
-from tests.integration.support import ControllerEnv, claim_spec, ready_claim_conditions
+from tests.integration.support import ControllerEnv
+from tests.kit import claim_spec, ready_claim_conditions
 
 JSON = dict[str, Any]
 FINALIZER = "karpenter.sh/termination"

@@ -18,8 +18,8 @@ from karpy.controllers.garbagecollection import (
 )
 from karpy.controllers.nodeclaim.expiration import ExpirationController
 from karpy.kube import NODES, FakeClock, RealClock
-from tests.integration.support import claim_spec, ready_claim_conditions
 from tests.integration.termination.support import Env
+from tests.kit import claim_spec, ready_claim_conditions
 
 pytestmark = pytest.mark.timeout(120)
 JSON = dict[str, Any]

@@ -15,8 +15,8 @@ from karpy.controllers.node.termination import metrics as node_metrics
 from karpy.controllers.nodeclaim.termination import metrics as claim_metrics
 from karpy.kube import NODES, PODS, HandlerFuncs
 from karpy.kube.resources import DAEMONSETS, PODDISRUPTIONBUDGETS, VOLUMEATTACHMENTS, Resource
-from tests.integration.support import pod
 from tests.integration.termination.support import POOL, Env, condition, volume_attachment
+from tests.kit import pod
 
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments", namespaced=True)
 

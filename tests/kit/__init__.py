@@ -1,0 +1,39 @@
+"""Builders of the objects karpy's tests create: raw JSON dicts, as the API serves them.
+
+    from tests.kit import nodeclaim, nodepool, kwok_nodeclass, pod
+
+Defaults make the smallest valid object on the `default` KWOKNodeClass; each keyword adds one
+field. Suites keep only their own fixtures (specific claims, environments), built from these.
+"""
+
+from tests.kit.objects import (
+    KWOK_NODECLASS_REF,
+    LINUX,
+    LINUX_AMD64_ON_DEMAND,
+    claim_spec,
+    conditions,
+    kwok_nodeclass,
+    node,
+    nodeclaim,
+    nodepool,
+    pod,
+    pv,
+    ready_claim_conditions,
+    status_of,
+)
+
+__all__ = [
+    "KWOK_NODECLASS_REF",
+    "LINUX",
+    "LINUX_AMD64_ON_DEMAND",
+    "claim_spec",
+    "conditions",
+    "kwok_nodeclass",
+    "node",
+    "nodeclaim",
+    "nodepool",
+    "pod",
+    "pv",
+    "ready_claim_conditions",
+    "status_of",
+]

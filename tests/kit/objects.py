@@ -1,0 +1,230 @@
+"""The builders of `tests.kit` (pods, nodes, NodePools, NodeClaims, NodeClasses, PVs) and the
+readers of their status conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+JSON = dict[str, Any]
+
+KWOK_NODECLASS_REF: Final = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass"}
+LINUX: Final = ({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},)
+LINUX_AMD64_ON_DEMAND: Final = (
+    *LINUX,
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+)
+
+
+def kwok_nodeclass(name: str = "default", *, delay: str | None = None) -> JSON:
+    """A KWOKNodeClass; `delay` is its `nodeRegistrationDelay`."""
+    spec: JSON = {"nodeRegistrationDelay": delay} if delay is not None else {}
+    return {
+        "apiVersion": "karpenter.kwok.sh/v1alpha1",
+        "kind": "KWOKNodeClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def nodepool(
+    name: str = "pool",
+    *,
+    nodeclass: str = "default",
+    kind: str = "KWOKNodeClass",
+    group: str = "karpenter.kwok.sh",
+    requirements: Sequence[Mapping[str, Any]] = LINUX,
+    consolidate_after: str = "30s",
+    policy: str = "WhenEmpty",
+    budgets: Sequence[Mapping[str, Any]] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+    startup_taints: Sequence[Mapping[str, Any]] | None = None,
+    labels: Mapping[str, str] | None = None,
+    limits: Mapping[str, Any] | None = None,
+    weight: int | None = None,
+    expire_after: str | None = None,
+) -> JSON:
+    """A NodePool of linux nodes on a KWOKNodeClass, consolidating when empty after 30 s."""
+    template_spec: JSON = {
+        "nodeClassRef": {"group": group, "kind": kind, "name": nodeclass},
+        "requirements": [dict(r) for r in requirements],
+    }
+    if taints:
+        template_spec["taints"] = list(taints)
+    if startup_taints:
+        template_spec["startupTaints"] = list(startup_taints)
+    if expire_after:
+        template_spec["expireAfter"] = expire_after
+    template: JSON = {"spec": template_spec}
+    if labels:
+        template["metadata"] = {"labels": dict(labels)}
+    disruption: JSON = {"consolidationPolicy": policy, "consolidateAfter": consolidate_after}
+    if budgets is not None:
+        disruption["budgets"] = list(budgets)
+    spec: JSON = {"template": template, "disruption": disruption}
+    if limits:
+        spec["limits"] = dict(limits)
+    if weight is not None:
+        spec["weight"] = weight
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def claim_spec(**extra: Any) -> JSON:
+    """A NodeClaim spec of linux nodes on the `default` KWOKNodeClass, plus `extra` fields."""
+    return {
+        "nodeClassRef": {**KWOK_NODECLASS_REF, "name": "default"},
+        "requirements": [dict(r) for r in LINUX],
+        **extra,
+    }
+
+
+def nodeclaim(
+    name: str,
+    *,
+    pool: str = "pool",
+    nodeclass: str = "default",
+    requirements: Sequence[Mapping[str, Any]] = LINUX,
+    requests: Mapping[str, str] | None = None,
+    startup_taints: Sequence[Mapping[str, Any]] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    status: JSON | None = None,
+) -> JSON:
+    """A NodeClaim of NodePool `pool` on KWOKNodeClass `nodeclass`."""
+    meta: JSON = {"name": name, "labels": {"karpenter.sh/nodepool": pool}}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    spec: JSON = {
+        "nodeClassRef": {**KWOK_NODECLASS_REF, "name": nodeclass},
+        "requirements": [dict(r) for r in requirements],
+    }
+    if requests is not None:
+        spec["resources"] = {"requests": dict(requests)}
+    if startup_taints:
+        spec["startupTaints"] = list(startup_taints)
+    claim: JSON = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodeClaim",
+        "metadata": meta,
+        "spec": spec,
+    }
+    if status is not None:
+        claim["status"] = status
+    return claim
+
+
+def ready_claim_conditions(stamp: str) -> list[JSON]:
+    """The conditions of a NodeClaim that launched, registered and initialized at `stamp`."""
+    return [
+        {"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": stamp}
+        for t in ("Launched", "Registered", "Initialized", "Ready")
+    ]
+
+
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    node: str | None,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    owner: JSON | None = None,
+    priority_class: str | None = None,
+    tolerations: list[JSON] | None = None,
+    grace: int = 30,
+    volumes: list[JSON] | None = None,
+    requests: Mapping[str, str] | None = None,
+) -> JSON:
+    """A pod of one pause container; bound to `node` unless it is None."""
+    meta: JSON = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
+    if annotations:
+        meta["annotations"] = annotations
+    if owner:
+        meta["ownerReferences"] = [owner]
+    container: JSON = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
+    if requests:
+        container["resources"] = {"requests": dict(requests)}
+    spec: JSON = {"containers": [container], "terminationGracePeriodSeconds": grace}
+    if node:
+        spec["nodeName"] = node
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if volumes:
+        spec["volumes"] = volumes
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def node(
+    name: str,
+    *,
+    provider_id: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    taints: Sequence[Mapping[str, Any]] | None = None,
+) -> JSON:
+    """A Node (its status is the kubelet's: see `kubetest.node_status`)."""
+    meta: JSON = {"name": name, "labels": dict(labels or {})}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    spec: JSON = {}
+    if provider_id:
+        spec["providerID"] = provider_id
+    if taints:
+        spec["taints"] = list(taints)
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec}
+
+
+def pv(
+    name: str,
+    *,
+    storage: str = "1Gi",
+    storage_class: str = "standard",
+    csi_driver: str = "ebs.csi.aws.com",
+    zone: str | None = None,
+) -> JSON:
+    """A CSI PersistentVolume, pinned to `zone` when given."""
+    spec: JSON = {
+        "capacity": {"storage": storage},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": storage_class,
+        "csi": {"driver": csi_driver, "volumeHandle": f"vol-{name}"},
+    }
+    if zone:
+        spec["nodeAffinity"] = {
+            "required": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {
+                                "key": "topology.kubernetes.io/zone",
+                                "operator": "In",
+                                "values": [zone],
+                            }
+                        ]
+                    }
+                ]
+            }
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def conditions(obj: Mapping[str, Any]) -> dict[str, JSON]:
+    """An object's status conditions by type."""
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def status_of(obj: Mapping[str, Any], type_: str) -> str | None:
+    found = conditions(obj).get(type_)
+    return None if found is None else str(found["status"])
