@@ -139,8 +139,9 @@ def test_nodepool_with_missing_nodeclass_is_not_ready_and_launches_nothing(
     assert nodeclass_ready["reason"] == "NodeClassNotFound"
     assert "KWOKNodeClass/does-not-exist" in nodeclass_ready["message"]
     ready = condition(pool, "Ready")
+    # As Karpenter reports it: the root names its unhealthy dependents.
     assert ready is not None and ready["status"] == "False"
-    assert "KWOKNodeClass/does-not-exist" in ready["message"]
+    assert (ready["reason"], ready["message"]) == ("UnhealthyDependents", "NodeClassReady=False")
 
     # Pending pods for longer than a full provisioning batch: nothing is launched.
     wait_for(
