@@ -1,0 +1,224 @@
+"""The CreateFleet request for one NodeClaim and the reading of its answer (reference §3.2-3.3).
+
+Pure functions, no I/O: which capacity type to ask for (spot when the claim allows it and a
+spot offering is available, else on-demand), which instance types (the 60 cheapest), one subnet
+per zone, the overrides (every available offering of those types in those zones, cheapest
+first), and a `ClientToken` derived from the NodeClaim so EC2 answers a retried request with the
+first request's instances.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from karpy.apis.aws.v1.ec2nodeclass import SubnetStatus
+from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from karpy.scheduling.instancetypes import InstanceType, Offering
+from karpy.scheduling.requirements import Requirements
+
+__all__ = [
+    "MAX_INSTANCE_TYPES",
+    "FleetInstance",
+    "LaunchGroup",
+    "capacity_type_for",
+    "client_token",
+    "fleet_request",
+    "offerings_for",
+    "overrides",
+    "parse_fleet_response",
+    "truncate",
+    "zonal_subnets",
+]
+
+MAX_INSTANCE_TYPES: Final = 60
+SPOT_ALLOCATION: Final = "price-capacity-optimized"
+ON_DEMAND_ALLOCATION: Final = "lowest-price"
+
+
+def client_token(name: str, uid: str | None) -> str:
+    """The CreateFleet idempotency token of a NodeClaim (≤64 ASCII characters): the same
+    NodeClaim always sends the same token, a new NodeClaim of the same name a different one."""
+    digest = hashlib.sha256(f"{name}/{uid or ''}".encode()).hexdigest()
+    return f"karpy-{digest[:48]}"
+
+
+def offerings_for(it: InstanceType, reqs: Requirements, capacity_type: str) -> list[Offering]:
+    """The type's available offerings of `capacity_type` that `reqs` allow."""
+    return [
+        o
+        for o in it.offerings
+        if o.available and o.capacity_type == capacity_type and o.compatible(reqs)
+    ]
+
+
+def capacity_type_for(reqs: Requirements, types: Sequence[InstanceType]) -> str | None:
+    """Spot when allowed and some type has an available spot offering, else on-demand when
+    allowed and available, else None (reserved capacity is not launched yet)."""
+    for capacity_type in (CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND):
+        if any(offerings_for(it, reqs, capacity_type) for it in types):
+            return capacity_type
+    return None
+
+
+def truncate(
+    types: Sequence[InstanceType],
+    reqs: Requirements,
+    capacity_type: str,
+    limit: int = MAX_INSTANCE_TYPES,
+) -> list[InstanceType]:
+    """The `limit` cheapest types with an available offering of `capacity_type` (ties by name)."""
+    priced = []
+    for it in types:
+        offers = offerings_for(it, reqs, capacity_type)
+        if offers:
+            priced.append((min(o.price for o in offers), it.name, it))
+    priced.sort(key=lambda item: (item[0], item[1]))
+    return [it for _, _, it in priced[:limit]]
+
+
+def zonal_subnets(subnets: Sequence[SubnetStatus]) -> dict[str, SubnetStatus]:
+    """One subnet per zone: the first listed (status lists most available IPs first)."""
+    out: dict[str, SubnetStatus] = {}
+    for subnet in subnets:
+        out.setdefault(subnet.zone, subnet)
+    return out
+
+
+@dataclass(frozen=True)
+class LaunchGroup:
+    """Instance types launched with one launch template."""
+
+    template: str
+    image_id: str
+    types: Sequence[InstanceType]
+
+
+def overrides(
+    groups: Sequence[LaunchGroup],
+    reqs: Requirements,
+    capacity_type: str,
+    subnets: Mapping[str, SubnetStatus],
+) -> list[dict[str, Any]]:
+    """`LaunchTemplateConfigs`: per template, one override per (type, zone with a subnet),
+    cheapest first; templates ordered by their cheapest override."""
+    configs: list[tuple[float, dict[str, Any]]] = []
+    for group in groups:
+        entries: list[tuple[float, str, str, dict[str, Any]]] = []
+        seen: set[tuple[str, str]] = set()
+        for it in group.types:
+            for o in offerings_for(it, reqs, capacity_type):
+                subnet = subnets.get(o.zone)
+                if subnet is None or (it.name, o.zone) in seen:
+                    continue
+                seen.add((it.name, o.zone))
+                entries.append(
+                    (
+                        o.price,
+                        it.name,
+                        o.zone,
+                        {
+                            "InstanceType": it.name,
+                            "SubnetId": subnet.id,
+                            "AvailabilityZone": o.zone,
+                            "ImageId": group.image_id,
+                        },
+                    )
+                )
+        if not entries:
+            continue
+        entries.sort(key=lambda e: (e[0], e[1], e[2]))
+        configs.append(
+            (
+                entries[0][0],
+                {
+                    "LaunchTemplateSpecification": {
+                        "LaunchTemplateName": group.template,
+                        "Version": "$Latest",
+                    },
+                    "Overrides": [e[3] for e in entries],
+                },
+            )
+        )
+    configs.sort(key=lambda c: c[0])
+    return [c for _, c in configs]
+
+
+def _tag_list(tags: Mapping[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+def fleet_request(
+    configs: Sequence[Mapping[str, Any]],
+    capacity_type: str,
+    tags: Mapping[str, str],
+    *,
+    token: str,
+    context: str | None = None,
+) -> dict[str, Any]:
+    """An `instant` CreateFleet for one instance, tagging the instance, its volumes and the
+    fleet (network interfaces get the launch tags from the launch template, as Karpenter does:
+    CreateFleet accepts only these resource types)."""
+    request: dict[str, Any] = {
+        "Type": "instant",
+        "ClientToken": token,
+        "LaunchTemplateConfigs": list(configs),
+        "TargetCapacitySpecification": {
+            "DefaultTargetCapacityType": capacity_type,
+            "TotalTargetCapacity": 1,
+        },
+        "TagSpecifications": [
+            {"ResourceType": kind, "Tags": _tag_list(tags)}
+            for kind in ("instance", "volume", "fleet")
+        ],
+    }
+    if capacity_type == CAPACITY_TYPE_SPOT:
+        request["SpotOptions"] = {"AllocationStrategy": SPOT_ALLOCATION}
+    else:
+        request["OnDemandOptions"] = {"AllocationStrategy": ON_DEMAND_ALLOCATION}
+    if context:
+        request["Context"] = context
+    return request
+
+
+@dataclass(frozen=True)
+class FleetInstance:
+    """The instance a fleet launched, as its answer describes it."""
+
+    instance_id: str
+    instance_type: str
+    zone: str | None
+    subnet_id: str | None
+    image_id: str | None
+    capacity_type: str
+
+
+def parse_fleet_response(
+    response: Mapping[str, Any],
+) -> tuple[FleetInstance | None, list[Mapping[str, Any]]]:
+    """The first launched instance (if any) and the fleet's `Errors`."""
+    errors = list(response.get("Errors") or ())
+    for entry in response.get("Instances") or ():
+        ids = entry.get("InstanceIds") or ()
+        if not ids:
+            continue
+        override = (entry.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+        lifecycle = str(entry.get("Lifecycle") or CAPACITY_TYPE_ON_DEMAND)
+        return (
+            FleetInstance(
+                instance_id=str(ids[0]),
+                instance_type=str(entry.get("InstanceType") or override.get("InstanceType")),
+                zone=override.get("AvailabilityZone"),
+                subnet_id=override.get("SubnetId"),
+                image_id=override.get("ImageId"),
+                capacity_type=(
+                    CAPACITY_TYPE_SPOT
+                    if lifecycle == CAPACITY_TYPE_SPOT
+                    else CAPACITY_TYPE_ON_DEMAND
+                ),
+            ),
+            errors,
+        )
+    return None, errors

@@ -1,0 +1,458 @@
+"""EC2 instances behind NodeClaims (reference §3.2-3.4): launch with CreateFleet, read back with
+DescribeInstances, terminate. The methods follow the `CloudProvider` contract (types.py), so the
+provider that plugs this in only finds the NodeClaim's EC2NodeClass and instance types.
+
+A launch is idempotent per NodeClaim twice over: CreateFleet gets a `ClientToken` derived from
+the NodeClaim, and before launching, an instance already tagged with the NodeClaim's name in
+this cluster is adopted (EC2 keeps a token for a while only, and moto ignores tokens).
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+
+from karpy.apis.aws.v1 import labels as aws
+from karpy.apis.aws.v1.ec2nodeclass import KIND as EC2NODECLASS_KIND
+from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
+from karpy.apis.v1 import NodeClaim
+from karpy.apis.v1.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_SPOT,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_TOPOLOGY_ZONE,
+)
+from karpy.apis.v1.nodeclaim import NodeClaimStatus
+from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
+from karpy.cloudprovider.aws.fleet import (
+    FleetInstance,
+    LaunchGroup,
+    capacity_type_for,
+    client_token,
+    fleet_request,
+    overrides,
+    parse_fleet_response,
+    truncate,
+    zonal_subnets,
+)
+from karpy.cloudprovider.aws.launch import LaunchTemplates, launch_template_data
+from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
+from karpy.cloudprovider.aws.userdata import BootstrapOptions, Taint
+from karpy.cloudprovider.types import (
+    CreateError,
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
+from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.resources import PODS, format_resources
+
+__all__ = ["PROVIDER_ID_PREFIX", "AWSInstances", "ClusterInfo", "instance_id_of", "launch_tags"]
+
+log = structlog.get_logger("karpy.cloudprovider.aws")
+
+PROVIDER_ID_PREFIX: Final = "aws:///"
+LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-down")
+GONE_STATES: Final = frozenset({"shutting-down", "terminated"})
+LT_NOT_FOUND: Final = "InvalidLaunchTemplateName.NotFoundException"
+INSTANCE_NOT_FOUND: Final = "InvalidInstanceID.NotFound"
+MAX_LISTED_TYPES_IN_ERROR: Final = 10
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """What nodes need to know about the cluster to join it."""
+
+    name: str
+    endpoint: str
+    ca_bundle: str | None = None
+    cidr: str | None = None
+    dns: tuple[str, ...] = ()
+    extra_tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def instance_id_of(provider_id: str) -> str | None:
+    """`i-…` from `aws:///<zone>/<instance id>`."""
+    if not provider_id.startswith(PROVIDER_ID_PREFIX):
+        return None
+    tail = provider_id[len(PROVIDER_ID_PREFIX) :].rsplit("/", 1)[-1]
+    return tail if tail.startswith("i-") else None
+
+
+def launch_tags(
+    cluster: str, nodeclass: EC2NodeClass, nodepool: str | None, nodeclaim: str | None = None
+) -> dict[str, str]:
+    """The NodeClass's tags with karpy's own over them: cluster ownership, NodePool, NodeClass
+    and, for the instance itself, the NodeClaim and Name."""
+    tags = dict(nodeclass.spec.tags or {})
+    tags[f"{aws.TAG_CLUSTER_PREFIX}{cluster}"] = "owned"
+    tags[aws.TAG_EKS_CLUSTER_NAME] = cluster
+    tags[aws.TAG_NODECLASS] = nodeclass.name
+    if nodepool:
+        tags[aws.TAG_NODEPOOL] = nodepool
+    if nodeclaim:
+        tags[aws.TAG_NODECLAIM] = nodeclaim
+        tags["Name"] = nodeclaim
+    return tags
+
+
+def _tags(instance: Mapping[str, Any]) -> dict[str, str]:
+    return {str(t["Key"]): str(t.get("Value") or "") for t in instance.get("Tags") or ()}
+
+
+def _state(instance: Mapping[str, Any]) -> str:
+    return str((instance.get("State") or {}).get("Name") or "")
+
+
+class AWSInstances:
+    """Launches, reads, lists and terminates the cluster's EC2 instances."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        cluster: ClusterInfo,
+        *,
+        unavailable: UnavailableOfferings,
+        launch_templates: LaunchTemplates | None = None,
+    ) -> None:
+        self._clients = clients
+        self.cluster = cluster
+        self.unavailable = unavailable
+        self.launch_templates = launch_templates or LaunchTemplates(clients)
+
+    # -- create --------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        instance_types: Sequence[InstanceType],
+    ) -> NodeClaim:
+        """Launch one instance for `claim` from `instance_types` (the NodePool's, already built
+        for `nodeclass`) and return the claim with providerID, imageID, labels, capacity."""
+        self._check_ready(nodeclass)
+        by_name = {it.name: it for it in instance_types}
+        existing = await self._find_launched(claim.name)
+        if existing is not None:
+            log.info("found instance of nodeclaim", NodeClaim={"name": claim.name})
+            return self._launched(claim, nodeclass, _as_fleet_instance(existing), by_name)
+        reqs = Requirements.from_node_selector_terms(r.to_dict() for r in claim.spec.requirements)
+        compatible = [it for it in instance_types if it.requirements.intersects(reqs) is None]
+        capacity_type = capacity_type_for(reqs, compatible)
+        if capacity_type is None:
+            raise InsufficientCapacityError(
+                "all requested instance types were unavailable during launch "
+                f"({len(compatible)} compatible of {len(instance_types)})"
+            )
+        chosen = truncate(compatible, reqs, capacity_type)
+        instance = await self._launch(claim, nodeclass, chosen, reqs, capacity_type, retry=True)
+        return self._launched(claim, nodeclass, instance, by_name)
+
+    def _check_ready(self, nodeclass: EC2NodeClass) -> None:
+        status = nodeclass.status
+        ready = (
+            next((c for c in (status.conditions or []) if c.type == "Ready"), None)
+            if status
+            else None
+        )
+        if ready is None or ready.status != "True":
+            reason = f": {ready.message}" if ready is not None and ready.message else ""
+            raise NodeClassNotReadyError(f'EC2NodeClass "{nodeclass.name}" is not ready{reason}')
+        gen = nodeclass.metadata.generation
+        if gen is not None and ready.observed_generation not in (None, gen):
+            raise NodeClassNotReadyError(
+                f'EC2NodeClass "{nodeclass.name}" status is for generation '
+                f"{ready.observed_generation}, not {gen}"
+            )
+
+    async def _launch(
+        self,
+        claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        types: Sequence[InstanceType],
+        reqs: Requirements,
+        capacity_type: str,
+        *,
+        retry: bool,
+    ) -> FleetInstance:
+        nodepool = claim.nodepool_name
+        groups = await self._launch_groups(claim, nodeclass, types)
+        status = nodeclass.status
+        subnets = zonal_subnets((status.subnets if status else None) or [])
+        configs = overrides(groups, reqs, capacity_type, subnets)
+        names = [it.name for it in types]
+        if not configs:
+            raise InsufficientCapacityError(
+                f"no subnet in the zones of the offerings of {_list(names)} ({capacity_type})"
+            )
+        request = fleet_request(
+            configs,
+            capacity_type,
+            launch_tags(self.cluster.name, nodeclass, nodepool, claim.name),
+            token=client_token(claim.name, claim.metadata.uid),
+            context=nodeclass.spec.context,
+        )
+        async with self._clients.client("ec2") as ec2:
+            try:
+                response = await ec2.create_fleet(**request)
+            except ClientError as error:
+                if error_code(error) == LT_NOT_FOUND and retry:
+                    for group in groups:
+                        self.launch_templates.forget(group.template)
+                    return await self._launch(
+                        claim, nodeclass, types, reqs, capacity_type, retry=False
+                    )
+                raise CreateError(
+                    f"creating fleet: {error_message(error)}",
+                    reason=error_code(error) or "CreateFleetFailed",
+                ) from error
+        instance, errors = parse_fleet_response(response)
+        if instance is not None:
+            log.info(
+                "launched instance",
+                NodeClaim={"name": claim.name},
+                id=instance.instance_id,
+                **{
+                    "instance-type": instance.instance_type,
+                    "zone": instance.zone,
+                    "capacity-type": instance.capacity_type,
+                },
+            )
+            return instance
+        only_capacity = self.unavailable.record_fleet_errors(errors, capacity_type)
+        codes = sorted({str(e.get("ErrorCode")) for e in errors}) or ["no instances returned"]
+        message = f"creating fleet ({capacity_type}) of {_list(names)}: {', '.join(codes)}"
+        if only_capacity:
+            raise InsufficientCapacityError(message)
+        raise CreateError(message, reason="FleetError")
+
+    async def _launch_groups(
+        self, claim: NodeClaim, nodeclass: EC2NodeClass, types: Sequence[InstanceType]
+    ) -> list[LaunchGroup]:
+        """Types grouped by (AMI, max pods), each group with its ensured launch template."""
+        status = nodeclass.status
+        amis = [
+            (
+                ami.id,
+                Requirements.from_node_selector_terms(r.to_dict() for r in ami.requirements),
+            )
+            for ami in (status.amis if status else None) or []
+        ]
+        grouped: dict[tuple[str, int], list[InstanceType]] = {}
+        for it in types:
+            image = next((a for a, r in amis if it.requirements.intersects(r) is None), None)
+            if image is None:
+                continue
+            grouped.setdefault((image, int(it.capacity.get(PODS, 0))), []).append(it)
+        lt_tags = launch_tags(self.cluster.name, nodeclass, claim.nodepool_name)
+        kubelet = nodeclass.spec.kubelet
+        groups = []
+        for (image, pods), members in grouped.items():
+            options = BootstrapOptions(
+                cluster_name=self.cluster.name,
+                cluster_endpoint=self.cluster.endpoint,
+                ca_bundle=self.cluster.ca_bundle,
+                cluster_cidr=self.cluster.cidr,
+                max_pods=pods or None,
+                cluster_dns=tuple(
+                    (kubelet.cluster_dns if kubelet and kubelet.cluster_dns else None)
+                    or self.cluster.dns
+                ),
+                labels=dict(claim.metadata.labels or {}),
+                taints=[
+                    Taint(key=t.key, value=t.value, effect=t.effect)
+                    for t in [*(claim.spec.taints or []), *(claim.spec.startup_taints or [])]
+                ],
+                custom_user_data=nodeclass.spec.user_data,
+            )
+            data = launch_template_data(nodeclass, image_id=image, bootstrap=options, tags=lt_tags)
+            template = await self.launch_templates.ensure(data, lt_tags)
+            groups.append(LaunchGroup(template.name, image, members))
+        if not groups:
+            raise InsufficientCapacityError(
+                f"no AMI of EC2NodeClass {nodeclass.name!r} matches the requirements of "
+                f"{_list([it.name for it in types])}"
+            )
+        return groups
+
+    async def _find_launched(self, claim_name: str) -> Mapping[str, Any] | None:
+        """A live instance already launched for this NodeClaim in this cluster."""
+        found = await self._describe(
+            Filters=[
+                {"Name": f"tag:{aws.TAG_NODECLAIM}", "Values": [claim_name]},
+                {"Name": f"tag:{aws.TAG_EKS_CLUSTER_NAME}", "Values": [self.cluster.name]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            ]
+        )
+        live = [i for i in found if _state(i) not in GONE_STATES]
+        return live[0] if live else None
+
+    def _launched(
+        self,
+        claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        instance: FleetInstance,
+        types: Mapping[str, InstanceType],
+    ) -> NodeClaim:
+        it = types.get(instance.instance_type)
+        node_labels = dict(claim.metadata.labels or {})
+        status: dict[str, Any] = claim.status.to_dict() if claim.status else {}
+        if it is not None:
+            node_labels.update(it.requirements.labels())
+            status["capacity"] = format_resources(it.capacity)
+            status["allocatable"] = format_resources(it.allocatable)
+            offering = next(
+                (
+                    o
+                    for o in it.offerings
+                    if o.zone == instance.zone and o.capacity_type == instance.capacity_type
+                ),
+                None,
+            )
+            if offering is not None:
+                node_labels.update(offering.requirements.labels())
+        node_labels[LABEL_INSTANCE_TYPE] = instance.instance_type
+        node_labels[LABEL_CAPACITY_TYPE] = instance.capacity_type
+        if instance.zone:
+            node_labels[LABEL_TOPOLOGY_ZONE] = instance.zone
+        node_labels[aws.LABEL_NODECLASS] = nodeclass.name
+        status["providerID"] = f"{PROVIDER_ID_PREFIX}{instance.zone or ''}/{instance.instance_id}"
+        if instance.image_id:
+            status["imageID"] = instance.image_id
+        out = claim.model_copy(deep=True)
+        out.metadata.labels = node_labels
+        out.status = NodeClaimStatus.model_validate(status)
+        return out
+
+    # -- get, list, delete ---------------------------------------------------------------------
+
+    async def _describe(self, **kwargs: Any) -> list[Mapping[str, Any]]:
+        out: list[Mapping[str, Any]] = []
+        async with self._clients.client("ec2") as ec2:
+            paginator = ec2.get_paginator("describe_instances")
+            async for page in paginator.paginate(**kwargs):
+                for reservation in page.get("Reservations") or ():
+                    out.extend(reservation.get("Instances") or ())
+        return out
+
+    async def describe(self, provider_id: str) -> Mapping[str, Any]:
+        """The live instance of a providerID; `NodeClaimNotFoundError` when it is gone."""
+        instance_id = instance_id_of(provider_id)
+        if instance_id is None:
+            raise NodeClaimNotFoundError(f"providerID {provider_id!r} is not an EC2 instance")
+        try:
+            found = await self._describe(InstanceIds=[instance_id])
+        except ClientError as error:
+            if error_code(error) == INSTANCE_NOT_FOUND:
+                raise NodeClaimNotFoundError(f'instance "{instance_id}" not found') from None
+            raise
+        live = [i for i in found if _state(i) != "terminated"]
+        if not live:
+            raise NodeClaimNotFoundError(f'instance "{instance_id}" not found')
+        return live[0]
+
+    async def get(self, provider_id: str) -> NodeClaim:
+        return self.claim_of(await self.describe(provider_id))
+
+    async def list(self) -> builtins.list[NodeClaim]:
+        """Every live instance tagged as this cluster's and launched for a NodePool."""
+        found = await self._describe(
+            Filters=[
+                {"Name": f"tag:{aws.TAG_EKS_CLUSTER_NAME}", "Values": [self.cluster.name]},
+                {"Name": "tag-key", "Values": [aws.TAG_NODEPOOL]},
+                {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
+            ]
+        )
+        # moto merges filters of the same name, so the NodeClass tag is checked here.
+        return [
+            self.claim_of(i)
+            for i in found
+            if aws.TAG_NODECLASS in _tags(i) and _state(i) != "terminated"
+        ]
+
+    async def delete(self, claim: NodeClaim) -> None:
+        """Terminate the claim's instance; `NodeClaimNotFoundError` once it is gone (or going)."""
+        provider_id = (claim.status.provider_id if claim.status else None) or ""
+        instance = await self.describe(provider_id)
+        if _state(instance) in GONE_STATES:
+            raise NodeClaimNotFoundError(f'instance "{instance["InstanceId"]}" is terminating')
+        async with self._clients.client("ec2") as ec2:
+            try:
+                await ec2.terminate_instances(InstanceIds=[instance["InstanceId"]])
+            except ClientError as error:
+                if error_code(error) == INSTANCE_NOT_FOUND:
+                    raise NodeClaimNotFoundError(str(instance["InstanceId"])) from None
+                raise
+
+    def claim_of(self, instance: Mapping[str, Any]) -> NodeClaim:
+        """A NodeClaim describing an instance, rebuilt from its tags."""
+        tags = _tags(instance)
+        zone = str((instance.get("Placement") or {}).get("AvailabilityZone") or "")
+        capacity_type = (
+            CAPACITY_TYPE_SPOT
+            if instance.get("InstanceLifecycle") == "spot" or instance.get("SpotInstanceRequestId")
+            else CAPACITY_TYPE_ON_DEMAND
+        )
+        node_labels = {
+            LABEL_INSTANCE_TYPE: str(instance.get("InstanceType")),
+            LABEL_TOPOLOGY_ZONE: zone,
+            LABEL_CAPACITY_TYPE: capacity_type,
+        }
+        if aws.TAG_NODEPOOL in tags:
+            node_labels[LABEL_NODEPOOL] = tags[aws.TAG_NODEPOOL]
+        if aws.TAG_NODECLASS in tags:
+            node_labels[aws.LABEL_NODECLASS] = tags[aws.TAG_NODECLASS]
+        launch = instance.get("LaunchTime")
+        meta: dict[str, Any] = {
+            "name": tags.get(aws.TAG_NODECLAIM),
+            "labels": node_labels,
+            "creationTimestamp": launch,
+        }
+        if _state(instance) in GONE_STATES:
+            meta["deletionTimestamp"] = meta["creationTimestamp"]
+        return NodeClaim.model_validate(
+            {
+                "metadata": meta,
+                "spec": {
+                    "requirements": [],
+                    "nodeClassRef": {
+                        "group": aws.GROUP,
+                        "kind": EC2NODECLASS_KIND,
+                        "name": tags.get(aws.TAG_NODECLASS, "unknown"),
+                    },
+                },
+                "status": {
+                    "providerID": f"{PROVIDER_ID_PREFIX}{zone}/{instance['InstanceId']}",
+                    "imageID": instance.get("ImageId"),
+                },
+            }
+        )
+
+
+def _as_fleet_instance(instance: Mapping[str, Any]) -> FleetInstance:
+    return FleetInstance(
+        instance_id=str(instance["InstanceId"]),
+        instance_type=str(instance.get("InstanceType")),
+        zone=(instance.get("Placement") or {}).get("AvailabilityZone"),
+        subnet_id=instance.get("SubnetId"),
+        image_id=instance.get("ImageId"),
+        capacity_type=(
+            CAPACITY_TYPE_SPOT
+            if instance.get("InstanceLifecycle") == "spot"
+            else CAPACITY_TYPE_ON_DEMAND
+        ),
+    )
+
+
+def _list(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:MAX_LISTED_TYPES_IN_ERROR])
+    more = len(names) - MAX_LISTED_TYPES_IN_ERROR
+    return f"[{shown}{f', and {more} more' if more > 0 else ''}]"

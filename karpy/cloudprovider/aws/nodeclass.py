@@ -1,0 +1,523 @@
+"""EC2NodeClass resolution (reference §1.3-1.6): selector terms become the subnets, security
+groups, AMIs and instance profile the class launches with, plus Karpenter's status conditions.
+
+`NodeClassResolver.resolve` returns a new status and never writes it: the controller that plugs
+this in patches the object. A selector that matches nothing gives a False condition whose message
+names the selector, so `kubectl describe` says what to fix. SSM alias lookups are cached for 24
+hours (Karpenter's `SSMCacheTTL`) on an injectable clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from karpy.apis.aws.v1 import labels as aws
+from karpy.apis.aws.v1.ec2nodeclass import (
+    AMISelectorTerm,
+    AMIStatus,
+    EC2NodeClass,
+    EC2NodeClassSpec,
+    EC2NodeClassStatus,
+    SecurityGroupStatus,
+    SubnetStatus,
+)
+from karpy.apis.v1.common import Condition, NodeSelectorRequirement
+from karpy.apis.v1.labels import LABEL_ARCH
+from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
+
+__all__ = [
+    "SSM_CACHE_TTL",
+    "NodeClassResolution",
+    "NodeClassResolver",
+    "alias_parameters",
+    "best_amis",
+    "filters_for_tags",
+]
+
+SSM_CACHE_TTL: Final = timedelta(hours=24)
+CONDITION_READY: Final = "Ready"
+ARCHITECTURES: Final = {"x86_64": "amd64", "arm64": "arm64"}
+
+# Alias variants: (arch label, parameter arch, variant) and the requirement each adds.
+_STANDARD: Final = (
+    NodeSelectorRequirement(key=aws.LABEL_INSTANCE_GPU_COUNT, operator="DoesNotExist"),
+    NodeSelectorRequirement(key=aws.LABEL_INSTANCE_ACCELERATOR_COUNT, operator="DoesNotExist"),
+)
+_NVIDIA: Final = (NodeSelectorRequirement(key=aws.LABEL_INSTANCE_GPU_COUNT, operator="Exists"),)
+_NEURON: Final = (
+    NodeSelectorRequirement(key=aws.LABEL_INSTANCE_ACCELERATOR_COUNT, operator="Exists"),
+)
+
+
+@dataclass(frozen=True)
+class AliasParameter:
+    """One SSM parameter an alias reads, and the requirements of the AMI it names."""
+
+    name: str
+    arch: str
+    variant: tuple[NodeSelectorRequirement, ...]
+
+
+def alias_parameters(family: str, version: str, k8s_version: str) -> list[AliasParameter]:
+    """The SSM public parameters of an `family@version` alias (reference §1.5 table)."""
+    latest = version == "latest"
+    out: list[AliasParameter] = []
+    if family == "al2023":
+        combos = [
+            ("x86_64", "amd64", "standard", _STANDARD),
+            ("x86_64", "amd64", "nvidia", _NVIDIA),
+            ("x86_64", "amd64", "neuron", _NEURON),
+            ("arm64", "arm64", "standard", _STANDARD),
+            ("arm64", "arm64", "nvidia", _NVIDIA),
+        ]
+        for arch, label, variant, reqs in combos:
+            ver = (
+                "recommended"
+                if latest
+                else f"amazon-eks-node-al2023-{arch}-{variant}-{k8s_version}-{version}"
+            )
+            name = (
+                f"/aws/service/eks/optimized-ami/{k8s_version}/amazon-linux-2023/"
+                f"{arch}/{variant}/{ver}/image_id"
+            )
+            out.append(AliasParameter(name, label, reqs))
+    elif family == "bottlerocket":
+        ver = "latest" if latest else version.removeprefix("v")
+        for arch, label in (("x86_64", "amd64"), ("arm64", "arm64")):
+            base = f"/aws/service/bottlerocket/aws-k8s-{k8s_version}"
+            std = _STANDARD if arch == "arm64" else ()  # x86_64 also serves neuron
+            out.append(AliasParameter(f"{base}/{arch}/{ver}/image_id", label, std))
+            out.append(AliasParameter(f"{base}-nvidia/{arch}/{ver}/image_id", label, _NVIDIA))
+    elif family == "al2":
+        ver = "recommended" if latest else version
+        base = f"/aws/service/eks/optimized-ami/{k8s_version}"
+        out.append(AliasParameter(f"{base}/amazon-linux-2/{ver}/image_id", "amd64", _STANDARD))
+        out.append(
+            AliasParameter(f"{base}/amazon-linux-2-arm64/{ver}/image_id", "arm64", _STANDARD)
+        )
+        out.append(AliasParameter(f"{base}/amazon-linux-2-gpu/{ver}/image_id", "amd64", _NVIDIA))
+    elif family.startswith("windows"):
+        year = family.removeprefix("windows")
+        out.append(
+            AliasParameter(
+                f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
+                f"EKS_Optimized-{k8s_version}/image_id",
+                "amd64",
+                (),
+            )
+        )
+    return out
+
+
+def filters_for_tags(tags: Mapping[str, str]) -> list[dict[str, Any]]:
+    """EC2 filters for a selector's tags; a `*` value only asks for the key."""
+    out: list[dict[str, Any]] = []
+    for key, value in sorted(tags.items()):
+        if value == "*":
+            out.append({"Name": "tag-key", "Values": [key]})
+        else:
+            out.append({"Name": f"tag:{key}", "Values": [value]})
+    return out
+
+
+def _deprecated(image: Mapping[str, Any], now: datetime) -> bool:
+    raw = image.get("DeprecationTime")
+    if not raw:
+        return False
+    moment = datetime.fromisoformat(str(raw).replace("Z", "+00:00"))
+    return moment <= now
+
+
+def _requirements_key(reqs: Sequence[NodeSelectorRequirement]) -> str:
+    return json.dumps([r.to_dict() for r in reqs], sort_keys=True)
+
+
+def best_amis(
+    candidates: Iterable[tuple[Mapping[str, Any], Sequence[NodeSelectorRequirement]]],
+    now: datetime,
+) -> list[AMIStatus]:
+    """One AMI per distinct requirement set: non-deprecated beats deprecated, then the newest
+    CreationDate, then the larger name; the result is newest first. Images of an architecture
+    Kubernetes does not run (i386, none) are dropped."""
+    best: dict[str, tuple[tuple[bool, str, str], AMIStatus]] = {}
+    for image, extra in candidates:
+        arch = ARCHITECTURES.get(str(image.get("Architecture") or ""))
+        if arch is None:
+            continue
+        reqs = [NodeSelectorRequirement(key=LABEL_ARCH, operator="In", values=[arch]), *extra]
+        deprecated = _deprecated(image, now)
+        rank = (not deprecated, str(image.get("CreationDate") or ""), str(image.get("Name") or ""))
+        status = AMIStatus(
+            id=str(image["ImageId"]),
+            name=image.get("Name"),
+            deprecated=deprecated or None,
+            requirements=reqs,
+        )
+        key = _requirements_key(reqs)
+        if key not in best or rank > best[key][0]:
+            best[key] = (rank, status)
+    ranked = sorted(best.values(), key=lambda item: (item[0][1], item[1].id), reverse=True)
+    return [status for _, status in ranked]
+
+
+@dataclass
+class NodeClassResolution:
+    """What `resolve` found: the status fields and the conditions (Ready included)."""
+
+    subnets: list[SubnetStatus] = field(default_factory=list)
+    security_groups: list[SecurityGroupStatus] = field(default_factory=list)
+    amis: list[AMIStatus] = field(default_factory=list)
+    instance_profile: str | None = None
+    conditions: list[Condition] = field(default_factory=list)
+
+    def condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+    @property
+    def ready(self) -> bool:
+        ready = self.condition(CONDITION_READY)
+        return ready is not None and ready.status == "True"
+
+    def apply(self, nodeclass: EC2NodeClass) -> EC2NodeClass:
+        """A copy of `nodeclass` carrying this status (conditions keep their transition time
+        when their status did not change)."""
+        out = nodeclass.model_copy(deep=True)
+        old = {c.type: c for c in (nodeclass.status.conditions or [])} if nodeclass.status else {}
+        conditions = []
+        for cond in self.conditions:
+            prev = old.get(cond.type)
+            if prev is not None and prev.status == cond.status:
+                cond = cond.model_copy(update={"last_transition_time": prev.last_transition_time})
+            conditions.append(cond)
+        status = out.status
+        out.status = EC2NodeClassStatus(
+            subnets=self.subnets or None,
+            security_groups=self.security_groups or None,
+            amis=self.amis or None,
+            instance_profile=self.instance_profile,
+            capacity_reservations=status.capacity_reservations if status else None,
+            conditions=conditions,
+        )
+        return out
+
+
+class NodeClassResolver:
+    """Resolves EC2NodeClasses against EC2, SSM and IAM."""
+
+    def __init__(
+        self,
+        clients: AWSClients,
+        *,
+        cluster_name: str,
+        kubernetes_version: str,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        ssm_ttl: timedelta = SSM_CACHE_TTL,
+    ) -> None:
+        self._clients = clients
+        self.cluster_name = cluster_name
+        self.kubernetes_version = kubernetes_version
+        self._clock = clock
+        self._now = now
+        self._ssm_ttl = ssm_ttl.total_seconds()
+        self._ssm: dict[str, tuple[float, str | None]] = {}
+
+    # -- subnets and security groups -----------------------------------------------------------
+
+    async def subnets(self, spec: EC2NodeClassSpec) -> list[SubnetStatus]:
+        """Subnets of every term, most available IPs first, then by id."""
+        filter_sets: list[list[dict[str, Any]]] = []
+        ids = [t.id for t in spec.subnet_selector_terms if t.id]
+        if ids:
+            filter_sets.append([{"Name": "subnet-id", "Values": ids}])
+        for term in spec.subnet_selector_terms:
+            if term.tags and not term.id:
+                filter_sets.append(filters_for_tags(term.tags))
+        found: dict[str, Mapping[str, Any]] = {}
+        async with self._clients.client("ec2") as ec2:
+            paginator = ec2.get_paginator("describe_subnets")
+            for filters in filter_sets:
+                async for page in paginator.paginate(Filters=filters):
+                    for subnet in page.get("Subnets") or ():
+                        found[str(subnet["SubnetId"])] = subnet
+        ordered = sorted(
+            found.values(),
+            key=lambda s: (-int(s.get("AvailableIpAddressCount") or 0), str(s["SubnetId"])),
+        )
+        return [
+            SubnetStatus(
+                id=str(s["SubnetId"]),
+                zone=str(s["AvailabilityZone"]),
+                zone_id=s.get("AvailabilityZoneId"),
+            )
+            for s in ordered
+        ]
+
+    async def security_groups(self, spec: EC2NodeClassSpec) -> list[SecurityGroupStatus]:
+        """Security groups of every term, by id."""
+        terms = spec.security_group_selector_terms
+        filter_sets: list[list[dict[str, Any]]] = []
+        ids = [t.id for t in terms if t.id]
+        names = [t.name for t in terms if t.name]
+        if ids:
+            filter_sets.append([{"Name": "group-id", "Values": ids}])
+        if names:
+            filter_sets.append([{"Name": "group-name", "Values": names}])
+        for term in terms:
+            if term.tags and not term.id and not term.name:
+                filter_sets.append(filters_for_tags(term.tags))
+        found: dict[str, Mapping[str, Any]] = {}
+        async with self._clients.client("ec2") as ec2:
+            paginator = ec2.get_paginator("describe_security_groups")
+            for filters in filter_sets:
+                async for page in paginator.paginate(Filters=filters):
+                    for group in page.get("SecurityGroups") or ():
+                        found[str(group["GroupId"])] = group
+        return [
+            SecurityGroupStatus(id=gid, name=found[gid].get("GroupName")) for gid in sorted(found)
+        ]
+
+    # -- AMIs ----------------------------------------------------------------------------------
+
+    async def ssm_parameter(self, name: str) -> str | None:
+        """An SSM parameter's value (None when missing), cached for the SSM TTL."""
+        now = self._clock()
+        cached = self._ssm.get(name)
+        if cached is not None and now - cached[0] < self._ssm_ttl:
+            return cached[1]
+        async with self._clients.client("ssm") as ssm:
+            try:
+                response = await ssm.get_parameter(Name=name)
+                value: str | None = str(response["Parameter"]["Value"])
+            except ClientError as error:
+                if error_code(error) != "ParameterNotFound":
+                    raise
+                value = None
+        self._ssm[name] = (now, value)
+        return value
+
+    async def amis(self, spec: EC2NodeClassSpec) -> list[AMIStatus]:
+        """The AMIs of the class: an alias through SSM, else id/name/owner/tags/ssmParameter."""
+        alias = spec.alias()
+        if alias is not None:
+            return await self._alias_amis(*alias)
+        return await self._selected_amis(spec.ami_selector_terms)
+
+    async def _alias_amis(self, family: str, version: str) -> list[AMIStatus]:
+        params = alias_parameters(family, version, self.kubernetes_version)
+        by_id: dict[str, list[AliasParameter]] = {}
+        for param in params:
+            value = await self.ssm_parameter(param.name)
+            if value:
+                by_id.setdefault(value, []).append(param)
+        if not by_id:
+            return []
+        images = await self._describe_images(
+            [{"Name": "image-id", "Values": sorted(by_id)}], owners=None
+        )
+        candidates = []
+        for image in images:
+            for param in by_id.get(str(image["ImageId"]), ()):
+                # An alias names the architecture in the parameter; moto images may lack it.
+                arch = {v: k for k, v in ARCHITECTURES.items()}[param.arch]
+                candidates.append(({**image, "Architecture": arch}, param.variant))
+        return best_amis(candidates, self._now())
+
+    async def _selected_amis(self, terms: Sequence[AMISelectorTerm]) -> list[AMIStatus]:
+        queries: list[tuple[list[dict[str, Any]], list[str] | None]] = []
+        ids = [t.id for t in terms if t.id]
+        for term in terms:
+            if term.ssm_parameter:
+                value = await self.ssm_parameter(term.ssm_parameter)
+                if value and value.startswith("ami-"):
+                    ids.append(value)
+        if ids:
+            queries.append(([{"Name": "image-id", "Values": ids}], None))
+        for term in terms:
+            if term.id or term.alias or term.ssm_parameter:
+                continue
+            filters: list[dict[str, Any]] = []
+            owners: list[str] | None = [term.owner] if term.owner else None
+            if term.name:
+                filters.append({"Name": "name", "Values": [term.name]})
+                owners = owners or ["self", "amazon"]
+            filters.extend(filters_for_tags(term.tags or {}))
+            queries.append((filters, owners))
+        candidates = []
+        for filters, owners in queries:
+            for image in await self._describe_images(filters, owners=owners):
+                candidates.append((image, ()))
+        return best_amis(candidates, self._now())
+
+    async def _describe_images(
+        self, filters: list[dict[str, Any]], *, owners: list[str] | None
+    ) -> list[Mapping[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "Filters": [*filters, {"Name": "state", "Values": ["available"]}],
+            "IncludeDeprecated": True,
+        }
+        if owners:
+            kwargs["Owners"] = owners
+        async with self._clients.client("ec2") as ec2:
+            response = await ec2.describe_images(**kwargs)
+        return list(response.get("Images") or ())
+
+    # -- instance profile ----------------------------------------------------------------------
+
+    def instance_profile_name(self, nodeclass: EC2NodeClass) -> str:
+        """Karpenter's managed profile name: `<cluster>_<hash(region, name, uid)>`."""
+        seed = f"{self._clients.region}/{nodeclass.name}/{nodeclass.metadata.uid or ''}"
+        return f"{self.cluster_name}_{int(hashlib.sha256(seed.encode()).hexdigest()[:15], 16)}"
+
+    async def instance_profile(self, nodeclass: EC2NodeClass) -> str:
+        """`spec.instanceProfile` as is, or a managed profile holding `spec.role`."""
+        spec = nodeclass.spec
+        if spec.instance_profile:
+            return spec.instance_profile
+        role = (spec.role or "").rsplit("/", 1)[-1]
+        name = self.instance_profile_name(nodeclass)
+        region = self._clients.region
+        path = f"/karpenter/{region}/{self.cluster_name}/{nodeclass.metadata.uid or 'none'}/"
+        tags = {
+            **(spec.tags or {}),
+            f"{aws.TAG_CLUSTER_PREFIX}{self.cluster_name}": "owned",
+            aws.TAG_EKS_CLUSTER_NAME: self.cluster_name,
+            aws.TAG_NODECLASS: nodeclass.name,
+            "topology.kubernetes.io/region": region,
+        }
+        async with self._clients.client("iam") as iam:
+            try:
+                profile = (await iam.get_instance_profile(InstanceProfileName=name))[
+                    "InstanceProfile"
+                ]
+            except ClientError as error:
+                if error_code(error) != "NoSuchEntity":
+                    raise
+                profile = (
+                    await iam.create_instance_profile(
+                        InstanceProfileName=name,
+                        Path=path,
+                        Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())],
+                    )
+                )["InstanceProfile"]
+            roles = [str(r["RoleName"]) for r in profile.get("Roles") or ()]
+            if roles == [role]:
+                return name
+            for old in roles:
+                await iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=old)
+            await iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
+        return name
+
+    # -- the whole class -----------------------------------------------------------------------
+
+    async def resolve(self, nodeclass: EC2NodeClass) -> NodeClassResolution:
+        """Resolve every part and set AMIsReady, SubnetsReady, SecurityGroupsReady,
+        InstanceProfileReady, ValidationSucceeded and Ready."""
+        spec = nodeclass.spec
+        result = NodeClassResolution()
+        generation = nodeclass.metadata.generation
+        stamp = self._now()
+
+        def cond(type_: str, ok: bool, reason: str, message: str = "") -> None:
+            result.conditions.append(
+                Condition(
+                    type=type_,
+                    status="True" if ok else "False",
+                    reason=reason,
+                    message=message,
+                    observed_generation=generation,
+                    last_transition_time=stamp,
+                )
+            )
+
+        result.amis = await self.amis(spec)
+        cond(
+            aws.CONDITION_AMIS_READY,
+            bool(result.amis),
+            aws.CONDITION_AMIS_READY if result.amis else aws.REASON_AMI_NOT_FOUND,
+            "" if result.amis else f"AMISelector did not match any AMIs{_describe_ami(spec)}",
+        )
+        result.subnets = await self.subnets(spec)
+        cond(
+            aws.CONDITION_SUBNETS_READY,
+            bool(result.subnets),
+            aws.CONDITION_SUBNETS_READY if result.subnets else aws.REASON_SUBNETS_NOT_FOUND,
+            ""
+            if result.subnets
+            else "SubnetSelector did not match any Subnets "
+            f"(subnetSelectorTerms {_terms(spec.subnet_selector_terms)})",
+        )
+        result.security_groups = await self.security_groups(spec)
+        cond(
+            aws.CONDITION_SECURITY_GROUPS_READY,
+            bool(result.security_groups),
+            aws.CONDITION_SECURITY_GROUPS_READY
+            if result.security_groups
+            else aws.REASON_SECURITY_GROUPS_NOT_FOUND,
+            ""
+            if result.security_groups
+            else "SecurityGroupSelector did not match any SecurityGroups "
+            f"(securityGroupSelectorTerms {_terms(spec.security_group_selector_terms)})",
+        )
+        try:
+            result.instance_profile = await self.instance_profile(nodeclass)
+            cond(aws.CONDITION_INSTANCE_PROFILE_READY, True, aws.CONDITION_INSTANCE_PROFILE_READY)
+        except ClientError as error:
+            cond(
+                aws.CONDITION_INSTANCE_PROFILE_READY,
+                False,
+                "InstanceProfileCreationFailed",
+                f"creating instance profile for role {spec.role!r}: {error_message(error)}",
+            )
+        deps = [c for c in result.conditions if c.status != "True"]
+        bad_tags = _restricted_tags(spec.tags or {})
+        if deps:
+            cond(
+                aws.CONDITION_VALIDATION_SUCCEEDED,
+                False,
+                aws.REASON_DEPENDENCIES_NOT_READY,
+                "Failed to validate EC2NodeClass, dependencies not ready: "
+                + ", ".join(c.type for c in deps),
+            )
+        elif bad_tags:
+            cond(
+                aws.CONDITION_VALIDATION_SUCCEEDED,
+                False,
+                aws.REASON_TAG_VALIDATION_FAILED,
+                f"spec.tags may not set restricted keys: {', '.join(bad_tags)}",
+            )
+        else:
+            cond(aws.CONDITION_VALIDATION_SUCCEEDED, True, aws.CONDITION_VALIDATION_SUCCEEDED)
+        failing = [c.type for c in result.conditions if c.status != "True"]
+        cond(
+            CONDITION_READY,
+            not failing,
+            CONDITION_READY if not failing else "UnhealthyDependents",
+            "" if not failing else ", ".join(f"{t}=False" for t in failing),
+        )
+        return result
+
+
+def _terms(terms: Sequence[Any]) -> str:
+    return json.dumps([t.to_dict() for t in terms], sort_keys=True, separators=(",", ":"))
+
+
+def _describe_ami(spec: EC2NodeClassSpec) -> str:
+    return f" (amiSelectorTerms {_terms(spec.ami_selector_terms)})"
+
+
+def _restricted_tags(tags: Mapping[str, str]) -> list[str]:
+    restricted = {
+        aws.TAG_EKS_CLUSTER_NAME,
+        aws.TAG_NODEPOOL,
+        aws.TAG_NODECLAIM,
+        aws.TAG_NODECLASS,
+    }
+    return sorted(k for k in tags if k in restricted or k.startswith(aws.TAG_CLUSTER_PREFIX))

@@ -1,0 +1,193 @@
+"""Node bootstrap user data per AMI family (reference §3.1): AL2023 `nodeadm` NodeConfig in a
+MIME multipart archive, Bottlerocket TOML settings, Custom passed through.
+
+The user's `spec.userData` is kept: for AL2023 its MIME parts (or the whole text as one part)
+come first and karpy's NodeConfig last, so nodeadm merges ours over theirs; for Bottlerocket
+the user's TOML is parsed and karpy's `settings.kubernetes` keys win.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from email import message_from_string
+from typing import Any, Final
+
+import yaml
+
+__all__ = ["BootstrapOptions", "Taint", "al2023_user_data", "bottlerocket_user_data", "user_data"]
+
+MIME_BOUNDARY: Final = "//"
+NODEADM_CONTENT_TYPE: Final = "application/node.eks.aws"
+LABEL_DO_NOT_SYNC_TAINTS: Final = "karpenter.sh/do-not-sync-taints"
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    effect: str
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class BootstrapOptions:
+    """What a node needs to join: the cluster and the kubelet settings of its launch template."""
+
+    cluster_name: str
+    cluster_endpoint: str
+    ca_bundle: str | None = None
+    cluster_cidr: str | None = None
+    max_pods: int | None = None
+    cluster_dns: tuple[str, ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: Sequence[Taint] = ()
+    kubelet: Mapping[str, Any] = field(default_factory=dict)
+    """Further kubelet configuration keys (camelCase), e.g. kubeReserved, evictionHard."""
+    custom_user_data: str | None = None
+
+
+def _node_labels(options: BootstrapOptions) -> dict[str, str]:
+    return {**options.labels, LABEL_DO_NOT_SYNC_TAINTS: "true"}
+
+
+def _node_config(options: BootstrapOptions) -> str:
+    kubelet: dict[str, Any] = dict(options.kubelet)
+    if options.max_pods is not None:
+        kubelet["maxPods"] = options.max_pods
+    if options.cluster_dns:
+        kubelet["clusterDNS"] = list(options.cluster_dns)
+    if options.taints:
+        kubelet["registerWithTaints"] = [
+            {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
+            for t in options.taints
+        ]
+    labels = ",".join(f"{k}={v}" for k, v in sorted(_node_labels(options).items()))
+    cluster: dict[str, Any] = {
+        "name": options.cluster_name,
+        "apiServerEndpoint": options.cluster_endpoint,
+    }
+    if options.ca_bundle:
+        cluster["certificateAuthority"] = options.ca_bundle
+    if options.cluster_cidr:
+        cluster["cidr"] = options.cluster_cidr
+    doc = {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {
+            "cluster": cluster,
+            "kubelet": {"config": kubelet, "flags": [f"--node-labels={labels}"]},
+        },
+    }
+    text: str = yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
+    return text
+
+
+def _user_parts(custom: str | None) -> list[tuple[str, str]]:
+    """(content type, body) of the user's own user data."""
+    if not custom or not custom.strip():
+        return []
+    if custom.lstrip().startswith("MIME-Version"):
+        message = message_from_string(custom)
+        parts = []
+        for part in message.walk():
+            if part.is_multipart():
+                continue
+            payload = part.get_payload(decode=True)
+            body = payload.decode() if isinstance(payload, bytes) else str(part.get_payload())
+            parts.append((part.get_content_type(), body))
+        return parts
+    if custom.lstrip().startswith("#!"):
+        return [('text/x-shellscript; charset="us-ascii"', custom)]
+    return [(NODEADM_CONTENT_TYPE, custom)]
+
+
+def al2023_user_data(options: BootstrapOptions) -> str:
+    """A MIME multipart archive: the user's parts, then karpy's NodeConfig."""
+    parts = [*_user_parts(options.custom_user_data), (NODEADM_CONTENT_TYPE, _node_config(options))]
+    lines = [
+        "MIME-Version: 1.0",
+        f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"',
+        "",
+    ]
+    for content_type, body in parts:
+        lines += [f"--{MIME_BOUNDARY}", f"Content-Type: {content_type}", "", body.rstrip("\n")]
+    lines += [f"--{MIME_BOUNDARY}--", ""]
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _toml_key(key: str) -> str:
+    bare = key.replace("-", "").replace("_", "").isalnum()
+    return key if bare else _toml_value(key)
+
+
+def _toml(table: Mapping[str, Any], path: tuple[str, ...] = ()) -> list[str]:
+    lines: list[str] = []
+    scalars = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
+    tables = {k: v for k, v in table.items() if isinstance(v, Mapping)}
+    if scalars and path:
+        lines.append("[" + ".".join(_toml_key(p) for p in path) + "]")
+    for key in sorted(scalars):
+        lines.append(f"{_toml_key(key)} = {_toml_value(scalars[key])}")
+    if scalars and path:
+        lines.append("")
+    for key in sorted(tables):
+        lines += _toml(tables[key], (*path, key))
+    return lines
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            base[key] = _merge(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def bottlerocket_user_data(options: BootstrapOptions) -> str:
+    """Bottlerocket TOML: the user's settings with karpy's `settings.kubernetes` over them."""
+    user = tomllib.loads(options.custom_user_data) if options.custom_user_data else {}
+    kubernetes: dict[str, Any] = {
+        "cluster-name": options.cluster_name,
+        "api-server": options.cluster_endpoint,
+    }
+    if options.ca_bundle:
+        kubernetes["cluster-certificate"] = options.ca_bundle
+    if options.max_pods is not None:
+        kubernetes["max-pods"] = options.max_pods
+    if options.cluster_dns:
+        kubernetes["cluster-dns-ip"] = list(options.cluster_dns)
+    kubernetes["node-labels"] = dict(sorted(_node_labels(options).items()))
+    if options.taints:
+        taints: dict[str, list[str]] = {}
+        for t in options.taints:
+            taints.setdefault(t.key, []).append(f"{t.value or ''}:{t.effect}")
+        kubernetes["node-taints"] = taints
+    merged = _merge(user, {"settings": {"kubernetes": kubernetes}})
+    return "\n".join(_toml(merged)).rstrip("\n") + "\n"
+
+
+def user_data(ami_family: str, options: BootstrapOptions) -> str:
+    """The bootstrap for `ami_family`; Custom passes the user's text through."""
+    if ami_family == "AL2023":
+        return al2023_user_data(options)
+    if ami_family == "Bottlerocket":
+        return bottlerocket_user_data(options)
+    if ami_family == "Custom":
+        return options.custom_user_data or ""
+    raise ValueError(
+        f"amiFamily {ami_family!r}: user data is not generated yet (AL2023, "
+        "Bottlerocket and Custom are)"
+    )
