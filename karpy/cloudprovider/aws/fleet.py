@@ -169,11 +169,12 @@ def fleet_request(
             "DefaultTargetCapacityType": capacity_type,
             "TotalTargetCapacity": 1,
         },
-        "TagSpecifications": [
+    }
+    if tags:  # an empty tag list is a malformed request
+        request["TagSpecifications"] = [
             {"ResourceType": kind, "Tags": _tag_list(tags)}
             for kind in ("instance", "volume", "fleet")
-        ],
-    }
+        ]
     if capacity_type == CAPACITY_TYPE_SPOT:
         request["SpotOptions"] = {"AllocationStrategy": SPOT_ALLOCATION}
     else:

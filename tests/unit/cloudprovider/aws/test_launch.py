@@ -332,6 +332,7 @@ def test_fleet_request_and_client_token() -> None:
     }
     assert [t["ResourceType"] for t in spot["TagSpecifications"]] == ["instance", "volume", "fleet"]
     od = fleet_request([], CAPACITY_TYPE_ON_DEMAND, {}, token=token)
+    assert "TagSpecifications" not in od
     assert od["OnDemandOptions"] == {"AllocationStrategy": "lowest-price"} and "Context" not in od
 
 
