@@ -9,6 +9,13 @@
 - `instancetypes`: `InstanceTypeProvider`, the region's types with their offerings, refreshed
   every 12 hours;
 - `snapshot`: the shipped offline snapshots `karpy simulate --instance-types aws` reads;
+- `nodeclass`: EC2NodeClass resolution (subnets, security groups, AMIs, instance profile) and
+  its status conditions;
+- `userdata`, `launch`: bootstrap user data per AMI family and launch templates named by content;
+- `fleet`: the CreateFleet request for a NodeClaim and the reading of its answer;
+- `instances`: `AWSInstances`, create/get/list/delete of EC2 instances as the provider contract
+  asks;
+- `errors`: botocore's ClientError and its code;
 - `clients`: aioboto3 clients with an optional endpoint (moto) and a per-client hook.
 
 The package imports nothing itself, so `karpy simulate` loads only what the snapshot needs.

@@ -543,3 +543,39 @@ async def test_not_ready_nodeclass_is_refused(world: World, launcher: Launcher) 
     with pytest.raises(NodeClassNotReadyError, match="generation"):
         await launcher.instances.create(claim_of(), stale, launcher.types)
     assert world.counter.calls["ec2.CreateFleet"] == 0
+
+
+async def test_spot_arm64_launch_uses_the_arm64_ami(world: World, launcher: Launcher) -> None:
+    claim = claim_of("default-spot", "uid-spot")
+    claim.spec.requirements = [
+        r
+        for r in claim.spec.requirements
+        if r.key not in ("karpenter.sh/capacity-type", "node.kubernetes.io/instance-type")
+    ]
+    extra = NodeClaim.model_validate(
+        {
+            "spec": {
+                "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
+                    {
+                        "key": "karpenter.k8s.aws/instance-family",
+                        "operator": "In",
+                        "values": ["m6g"],
+                    },
+                ],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "x"},
+            }
+        }
+    )
+    claim.spec.requirements += extra.spec.requirements
+    launched = await launcher.instances.create(claim, launcher.nodeclass, launcher.types)
+    labels = launched.metadata.labels or {}
+    assert labels["karpenter.sh/capacity-type"] == "spot"
+    assert labels["kubernetes.io/arch"] == "arm64"
+    assert labels["node.kubernetes.io/instance-type"].startswith("m6g.")
+    assert launched.status and launched.status.image_id == world.amis["arm64"]
+    instance = await describe(world, instance_id_of(launched.status.provider_id or "") or "")
+    assert instance["ImageId"] == world.amis["arm64"]
+    assert {t["Key"]: t["Value"] for t in instance["Tags"]}[
+        "karpenter.sh/nodeclaim"
+    ] == "default-spot"
