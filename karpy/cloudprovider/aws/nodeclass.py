@@ -4,7 +4,8 @@ groups, AMIs and instance profile the class launches with, plus Karpenter's stat
 `NodeClassResolver.resolve` returns a new status and never writes it: the controller that plugs
 this in patches the object. A selector that matches nothing gives a False condition whose message
 names the selector, so `kubectl describe` says what to fix. SSM alias lookups are cached for 24
-hours (Karpenter's `SSMCacheTTL`) on an injectable clock.
+hours (Karpenter's `SSMCacheTTL`; a NodeClass's own `ssmParameter` for 5 minutes) on an
+injectable clock.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 
 __all__ = [
+    "CUSTOM_SSM_CACHE_TTL",
     "SSM_CACHE_TTL",
     "NodeClassResolution",
     "NodeClassResolver",
@@ -42,6 +44,7 @@ __all__ = [
 ]
 
 SSM_CACHE_TTL: Final = timedelta(hours=24)
+CUSTOM_SSM_CACHE_TTL: Final = timedelta(minutes=5)
 CONDITION_READY: Final = "Ready"
 ARCHITECTURES: Final = {"x86_64": "amd64", "arm64": "arm64"}
 
@@ -286,11 +289,13 @@ class NodeClassResolver:
 
     # -- AMIs ----------------------------------------------------------------------------------
 
-    async def ssm_parameter(self, name: str) -> str | None:
-        """An SSM parameter's value (None when missing), cached for the SSM TTL."""
+    async def ssm_parameter(self, name: str, *, ttl: timedelta | None = None) -> str | None:
+        """An SSM parameter's value (None when missing), cached for `ttl` (default the SSM
+        TTL, 24 hours, for the public alias parameters)."""
         now = self._clock()
         cached = self._ssm.get(name)
-        if cached is not None and now - cached[0] < self._ssm_ttl:
+        limit = self._ssm_ttl if ttl is None else ttl.total_seconds()
+        if cached is not None and now - cached[0] < limit:
             return cached[1]
         async with self._clients.client("ssm") as ssm:
             try:
@@ -335,7 +340,7 @@ class NodeClassResolver:
         ids = [t.id for t in terms if t.id]
         for term in terms:
             if term.ssm_parameter:
-                value = await self.ssm_parameter(term.ssm_parameter)
+                value = await self.ssm_parameter(term.ssm_parameter, ttl=CUSTOM_SSM_CACHE_TTL)
                 if value and value.startswith("ami-"):
                     ids.append(value)
         if ids:

@@ -579,3 +579,19 @@ async def test_spot_arm64_launch_uses_the_arm64_ami(world: World, launcher: Laun
     assert {t["Key"]: t["Value"] for t in instance["Tags"]}[
         "karpenter.sh/nodeclaim"
     ] == "default-spot"
+
+
+async def test_ssm_parameter_term_is_read_again_after_5_minutes(world: World) -> None:
+    async with world.clients.client("ssm") as ssm:
+        await ssm.put_parameter(Name="/team/ami", Value=world.amis["amd64"], Type="String")
+    resolver = world.resolver()
+    nc = nodeclass_of(amiSelectorTerms=[{"ssmParameter": "/team/ami"}], amiFamily="AL2023")
+    assert [a.id for a in await resolver.amis(nc.spec)] == [world.amis["amd64"]]
+    async with world.clients.client("ssm") as ssm:
+        await ssm.put_parameter(
+            Name="/team/ami", Value=world.amis["arm64"], Type="String", Overwrite=True
+        )
+    world.clock.now += 4 * 60
+    assert [a.id for a in await resolver.amis(nc.spec)] == [world.amis["amd64"]]
+    world.clock.now += 2 * 60
+    assert [a.id for a in await resolver.amis(nc.spec)] == [world.amis["arm64"]]
