@@ -595,3 +595,18 @@ async def test_ssm_parameter_term_is_read_again_after_5_minutes(world: World) ->
     assert [a.id for a in await resolver.amis(nc.spec)] == [world.amis["amd64"]]
     world.clock.now += 2 * 60
     assert [a.id for a in await resolver.amis(nc.spec)] == [world.amis["arm64"]]
+
+
+async def test_a_launch_template_deleted_behind_our_back_is_made_again(
+    world: World, launcher: Launcher
+) -> None:
+    await launcher.instances.create(claim_of(), launcher.nodeclass, launcher.types)
+    async with world.clients.client("ec2") as ec2:
+        for template in (await ec2.describe_launch_templates())["LaunchTemplates"]:
+            await ec2.delete_launch_template(LaunchTemplateId=template["LaunchTemplateId"])
+    launched = await launcher.instances.create(
+        claim_of("default-again", "uid-again"), launcher.nodeclass, launcher.types
+    )
+    assert launched.status and launched.status.provider_id
+    assert world.counter.calls["ec2.CreateFleet"] == 3  # the first, the refused one, the retry
+    assert world.counter.calls["ec2.CreateLaunchTemplate"] == 4
