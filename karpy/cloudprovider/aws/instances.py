@@ -215,6 +215,8 @@ class AWSInstances:
                     reason=error_code(error) or "CreateFleetFailed",
                 ) from error
         instance, errors = parse_fleet_response(response)
+        # Partial errors name offerings without capacity even when another one launched.
+        only_capacity = self.unavailable.record_fleet_errors(errors, capacity_type)
         if instance is not None:
             log.info(
                 "launched instance",
@@ -227,7 +229,6 @@ class AWSInstances:
                 },
             )
             return instance
-        only_capacity = self.unavailable.record_fleet_errors(errors, capacity_type)
         codes = sorted({str(e.get("ErrorCode")) for e in errors}) or ["no instances returned"]
         message = f"creating fleet ({capacity_type}) of {_list(names)}: {', '.join(codes)}"
         if only_capacity:

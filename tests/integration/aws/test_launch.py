@@ -442,7 +442,8 @@ async def test_moto_ignores_client_token(world: World, launcher: Launcher) -> No
 
 class InjectICE:
     """Answers every CreateFleet with InsufficientInstanceCapacity for each override requested
-    (botocore `before-call` handlers may short-circuit a call with a response)."""
+    (botocore `before-call` handlers may short-circuit a call with a response); the request's
+    parameters are captured first."""
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
@@ -455,21 +456,47 @@ class InjectICE:
             self.requests.append(params)
 
         def answer(**_: Any) -> tuple[Any, dict[str, Any]]:
-            request = self.requests[-1]
-            errors = [
-                {
-                    "ErrorCode": "InsufficientInstanceCapacity",
-                    "ErrorMessage": "We currently do not have sufficient capacity",
-                    "Lifecycle": "on-demand",
-                    "LaunchTemplateAndOverrides": {"Overrides": override},
-                }
-                for config in request["LaunchTemplateConfigs"]
-                for override in config["Overrides"]
+            overrides = [
+                o for c in self.requests[-1]["LaunchTemplateConfigs"] for o in c["Overrides"]
             ]
-            return _Http(), {"FleetId": "fleet-ice", "Errors": errors, "Instances": []}
+            return _Http(), self.respond(overrides)
 
         client.meta.events.register("before-parameter-build.ec2.CreateFleet", capture)
         client.meta.events.register("before-call.ec2.CreateFleet", answer)
+
+    def respond(self, overrides: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"FleetId": "fleet-ice", "Instances": [], "Errors": ice_errors(overrides)}
+
+
+def ice_errors(overrides: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "ErrorCode": "InsufficientInstanceCapacity",
+            "ErrorMessage": "We currently do not have sufficient capacity",
+            "Lifecycle": "on-demand",
+            "LaunchTemplateAndOverrides": {"Overrides": override},
+        }
+        for override in overrides
+    ]
+
+
+class PartialICE(InjectICE):
+    """Launches nothing but answers with an instance of the first override and an ICE error
+    for every other override (an `instant` fleet's partial answer)."""
+
+    def respond(self, overrides: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "FleetId": "fleet-partial",
+            "Instances": [
+                {
+                    "InstanceIds": ["i-0partial"],
+                    "InstanceType": overrides[0]["InstanceType"],
+                    "Lifecycle": "on-demand",
+                    "LaunchTemplateAndOverrides": {"Overrides": overrides[0]},
+                }
+            ],
+            "Errors": ice_errors(overrides[1:]),
+        }
 
 
 class _Http:
@@ -610,3 +637,16 @@ async def test_a_launch_template_deleted_behind_our_back_is_made_again(
     assert launched.status and launched.status.provider_id
     assert world.counter.calls["ec2.CreateFleet"] == 3  # the first, the refused one, the retry
     assert world.counter.calls["ec2.CreateLaunchTemplate"] == 4
+
+
+async def test_partial_errors_are_recorded_when_an_instance_launched(
+    world: World, launcher: Launcher, moto_endpoint: str
+) -> None:
+    partial = PartialICE()
+    clients = AWSClients(REGION, endpoint_url=moto_endpoint, on_client=partial.hook)
+    instances = AWSInstances(clients, launcher.instances.cluster, unavailable=launcher.unavailable)
+    launched = await instances.create(claim_of(), launcher.nodeclass, launcher.types)
+    assert launched.status and launched.status.provider_id == "aws:///us-east-1a/i-0partial"
+    assert not launcher.unavailable.is_unavailable("on-demand", "m5.large", "us-east-1a")
+    assert launcher.unavailable.is_unavailable("on-demand", "m5.large", "us-east-1b")
+    assert launcher.unavailable.is_unavailable("on-demand", "m5.xlarge", "us-east-1a")
