@@ -53,7 +53,7 @@ from karpy.cloudprovider.types import (
 )
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.requirements import Requirements
-from karpy.scheduling.resources import PODS, format_resources
+from karpy.scheduling.resources import PODS, fits, format_resources, parse_resources
 
 __all__ = ["PROVIDER_ID_PREFIX", "AWSInstances", "ClusterInfo", "instance_id_of", "launch_tags"]
 
@@ -145,7 +145,15 @@ class AWSInstances:
             log.info("found instance of nodeclaim", NodeClaim={"name": claim.name})
             return self._launched(claim, nodeclass, _as_fleet_instance(existing), by_name)
         reqs = Requirements.from_node_selector_terms(r.to_dict() for r in claim.spec.requirements)
-        compatible = [it for it in instance_types if it.requirements.intersects(reqs) is None]
+        requests = parse_resources(
+            claim.spec.resources.requests if claim.spec.resources else None,
+            field="spec.resources.requests",
+        )
+        compatible = [
+            it
+            for it in instance_types
+            if it.requirements.intersects(reqs) is None and fits(requests, it.allocatable)
+        ]
         capacity_type = capacity_type_for(reqs, compatible)
         if capacity_type is None:
             raise InsufficientCapacityError(

@@ -650,3 +650,22 @@ async def test_partial_errors_are_recorded_when_an_instance_launched(
     assert not launcher.unavailable.is_unavailable("on-demand", "m5.large", "us-east-1a")
     assert launcher.unavailable.is_unavailable("on-demand", "m5.large", "us-east-1b")
     assert launcher.unavailable.is_unavailable("on-demand", "m5.xlarge", "us-east-1a")
+
+
+async def test_types_too_small_for_the_requests_are_not_asked_for(
+    world: World, launcher: Launcher
+) -> None:
+    claim = claim_of()
+    claim.spec.resources = (
+        type(claim.spec)
+        .model_validate(
+            {
+                "requirements": [],
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "x"},
+                "resources": {"requests": {"memory": "10Gi"}},
+            }
+        )
+        .resources
+    )
+    launched = await launcher.instances.create(claim, launcher.nodeclass, launcher.types)
+    assert (launched.metadata.labels or {})["node.kubernetes.io/instance-type"] == "m5.xlarge"
