@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from karpy.cloudprovider.aws.nodeclass import alias_parameters, best_amis, filters_for_tags
+from karpy.apis.aws.v1 import EC2NodeClass
+from karpy.apis.v1.common import Condition
+from karpy.cloudprovider.aws.nodeclass import (
+    NodeClassResolution,
+    alias_parameters,
+    best_amis,
+    filters_for_tags,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -82,3 +89,37 @@ def test_newest_non_deprecated_ami_wins_per_requirement_set() -> None:
         [(image("ami-f", "2025-06-01T00:00:00.000Z", deprecated="2027-01-01T00:00:00Z"), ())], NOW
     )
     assert future[0].deprecated is None
+
+
+def test_apply_keeps_transition_times_of_unchanged_conditions() -> None:
+    earlier, later = datetime(2025, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC)
+
+    def cond(type_: str, status: str, at: datetime) -> Condition:
+        return Condition(
+            type=type_, status=status, reason=type_, message="", last_transition_time=at
+        )  # type: ignore[arg-type]
+
+    nodeclass = EC2NodeClass.model_validate(
+        {
+            "metadata": {"name": "default"},
+            "spec": {
+                "subnetSelectorTerms": [{"id": "subnet-1"}],
+                "securityGroupSelectorTerms": [{"id": "sg-1"}],
+                "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                "role": "r",
+            },
+            "status": {
+                "conditions": [
+                    cond("SubnetsReady", "True", earlier).to_dict(),
+                    cond("AMIsReady", "False", earlier).to_dict(),
+                ]
+            },
+        }
+    )
+    result = NodeClassResolution(
+        conditions=[cond("SubnetsReady", "True", later), cond("AMIsReady", "True", later)]
+    )
+    applied = result.apply(nodeclass)
+    assert applied.status is not None
+    times = {c.type: c.last_transition_time for c in applied.status.conditions or []}
+    assert times == {"SubnetsReady": earlier, "AMIsReady": later}
