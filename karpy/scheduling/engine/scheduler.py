@@ -37,6 +37,7 @@ from karpy.apis.v1.labels import (
 )
 from karpy.scheduling.engine import limits
 from karpy.scheduling.engine.existing import Admission, ExistingNodes, NodeView
+from karpy.scheduling.engine.lowerbound import PlacedClass, lower_bound
 from karpy.scheduling.engine.model import (
     NewNodeClaim,
     SchedulingInput,
@@ -1168,6 +1169,26 @@ class Scheduler:
             min_values_relaxed=relaxed,
         )
 
+    def _placed_classes(self, claims: Sequence[NewNodeClaim]) -> list[PlacedClass]:
+        """The classes the plan placed, in the order their pods first appear in it."""
+        class_of = {id(p): c for c in self.classes for p in c.pods}
+        counts: dict[int, int] = {}
+        on_new: set[int] = set()
+        for claim in claims:
+            for p in claim.pods:
+                c = class_of[id(p)]
+                counts[c.id] = counts.get(c.id, 0) + 1
+                on_new.add(c.id)
+        for pods in self.existing_placed.values():
+            for p in pods:
+                c = class_of[id(p)]
+                counts[c.id] = counts.get(c.id, 0) + 1
+        by_id = {c.id: c for c in self.classes}
+        return [
+            PlacedClass(by_id[cid].pod, by_id[cid].vec, n, cid in on_new)
+            for cid, n in counts.items()
+        ]
+
     def solve(self) -> SchedulingResult:
         start = time.perf_counter()
         failed: list[tuple[_Class, list[PodView]]] = []
@@ -1196,9 +1217,12 @@ class Scheduler:
             if pods
         ]
         cost = sum(c.price for c in claims)
-        from karpy.scheduling.engine.lowerbound import lower_bound
-
-        bound = lower_bound(self, claims)
+        bound = lower_bound(
+            self._placed_classes(claims),
+            pools=self.pools,
+            existing_free=[e.initial_free for e in self.existing],
+            resources=len(self.dims.names),
+        )
         existing = {k: v for k, v in self.existing_placed.items() if v}
         return SchedulingResult(
             node_claims=claims,
