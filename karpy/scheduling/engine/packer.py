@@ -30,13 +30,14 @@ import heapq
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from karpy.scheduling.engine.lp import Column, CoverSolution, DemandGroup, seed_floors, solve_cover
 from karpy.scheduling.engine.pools import PoolContext, bits
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirements
 
-__all__ = ["Item", "OpenNode", "Packer", "Term"]
+__all__ = ["FilledNode", "Item", "OpenNode", "Packer", "Term"]
 
 # How many open nodes may refuse one item (identical pods) before new nodes are opened for it.
 _MAX_REJECTIONS = 4096
@@ -118,6 +119,13 @@ class OpenNode:
         self.load = 0.0
         self.version = 0
         self.full = False
+
+
+class FilledNode(NamedTuple):
+    """A packed node and the pods placed on it."""
+
+    node: OpenNode
+    pods: list[PodView]
 
 
 class Packer:
@@ -698,7 +706,7 @@ class Packer:
                 for _ in range(count):
                     self._open(t, node_reqs)
 
-    def run(self) -> list[tuple[OpenNode, list[PodView]]]:
+    def run(self) -> list[FilledNode]:
         self._plan()
         if self.preopen:
             self._preopen(ceil=self.preopen == "ceil")
@@ -712,7 +720,7 @@ class Packer:
         for node in self.nodes:
             pods = self.assigned[node.idx]
             if pods:
-                out.append((node, pods))
+                out.append(FilledNode(node, pods))
         return self._split_underfilled(out)
 
     def release(self) -> None:
@@ -722,7 +730,7 @@ class Packer:
         self._ff_nodes = []
         self.sigs.clear()
 
-    def cost(self, nodes: Sequence[tuple[OpenNode, list[PodView]]]) -> float:
+    def cost(self, nodes: Sequence[FilledNode]) -> float:
         """What the nodes would cost, each at the cheapest type that holds its pods."""
         return sum(self._cheapest_holding(node, node.used) for node, _ in nodes)
 
@@ -738,8 +746,8 @@ class Packer:
         return best
 
     def _split_underfilled(
-        self, nodes: list[tuple[OpenNode, list[PodView]]]
-    ) -> list[tuple[OpenNode, list[PodView]]]:
+        self, nodes: list[FilledNode]
+    ) -> list[FilledNode]:
         """Re-pack the pods of poorly filled nodes onto several smaller nodes when cheaper.
 
         The last nodes of a batch hold what is left over; one node big enough for all of it can
@@ -759,7 +767,7 @@ class Packer:
                 continue
             scored.append((self._fill(node), i))
         scored.sort()
-        replaced: dict[int, list[tuple[OpenNode, list[PodView]]]] = {}
+        replaced: dict[int, list[FilledNode]] = {}
         for fill, i in scored[:_MAX_SPLITS]:
             if fill > 0.97:
                 break
@@ -789,11 +797,11 @@ class Packer:
                     )
                     new.used = list(used)
                     self.nodes.append(new)
-                    out.append((new, group))
+                    out.append(FilledNode(new, group))
                 replaced[i] = out
         if not replaced:
             return nodes
-        result: list[tuple[OpenNode, list[PodView]]] = []
+        result: list[FilledNode] = []
         for i, entry in enumerate(nodes):
             result.extend(replaced.get(i, [entry]))
         return result
