@@ -159,6 +159,8 @@ class NewCapacity:
         return got
 
     def _compute_fit(self, pool: PoolContext, cls: PodClass, eff: Constraints) -> PoolFit | str:
+        """The first requirement alternative the pool meets with types that hold a pod within
+        its limits; otherwise the reason of the last alternative tried, as Karpenter reports."""
         bad = pool.tolerated(eff.tolerations)
         if bad:
             return bad

@@ -15,7 +15,7 @@ from karpy.scheduling.engine.domains import Topology
 from karpy.scheduling.engine.existing import NodeView
 from karpy.scheduling.engine.pools import Dims
 from karpy.scheduling.engine.topology import SPREAD, group_key
-from karpy.scheduling.pods import DO_NOT_SCHEDULE, PodView
+from karpy.scheduling.pods import DO_NOT_SCHEDULE, PodView, SpreadConstraint
 
 __all__ = ["repair_spread"]
 
@@ -28,6 +28,13 @@ class _Located(NamedTuple):
     pod: PodView
     where: int
     labels: Mapping[str, str]
+
+
+class _Spec(NamedTuple):
+    """A pod placed in this solve and one of its DoNotSchedule spreads."""
+
+    pod: PodView
+    constraint: SpreadConstraint
 
 
 class _Counted(NamedTuple):
@@ -60,7 +67,7 @@ def repair_spread(
         if g.kind != SPREAD or g.is_hostname:
             continue
         specs = [
-            (loc.pod, s)
+            _Spec(loc.pod, s)
             for loc in located
             if loc.where >= 0
             for s in loc.pod.spread
@@ -69,15 +76,16 @@ def repair_spread(
         ]
         if not specs:
             continue
-        first, spec = specs[0]
-        skew = min(s.max_skew for _p, s in specs)
+        first = specs[0]
+        spec = first.constraint
+        skew = min(s.constraint.max_skew for s in specs)
         counts: dict[str, list[_Counted]] = {}
         for loc in located:
             d = loc.labels.get(g.topology_key)
             if d is not None and g.selects(loc.pod, topology.ns_labels):
                 counts.setdefault(d, []).append(_Counted(loc.pod, loc.where))
         eligible = topology.eligible_domains(
-            g.topology_key, first.strict_requirements(), spec, first.tolerations
+            g.topology_key, first.pod.strict_requirements(), spec, first.pod.tolerations
         )
         while eligible:
             sizes = {d: len(counts.get(d, [])) for d in eligible}

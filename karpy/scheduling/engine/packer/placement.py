@@ -141,6 +141,8 @@ class Packer:
         return self._merged_key((node.sig, node.target), item)
 
     def _add(self, node: OpenNode, item: Item, k: int, merged: Merged) -> None:
+        """Put `k` pods of the item on the node: its usage, requirements, allowed types,
+        hostname-term counts and load follow."""
         used = node.used
         for r, v in enumerate(item.vec):
             if v:
@@ -310,6 +312,9 @@ class Packer:
                 return
 
     def _place(self, item: Item) -> None:
+        """Place every pod of the item: balanced fit (the default) puts each pod on the
+        least-loaded compatible open node, one bucket head at a time; nodes that refuse the
+        item are set aside (up to a bound, then new nodes open) and pushed back afterwards."""
         if item.affinity:
             self._place_affinity(item)
             return

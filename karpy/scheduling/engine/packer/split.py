@@ -138,6 +138,8 @@ def _fill(pool: PoolContext, node: OpenNode, duals: Sequence[float]) -> float:
 
 
 def _greedy_split(pool: PoolContext, node: OpenNode, entries: list[_Entry]) -> list[_Part] | None:
+    """Split the pods over types cheaper than the node: repeatedly the type whose first fit
+    over the pods left is worth the most per price; None when no such split exists."""
     prices = pool.prices(node.reqs)
     current = cheapest_holding(pool, node, node.used)
     shapes: dict[tuple[tuple[int, ...], float], int] = {}
