@@ -269,7 +269,9 @@ class Assignment:
         their hostname anti-affinity and spreads impose."""
         topology = self.topology
         items: list[Item] = []
-        floors: dict[int, int] = {}
+        # per hostname term (group id): pods of the units it selects that it also constrains
+        anti_pods: dict[int, int] = {}
+        spread_pods: dict[int, int] = {}
         for u in units:
             pod = u.cls.pod
             ns = pod.namespace
@@ -286,10 +288,10 @@ class Assignment:
             seed = any(t in matched for t in anti)
             for t in anti:
                 if t in matched:
-                    floors[t] = floors.get(t, 0) + len(u.pods)
+                    anti_pods[t] = anti_pods.get(t, 0) + len(u.pods)
             for t, _skew in spread:
                 if t in matched:
-                    floors[-1 - t] = floors.get(-1 - t, 0) + len(u.pods)
+                    spread_pods[t] = spread_pods.get(t, 0) + len(u.pods)
             items.append(
                 Item(
                     vec=u.cls.vec,
@@ -304,10 +306,11 @@ class Assignment:
                     seed=seed,
                 )
             )
-        floor = 0
+        # k pods that repel each other need k nodes; n pods spread with maxSkew s, n/s nodes
+        floor = max(anti_pods.values(), default=0)
         skews = {s_id: skew for it in items for s_id, skew in it.spread}
-        for t, n in floors.items():
-            floor = max(floor, n if t >= 0 else math.ceil(n / skews.get(-1 - t, 1)))
+        for t, n in spread_pods.items():
+            floor = max(floor, math.ceil(n / skews.get(t, 1)))
         return items, floor
 
     def _spill(

@@ -31,7 +31,14 @@ import numpy as np
 import numpy.typing as npt
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME, TAINT_EFFECT_PREFER_NO_SCHEDULE
-from karpy.scheduling.engine.lp import Column, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.engine.lp import (
+    Column,
+    DemandGroup,
+    NodeFloor,
+    Seed,
+    seed_floors,
+    solve_cover,
+)
 from karpy.scheduling.engine.pools import PoolContext, bits
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.taints import Toleration
@@ -82,7 +89,7 @@ def lower_bound(
     free_rows = np.array(existing_free, dtype=np.int64).reshape(len(existing_free), dims)
     groups: dict[tuple[int, ...], list[int]] = {}
     item_bound = 0.0
-    seeds: list[tuple[object, frozenset[int], int]] = []
+    seeds: list[Seed] = []
     for c in placed:
         pod = c.pod
         n = c.pods_placed
@@ -107,12 +114,12 @@ def lower_bound(
         for r in range(dims):
             if 2 * c.vec[r] > max_cap[r]:
                 fitting = fitting if fitting is not None else _holding(caps, key, c.vec)
-                seeds.append((("half", r), fitting, n))
+                seeds.append(Seed(("half", r), fitting, n))
         for term in pod.anti_affinity:
             if term.topology_key == LABEL_HOSTNAME and term.selector.matches(pod.labels):
                 fitting = fitting if fitting is not None else _holding(caps, key, c.vec)
                 seeds.append(
-                    ((term.selector, term.namespaces, term.namespace_selector), fitting, n)
+                    Seed((term.selector, term.namespaces, term.namespace_selector), fitting, n)
                 )
         demand = groups.setdefault(key, [0] * dims)
         for r in range(dims):
@@ -124,7 +131,7 @@ def lower_bound(
             if not fits_existing:
                 item_bound = max(item_bound, cheapest)
     floors = seed_floors(seeds)
-    floors.append((_node_floor(placed), tuple(range(len(columns)))))
+    floors.append(NodeFloor(_node_floor(placed), tuple(range(len(columns)))))
     sol = solve_cover(
         columns,
         [DemandGroup(tuple(d), cols) for cols, d in groups.items()],

@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from karpy.scheduling.engine.lp import Column, CoverSolution, DemandGroup, seed_floors, solve_cover
+from karpy.scheduling.engine.lp import (
+    Column,
+    CoverSolution,
+    DemandGroup,
+    NodeFloor,
+    Seed,
+    seed_floors,
+    solve_cover,
+)
 from karpy.scheduling.engine.packer.items import Item
 from karpy.scheduling.engine.pools import PoolContext, bits
 
@@ -59,8 +67,8 @@ def solve_items(pool: PoolContext, items: Sequence[Item], floor: int) -> CoverSo
     groups = [DemandGroup(tuple(d), bits(m)) for m, d in by_mask.items() if m]
     if not groups:
         return None
-    seeds: list[tuple[object, frozenset[int], int]] = [
-        (t, frozenset(bits(item.mask)), len(item.pods))
+    seeds: list[Seed] = [
+        Seed(t, frozenset(bits(item.mask)), len(item.pods))
         for item in items
         for t in item.anti
         if t in item.matched
@@ -69,13 +77,13 @@ def solve_items(pool: PoolContext, items: Sequence[Item], floor: int) -> CoverSo
     for item in items:
         for r in range(dims):
             if 2 * item.vec[r] > max_cap[r]:
-                seeds.append((("half", r), frozenset(bits(item.mask)), len(item.pods)))
+                seeds.append(Seed(("half", r), frozenset(bits(item.mask)), len(item.pods)))
     floors = seed_floors(seeds)
     if floor and not seeds:
         floor_mask = 0
         for item in items:
             floor_mask |= item.mask
-        floors.append((floor, bits(floor_mask)))
+        floors.append(NodeFloor(floor, bits(floor_mask)))
     return solve_cover(columns, groups, floors=floors)
 
 
