@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import NamedTuple
 
 from karpy.scheduling.engine.packer.items import (
     FilledNode,
@@ -32,13 +31,10 @@ __all__ = ["Packer"]
 _MAX_REJECTIONS = 4096
 
 
-class _HeapEntry(NamedTuple):
-    """A node in its bucket's heap; stale once the node's version has moved on."""
-
-    load: float
-    idx: int
-    version: int
-    seq: int
+# A node in its bucket's heap: (load, node idx, node version, push sequence); stale once the
+# node's version has moved on. A plain tuple: one is pushed per pod placed, and heapq compares
+# tuples in C.
+_HeapEntry = tuple[float, int, int, int]
 
 
 class Packer:
@@ -63,6 +59,7 @@ class Packer:
         self.nodes: list[OpenNode] = []
         self.sigs: dict[Requirements, int] = {}
         self.sig_reqs: list[Requirements] = []
+        self.sig_merged: list[Merged] = []  # per signature, shared by every answer naming it
         self.buckets: dict[tuple[int, int], list[_HeapEntry]] = {}
         self._bucket_ok: dict[tuple[int, int, Requirements], int] = {}
         self._seq = 0
@@ -85,6 +82,7 @@ class Packer:
             got = len(self.sig_reqs)
             self.sigs[reqs] = got
             self.sig_reqs.append(reqs)
+            self.sig_merged.append(Merged(got, reqs))
         return got
 
     def _open(self, target: int, reqs: Requirements) -> OpenNode:
@@ -108,7 +106,7 @@ class Packer:
         self._seq += 1
         heapq.heappush(
             self.buckets.setdefault((node.sig, node.target), []),
-            _HeapEntry(node.load, node.idx, node.version, self._seq),
+            (node.load, node.idx, node.version, self._seq),
         )
 
     def _merged_key(self, bucket: tuple[int, int], item: Item) -> Merged | None:
@@ -134,7 +132,7 @@ class Packer:
             self._bucket_ok[key] = got
         if got < 0:
             return None
-        return Merged(got, self.sig_reqs[got])
+        return self.sig_merged[got]
 
     def _merged(self, node: OpenNode, item: Item) -> Merged | None:
         """The node's signature after taking `item`, or None when they are incompatible."""
@@ -342,10 +340,9 @@ class Packer:
                     if merged is None:
                         continue
                 while heap:
-                    top = heap[0]
-                    idx = top.idx
+                    _load, idx, version, _seq = heap[0]
                     node = self.nodes[idx]
-                    if node.version != top.version or idx in rejected_ids:
+                    if node.version != version or idx in rejected_ids:
                         heapq.heappop(heap)
                         continue
                     if room(node, item, 1) <= 0:
