@@ -66,6 +66,13 @@ class ClassTopology:
     simple: bool
 
 
+class _Alike(NamedTuple):
+    """Bound pods with one namespace and label set: one of them, and how many per node."""
+
+    pod: PodView
+    per_node: dict[int, int]
+
+
 class _EligibleKey(NamedTuple):
     key: str
     reqs: Requirements
@@ -300,10 +307,3 @@ class Topology:
             d = domains.get(t.topology_key)
             if d is not None:
                 self.group(ANTI, t, cls.pod.namespace).add_owner(d, k)
-
-
-class _Alike(NamedTuple):
-    """Bound pods with one namespace and label set: one of them, and how many per node."""
-
-    pod: PodView
-    per_node: dict[int, int]
