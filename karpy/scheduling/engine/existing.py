@@ -14,6 +14,7 @@ by name), and a cluster has hundreds or thousands of them. Two things keep that 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -30,8 +31,13 @@ __all__ = ["Admission", "ExistingNodes", "NodeView"]
 _PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
 _UNKNOWN, _NO, _YES = -1, 0, 1
 
-# (node requirement alternatives, tolerations): what decides whether a node admits a pod
-Admission = tuple[tuple[Requirements, ...], tuple[Toleration, ...]]
+
+class Admission(NamedTuple):
+    """What decides whether a node admits a pod: its node requirement alternatives (one must
+    be met) and its tolerations. Hashable: verdicts are cached per admission."""
+
+    alternatives: tuple[Requirements, ...]
+    tolerations: tuple[Toleration, ...]
 
 
 class NodeView:
@@ -56,6 +62,13 @@ class NodeView:
         self.ports: set[tuple[str, str, int]] = set()
         for p in node.pods:
             self.ports.update(p.host_ports)
+
+
+class _Daemon(NamedTuple):
+    """A DaemonSet pod's requests (as a vector) and what decides which nodes it lands on."""
+
+    vec: tuple[int, ...]
+    admission: Admission
 
 
 class _Shape:
@@ -96,7 +109,10 @@ class ExistingNodes:
             [v.shape for v in self.nodes], dtype=np.intp
         ).reshape(n)
         daemon_adms = [
-            (dims.vec(d.requests), (tuple(d.requirement_alternatives()), (*d.tolerations, _PNS)))
+            _Daemon(
+                dims.vec(d.requests),
+                Admission(tuple(d.requirement_alternatives()), (*d.tolerations, _PNS)),
+            )
             for d in daemons
         ]
         self.rows: list[list[int]] = [self._free(v, dims, daemon_adms) for v in self.nodes]
@@ -112,9 +128,7 @@ class ExistingNodes:
 
     # ---- preparation ------------------------------------------------------------------------
 
-    def _free(
-        self, view: NodeView, dims: Dims, daemons: Sequence[tuple[tuple[int, ...], Admission]]
-    ) -> list[int]:
+    def _free(self, view: NodeView, dims: Dims, daemons: Sequence[_Daemon]) -> list[int]:
         """Allocatable minus bound pods minus DaemonSet pods that will still land on it."""
         node = view.node
         used: dict[str, int] = {}
@@ -129,11 +143,11 @@ class ExistingNodes:
         width = len(free)
         ds_used = dims.vec(daemon_used)
         due = [0] * width
-        for v, adm in daemons:
-            if not self.admits(view.idx, adm):
+        for daemon in daemons:
+            if not self.admits(view.idx, daemon.admission):
                 continue
             for r in range(width):
-                due[r] += v[r]
+                due[r] += daemon.vec[r]
         for r in range(width):
             free[r] -= max(0, due[r] - ds_used[r])
         return free
@@ -154,7 +168,7 @@ class ExistingNodes:
     def _table(self, adm: Admission) -> tuple[bool, npt.NDArray[np.int8]]:
         got = self._admits.get(adm)
         if got is None:
-            per_node = any(LABEL_HOSTNAME in a for a in adm[0])
+            per_node = any(LABEL_HOSTNAME in a for a in adm.alternatives)
             size = len(self.nodes) if per_node else len(self._shapes)
             got = (per_node, np.full(size, _UNKNOWN, dtype=np.int8))
             self._admits[adm] = got
@@ -169,11 +183,10 @@ class ExistingNodes:
         if known != _UNKNOWN:
             return known == _YES
         shape = self._shapes[view.shape]
-        alternatives, tolerations = adm
-        ok = untolerated(shape.taints, tolerations) is None
+        ok = untolerated(shape.taints, adm.tolerations) is None
         if ok:
             reqs = self.requirements(idx) if per_node else shape.reqs
-            ok = any(reqs.strict_compatible(a) is None for a in alternatives)
+            ok = any(reqs.strict_compatible(a) is None for a in adm.alternatives)
         table[slot] = _YES if ok else _NO
         return ok
 

@@ -25,68 +25,77 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME, TAINT_EFFECT_PREFER_NO_SCHEDULE
-from karpy.scheduling.engine.lp import Column, DemandGroup, seed_floors, solve_cover
-from karpy.scheduling.engine.model import NewNodeClaim
-from karpy.scheduling.engine.pools import bits
+from karpy.scheduling.engine.lp import (
+    Column,
+    DemandGroup,
+    NodeFloor,
+    Seed,
+    seed_floors,
+    solve_cover,
+)
+from karpy.scheduling.engine.pools import PoolContext, bits
+from karpy.scheduling.pods import PodView
 from karpy.scheduling.taints import Toleration
 
-if TYPE_CHECKING:
-    from karpy.scheduling.engine.scheduler import Scheduler
-
-__all__ = ["lower_bound"]
+__all__ = ["PlacedClass", "lower_bound"]
 
 _PNS = Toleration(operator="Exists", effect=TAINT_EFFECT_PREFER_NO_SCHEDULE)
 
 
-def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
-    if not claims:
+class PlacedClass(NamedTuple):
+    """Identical pods the plan placed: one of them, their requests as a vector (in the solve's
+    resource order), how many were placed, and whether any of them went to a new node."""
+
+    pod: PodView
+    vec: tuple[int, ...]
+    pods_placed: int
+    on_new: bool
+
+
+def lower_bound(
+    placed: Sequence[PlacedClass],
+    *,
+    pools: Sequence[PoolContext],
+    existing_free: Sequence[tuple[int, ...]],
+    resources: int,
+) -> float:
+    """A cost no plan placing the same pods can beat (see the module docstring).
+
+    `existing_free` is each existing node's free room before the solve, `resources` the length
+    of every vector. The ratio of a plan's cost to this bound is how the project measures plan
+    quality, so it must stay valid for every plan that meets the hard constraints.
+    """
+    if not any(c.on_new for c in placed):
         return 0.0  # the plan launches nothing and costs nothing: no bound can be higher
-    placed: dict[int, int] = {}
-    class_of = {id(p): c for c in s.classes for p in c.pods}
-    on_new: set[int] = set()
-    for claim in claims:
-        for p in claim.pods:
-            c = class_of[id(p)]
-            placed[c.id] = placed.get(c.id, 0) + 1
-            on_new.add(c.id)
-    for pods in s.existing_placed.values():
-        for p in pods:
-            c = class_of[id(p)]
-            placed[c.id] = placed.get(c.id, 0) + 1
-    if not placed:
-        return 0.0
     columns: list[Column] = [
-        Column(0.0, tuple(max(0, f) for f in e.initial_free), 1.0) for e in s.existing
+        Column(0.0, tuple(max(0, f) for f in free), 1.0) for free in existing_free
     ]
     existing_cols = tuple(range(len(columns)))
     offsets: list[int] = []
-    for pool in s.pools:
+    for pool in pools:
         offsets.append(len(columns))
         for t in range(len(pool.types)):
             columns.append(Column(pool.base_price[t], tuple(max(0, a) for a in pool.alloc[t])))
-    dims = len(s.dims.names)
+    dims = resources
     max_cap = [max((col.capacity[r] for col in columns), default=0) for r in range(dims)]
     # which columns hold one pod of a class: one vectorised comparison per class
     caps = np.array([col.capacity for col in columns], dtype=np.int64).reshape(len(columns), dims)
-    existing_free = np.array([e.initial_free for e in s.existing], dtype=np.int64).reshape(
-        len(s.existing), dims
-    )
+    free_rows = np.array(existing_free, dtype=np.int64).reshape(len(existing_free), dims)
     groups: dict[tuple[int, ...], list[int]] = {}
     item_bound = 0.0
-    seeds: list[tuple[object, frozenset[int], int]] = []
-    classes = {c.id: c for c in s.classes}
-    for cid, n in placed.items():
-        c = classes[cid]
+    seeds: list[Seed] = []
+    for c in placed:
         pod = c.pod
+        n = c.pods_placed
         cols: set[int] = set(existing_cols)
         cheapest = math.inf
-        for pool in s.pools:
+        for pool in pools:
             if pool.tolerated((*pod.tolerations, _PNS)) is not None:
                 continue
             for alt in pod.requirement_alternatives():
@@ -105,24 +114,24 @@ def lower_bound(s: Scheduler, claims: Sequence[NewNodeClaim]) -> float:
         for r in range(dims):
             if 2 * c.vec[r] > max_cap[r]:
                 fitting = fitting if fitting is not None else _holding(caps, key, c.vec)
-                seeds.append((("half", r), fitting, n))
+                seeds.append(Seed(("half", r), fitting, n))
         for term in pod.anti_affinity:
             if term.topology_key == LABEL_HOSTNAME and term.selector.matches(pod.labels):
                 fitting = fitting if fitting is not None else _holding(caps, key, c.vec)
                 seeds.append(
-                    ((term.selector, term.namespaces, term.namespace_selector), fitting, n)
+                    Seed((term.selector, term.namespaces, term.namespace_selector), fitting, n)
                 )
         demand = groups.setdefault(key, [0] * dims)
         for r in range(dims):
             demand[r] += c.vec[r] * n
-        if cid in on_new and math.isfinite(cheapest):
+        if c.on_new and math.isfinite(cheapest):
             fits_existing = bool(
-                np.any(np.all(existing_free >= np.array(c.vec, dtype=np.int64), axis=1))
+                np.any(np.all(free_rows >= np.array(c.vec, dtype=np.int64), axis=1))
             )
             if not fits_existing:
                 item_bound = max(item_bound, cheapest)
     floors = seed_floors(seeds)
-    floors.append((_node_floor(s, placed), tuple(range(len(columns)))))
+    floors.append(NodeFloor(_node_floor(placed), tuple(range(len(columns)))))
     sol = solve_cover(
         columns,
         [DemandGroup(tuple(d), cols) for cols, d in groups.items()],
@@ -141,12 +150,17 @@ def _holding(
     return frozenset(int(i) for i in at[held])
 
 
-def _node_floor(s: Scheduler, placed: dict[int, int]) -> int:
+class _SpreadDemand(NamedTuple):
+    pods: int
+    max_skew: int
+
+
+def _node_floor(placed: Sequence[PlacedClass]) -> int:
     """Nodes any plan needs because of required hostname anti-affinity and spread."""
     anti: dict[tuple[object, ...], int] = {}
-    spread: dict[tuple[object, ...], tuple[int, int]] = {}
-    for c in s.classes:
-        n = placed.get(c.id, 0)
+    spread: dict[tuple[object, ...], _SpreadDemand] = {}
+    for c in placed:
+        n = c.pods_placed
         if not n:
             continue
         pod = c.pod
@@ -165,8 +179,8 @@ def _node_floor(s: Scheduler, placed: dict[int, int]) -> int:
                 and sc.selector.matches(pod.labels)
             ):
                 skey: tuple[object, ...] = (sc.selector, pod.namespace, sc.max_skew)
-                prev = spread.get(skey, (0, sc.max_skew))
-                spread[skey] = (prev[0] + n, sc.max_skew)
+                prev = spread.get(skey, _SpreadDemand(0, sc.max_skew))
+                spread[skey] = _SpreadDemand(prev.pods + n, sc.max_skew)
     floor = max(anti.values(), default=0)
     for n, skew in spread.values():
         floor = max(floor, math.ceil(n / skew))

@@ -13,10 +13,20 @@ With one group the LP has one row per resource, so HiGHS solves it in microsecon
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-__all__ = ["Column", "CoverSolution", "DemandGroup", "seed_floors", "solve_cover", "warm_up"]
+__all__ = [
+    "Column",
+    "CoverSolution",
+    "DemandGroup",
+    "NodeFloor",
+    "Seed",
+    "seed_floors",
+    "solve_cover",
+    "warm_up",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,20 +52,34 @@ class CoverSolution:
     floor_dual: float
 
 
-def seed_floors(
-    seeds: Sequence[tuple[object, frozenset[int], int]],
-) -> list[tuple[int, tuple[int, ...]]]:
+class Seed(NamedTuple):
+    """Pods that repel each other (they share `term`), the columns one of them fits, and how
+    many of them there are."""
+
+    term: Hashable
+    columns: frozenset[int]
+    pods: int
+
+
+class NodeFloor(NamedTuple):
+    """At least `nodes` nodes must come from `columns`."""
+
+    nodes: int
+    columns: Sequence[int]
+
+
+def seed_floors(seeds: Sequence[Seed]) -> list[NodeFloor]:
     """Node-count floors from pods that must each have a node of their own.
 
-    `seeds` holds (term, columns that fit the pod, count): pods sharing a term repel each other.
-    For pods of one term whose fitting columns are all within a set C, the nodes hosting them are
-    distinct and each is in C, so at least that many nodes come from C.
+    Pods sharing a term repel each other. For pods of one term whose fitting columns are all
+    within a set C, the nodes hosting them are distinct and each is in C, so at least that many
+    nodes come from C.
     """
-    by_term: dict[object, dict[frozenset[int], int]] = {}
+    by_term: dict[Hashable, dict[frozenset[int], int]] = {}
     for term, cols, n in seeds:
         masks = by_term.setdefault(term, {})
         masks[cols] = masks.get(cols, 0) + n
-    out: list[tuple[int, tuple[int, ...]]] = []
+    out: list[NodeFloor] = []
     for masks in by_term.values():
         union: set[int] = set()
         total = 0
@@ -63,8 +87,8 @@ def seed_floors(
             union |= cols
             total += n
             inside = sum(m for other, m in masks.items() if other <= cols)
-            out.append((inside, tuple(sorted(cols))))
-        out.append((total, tuple(sorted(union))))
+            out.append(NodeFloor(inside, tuple(sorted(cols))))
+        out.append(NodeFloor(total, tuple(sorted(union))))
     return out
 
 
@@ -77,7 +101,7 @@ def solve_cover(
     columns: Sequence[Column],
     groups: Sequence[DemandGroup],
     *,
-    floors: Sequence[tuple[int, Sequence[int]]] = (),
+    floors: Sequence[NodeFloor] = (),
 ) -> CoverSolution | None:
     """Solve the covering LP; None when it is infeasible (some demand no column can hold)."""
     import numpy as np

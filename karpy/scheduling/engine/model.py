@@ -139,6 +139,8 @@ class ExistingNode:
 
     @classmethod
     def from_node(cls, node: Mapping[str, Any], pods: Sequence[PodView] = ()) -> ExistingNode:
+        """An existing node from a Node object (as the API returns it) and the pods bound to
+        it; resource and taint errors name the field, since the object may come from a file."""
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         status = node.get("status") or {}

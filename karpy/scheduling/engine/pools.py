@@ -197,6 +197,8 @@ class PoolContext:
         return got
 
     def np_mask(self, mask: int) -> npt.NDArray[np.bool_]:
+        """The bitmask as a boolean array over the pool's types, for vectorised filters
+        (cached: the same masks come back for every node of a batch)."""
         got = self._np_masks.get(mask)
         if got is None:
             got = np.zeros(len(self.types), dtype=bool)

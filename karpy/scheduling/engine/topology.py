@@ -11,7 +11,7 @@ Karpenter keeps for nodes whose zone is still open.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import NamedTuple
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME
 from karpy.scheduling.pods import AffinityTerm, PodView, SpreadConstraint
@@ -23,13 +23,25 @@ SPREAD = "spread"
 AFFINITY = "affinity"
 ANTI = "anti"
 
-GroupKey = tuple[Any, ...]
+
+class GroupKey(NamedTuple):
+    """What makes two constraints count the same pods in the same domains."""
+
+    kind: str  # SPREAD | AFFINITY | ANTI
+    topology_key: str
+    selector: LabelSelector
+    namespaces: frozenset[str]
+    namespace_selector: LabelSelector | None
 
 
 def group_key(kind: str, term: AffinityTerm | SpreadConstraint, namespace: str) -> GroupKey:
+    """The group a term of a pod in `namespace` counts in (a spread selects in its own pod's
+    namespace only)."""
     if isinstance(term, SpreadConstraint):
-        return (SPREAD, term.topology_key, term.selector, frozenset({namespace}), None)
-    return (kind, term.topology_key, term.selector, term.namespaces, term.namespace_selector)
+        return GroupKey(SPREAD, term.topology_key, term.selector, frozenset({namespace}), None)
+    return GroupKey(
+        kind, term.topology_key, term.selector, term.namespaces, term.namespace_selector
+    )
 
 
 class Group:
@@ -50,11 +62,11 @@ class Group:
     def __init__(self, key: GroupKey, gid: int) -> None:
         self.key = key
         self.id = gid
-        self.kind: str = key[0]
-        self.topology_key: str = key[1]
-        self.selector: LabelSelector = key[2]
-        self.namespaces: frozenset[str] = key[3]
-        self.namespace_selector: LabelSelector | None = key[4]
+        self.kind = key.kind
+        self.topology_key = key.topology_key
+        self.selector = key.selector
+        self.namespaces = key.namespaces
+        self.namespace_selector = key.namespace_selector
         self.counts: dict[str, int] = {}
         # domains holding pods that own this (required anti-affinity) term
         self.owners: dict[str, int] = {}

@@ -8,7 +8,7 @@ from typing import Any
 from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from tests.unit.scheduling.builders import (
+from tests.unit.scheduling.engine.builders import (
     CAPACITY_TYPE,
     HOSTNAME,
     INSTANCE_TYPE,
@@ -20,7 +20,7 @@ from tests.unit.scheduling.builders import (
     spread,
     template,
 )
-from tests.unit.scheduling.checker import check_plan
+from tests.unit.scheduling.engine.checker import check_plan
 
 
 def run(raws: list[dict[str, Any]], templates: list[Any], **kw: Any) -> SchedulingResult:

@@ -9,7 +9,7 @@ from typing import Any
 from karpy.scheduling.engine.model import NewNodeClaim, SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from tests.unit.scheduling.builders import (
+from tests.unit.scheduling.engine.builders import (
     ARCH,
     CAPACITY_TYPE,
     INSTANCE_TYPE,
@@ -18,7 +18,7 @@ from tests.unit.scheduling.builders import (
     raw_pod,
     template,
 )
-from tests.unit.scheduling.checker import check_plan
+from tests.unit.scheduling.engine.checker import check_plan
 
 # manifests/examples/kwok/nodepool.yaml
 LOCAL = [

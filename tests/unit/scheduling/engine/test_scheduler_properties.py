@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from karpy.scheduling.engine.model import SchedulingInput
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from tests.unit.scheduling.builders import (
+from tests.unit.scheduling.engine.builders import (
     ARCH,
     CAPACITY_TYPE,
     HOSTNAME,
@@ -22,7 +22,7 @@ from tests.unit.scheduling.builders import (
     spread,
     template,
 )
-from tests.unit.scheduling.checker import check_plan
+from tests.unit.scheduling.engine.checker import check_plan
 
 CPUS = ["100m", "250m", "500m", "1", "1500m", "3", "7"]
 MEMS = ["64Mi", "256Mi", "1Gi", "2Gi", "6Gi", "20Gi"]

@@ -19,7 +19,7 @@ from karpy.scheduling.engine.model import ExistingNode, SchedulingInput, Schedul
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
 from karpy.scheduling.taints import Taint
-from tests.unit.scheduling.builders import (
+from tests.unit.scheduling.engine.builders import (
     ARCH,
     HOSTNAME,
     ZONE,
@@ -29,7 +29,7 @@ from tests.unit.scheduling.builders import (
     spread,
     template,
 )
-from tests.unit.scheduling.checker import check_plan, node_affinity_ok, requests, tolerates
+from tests.unit.scheduling.engine.checker import check_plan, node_affinity_ok, requests, tolerates
 
 GI = 1024**3
 ZONES = ["test-zone-a", "test-zone-b", "test-zone-c"]
