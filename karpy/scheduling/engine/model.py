@@ -179,6 +179,8 @@ class SchedulingInput:
     preference_policy: PreferencePolicy = "Respect"
     min_values_policy: MinValuesPolicy = "Strict"
     max_instance_types: int = MAX_INSTANCE_TYPES
+    # Time budget for the exact planner on small batches (engine/exact); 0 turns it off.
+    exact_seconds: float = 0.2
 
 
 @dataclass(kw_only=True)
@@ -212,6 +214,20 @@ class SchedulingResult:
     cost: float
     lower_bound: float
     seconds: float = 0.0
+    # Set by the exact planner: whether the plan is proven cheapest, the best bound it proved
+    # on any plan's cost, and what it did (or why the batch was out of its reach).
+    optimal: bool = False
+    best_bound: float | None = None
+    exact: str = ""
+
+    @property
+    def gap(self) -> float | None:
+        """(cost - best bound) / cost; None when no bound was proved."""
+        if self.best_bound is None:
+            return None
+        if self.cost <= 0:
+            return 0.0
+        return max(0.0, (self.cost - self.best_bound) / self.cost)
 
     @property
     def ratio(self) -> float:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from karpy.scheduling.engine import exact
 from karpy.scheduling.engine.assignment import Assignment
 from karpy.scheduling.engine.claims import ClaimBuilder
 from karpy.scheduling.engine.domains import Topology
@@ -46,8 +47,12 @@ __all__ = ["Scheduler", "schedule"]
 
 
 def schedule(inp: SchedulingInput) -> SchedulingResult:
-    """Schedule a snapshot. Pure and deterministic: the same input gives the same plan."""
-    return Scheduler(inp).solve()
+    """Schedule a snapshot. Pure and deterministic: the same input gives the same plan
+    (small batches also get the exact planner, whose time budget may cut its search short)."""
+    result = Scheduler(inp).solve()
+    if inp.exact_seconds > 0 and len(inp.pods) <= exact.MAX_PODS:
+        result = exact.improve(inp, result, budget=inp.exact_seconds)
+    return result
 
 
 class Scheduler:

@@ -1,0 +1,69 @@
+"""Exact planning for small batches: prove the heuristic's plan optimal, or replace it.
+
+`improve(input, heuristic)` builds a MILP of the batch (see `milp.py`) when every constraint
+the batch uses is modelled (`problem.py`), prunes dominated purchase options (`prune.py`) and
+solves it with HiGHS inside a time budget, cut off at the heuristic plan's cost. The cheaper
+plan wins (on equal cost, the one with fewer nodes); the result says whether it is proven
+optimal and carries the solver's best bound. Out-of-reach batches return the heuristic's plan
+with the reason in `exact`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from karpy.scheduling.engine.exact.milp import NODE_EPSILON, slot_count, solve
+from karpy.scheduling.engine.exact.plan import to_result
+from karpy.scheduling.engine.exact.problem import build
+from karpy.scheduling.engine.exact.prune import prune
+from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
+
+__all__ = ["MAX_PODS", "TIME_BUDGET", "improve"]
+
+# Batches up to this many pending pods are planned exactly; larger ones keep the heuristic.
+MAX_PODS = 64
+TIME_BUDGET = 0.2
+
+
+def _mark(result: SchedulingResult, **changes: object) -> SchedulingResult:
+    return dataclasses.replace(result, **changes)  # type: ignore[arg-type]
+
+
+def improve(
+    inp: SchedulingInput, heuristic: SchedulingResult, *, budget: float = TIME_BUDGET
+) -> SchedulingResult:
+    """The cheaper of the heuristic's plan and the exact one, with optimality and bound."""
+    start = time.perf_counter()
+    deadline = start + budget
+    if not inp.pods:
+        return _mark(heuristic, optimal=True, best_bound=0.0, exact="no pods")
+    if len(inp.pods) > MAX_PODS:
+        return _mark(heuristic, exact=f"batch larger than {MAX_PODS} pods")
+    if heuristic.cost <= 0 and not heuristic.errors:
+        return _mark(heuristic, optimal=True, best_bound=0.0, exact="no new nodes")
+    problem = build(inp, heuristic)
+    if isinstance(problem, str):
+        return _mark(heuristic, exact=f"not modelled: {problem}")
+    options = prune(problem.options, problem.pool_left)
+    nodes = len(heuristic.node_claims)
+    cutoff = heuristic.cost + NODE_EPSILON * nodes + 1e-9
+    sol = solve(problem, options, cutoff, deadline)
+    slots = slot_count(problem, options, cutoff)
+    bound = max(0.0, sol.bound - NODE_EPSILON * slots)
+    elapsed = time.perf_counter() - start
+    found = to_result(inp, problem, sol, heuristic) if sol.nodes or sol.existing else None
+    best = heuristic
+    if found is not None and (
+        found.cost + NODE_EPSILON * len(found.node_claims) < heuristic.cost + NODE_EPSILON * nodes
+    ):
+        best = found
+    bound = min(bound, best.cost)
+    return _mark(
+        best,
+        optimal=sol.optimal,
+        best_bound=bound,
+        lower_bound=max(heuristic.lower_bound, bound),
+        seconds=heuristic.seconds + elapsed,
+        exact=sol.status,
+    )

@@ -1,0 +1,313 @@
+"""The exact planner's view of a small batch: pod classes, purchase options, existing-node room.
+
+A batch qualifies only when every constraint it uses is one the MILP models (resources,
+requirements, offerings, taints, DaemonSet overhead, hostname anti-affinity within a class,
+existing-node room, NodePool limits and weights). Anything else gives a reason and the
+heuristic's plan stands unproven.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from karpy.apis.v1.labels import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_HOSTNAME,
+    LABEL_TOPOLOGY_ZONE,
+    TAINT_EFFECT_PREFER_NO_SCHEDULE,
+)
+from karpy.scheduling.engine import limits as pool_limits
+from karpy.scheduling.engine.existing import ExistingNodes
+from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.pools import Dims, PoolContext
+from karpy.scheduling.instancetypes import InstanceType, Offering
+from karpy.scheduling.pods import PodView
+from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.resources import CPU, MEMORY, PODS
+from karpy.scheduling.taints import Toleration
+
+__all__ = ["PodClass", "Option", "Problem", "build"]
+
+_NODES = pool_limits.NODES
+
+
+@dataclass(eq=False)
+class PodClass:
+    """Identical pods: same requests, requirements, tolerations and anti-affinity."""
+
+    pods: list[PodView]
+    vec: tuple[int, ...]
+    alternatives: list[Requirements]
+    tolerations: tuple[Toleration, ...]
+    one_per_node: bool  # hostname anti-affinity against its own class
+
+
+@dataclass(eq=False)
+class Option:
+    """One way to buy a node: a pool, an instance type and an offering."""
+
+    pool: PoolContext
+    type_index: int
+    offering: Offering
+    requirements: Requirements
+    alloc: tuple[int, ...]
+    capacity: dict[str, int]
+    price: float
+    classes: frozenset[int]  # the classes it may host
+    alt: dict[int, Requirements] = field(default_factory=dict)  # class -> alternative it meets
+
+    @property
+    def instance_type(self) -> InstanceType:
+        return self.pool.types[self.type_index]
+
+
+@dataclass(eq=False)
+class Problem:
+    dims: Dims
+    classes: list[PodClass]
+    options: list[Option]
+    cluster: ExistingNodes
+    # existing node index -> classes it admits
+    existing_ok: list[frozenset[int]]
+    # pool index -> what is left of its limits (None: unlimited)
+    pool_left: dict[int, dict[str, int] | None]
+    pools: list[PoolContext]
+
+
+def _unsupported(p: PodView, policy: str) -> str:
+    if p.unsupported:
+        return p.unsupported
+    if p.spread:
+        return "topology spread"
+    if p.affinity:
+        return "pod affinity"
+    if any(not t.is_hostname for t in p.anti_affinity):
+        return "non-hostname pod anti-affinity"
+    if policy == "Respect" and (
+        p.preferred_affinity or p.preferred_anti_affinity or p.preferred_node_terms
+    ):
+        return "preferences"
+    if len(p.required_terms) > 1 or p.volume_terms:
+        return "alternative node affinity terms"
+    if p.host_ports:
+        return "host ports"
+    return ""
+
+
+def _signature(p: PodView) -> tuple[object, ...]:
+    return (
+        tuple(sorted(p.requests.items())),
+        p.node_selector,
+        p.required_terms,
+        p.tolerations,
+        p.anti_affinity,
+        tuple(sorted(p.labels.items())),
+        p.namespace,
+    )
+
+
+def _classes(inp: SchedulingInput, dims: Dims) -> list[PodClass] | str:
+    groups: dict[tuple[object, ...], list[PodView]] = {}
+    for p in inp.pods:
+        why = _unsupported(p, inp.preference_policy)
+        if why:
+            return why
+        groups.setdefault(_signature(p), []).append(p)
+    classes: list[PodClass] = []
+    reps = [ps[0] for ps in groups.values()]
+    for pods in groups.values():
+        pod = pods[0]
+        one = False
+        for term in pod.anti_affinity:
+            hits = [i for i, r in enumerate(reps) if term.selects(r, inp.namespace_labels)]
+            if any(r is not pod for r in (reps[i] for i in hits)):
+                return "anti-affinity between different pods"
+            one = one or bool(hits)
+        for other in reps:
+            if other is not pod and any(
+                t.selects(pod, inp.namespace_labels) for t in other.anti_affinity
+            ):
+                return "anti-affinity between different pods"
+        alts = pod.requirement_alternatives()
+        if any(LABEL_HOSTNAME in a for a in alts):
+            return "hostname requirements"
+        classes.append(
+            PodClass(
+                pods=pods,
+                vec=dims.vec(pod.requests),
+                alternatives=alts,
+                tolerations=pod.tolerations,
+                one_per_node=one,
+            )
+        )
+    return classes
+
+
+def _fixed(opt_reqs: Requirements, alt: Requirements) -> bool:
+    """Every key the pod names has one known value (or is known absent) on such a node, so
+    pods that share the node can never need different values of it."""
+    for key, want in alt.items():
+        have = opt_reqs.get(key)
+        if have is None:
+            if not want.allows_absent():
+                return False
+            continue
+        if have.complement or len(have.values) != 1:
+            return False
+    return True
+
+
+def _pool_left(inp: SchedulingInput, pools: list[PoolContext]) -> dict[int, dict[str, int] | None]:
+    usage: dict[str, dict[str, int]] = {}
+    if inp.pool_usage is not None:
+        usage = {k: dict(v) for k, v in inp.pool_usage.items()}
+    else:
+        for n in inp.existing_nodes:
+            if n.nodepool:
+                acc = usage.setdefault(n.nodepool, {})
+                for name, amount in (n.capacity or n.allocatable).items():
+                    acc[name] = acc.get(name, 0) + amount
+                acc[_NODES] = acc.get(_NODES, 0) + 1
+    out: dict[int, dict[str, int] | None] = {}
+    for pool in pools:
+        lim = pool.template.limits
+        if lim is None:
+            out[pool.index] = None
+            continue
+        used = usage.get(pool.name, {})
+        out[pool.index] = {k: v - used.get(k, 0) for k, v in lim.items()}
+    return out
+
+
+def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
+    """The problem, or why the batch is out of the exact planner's reach."""
+    if heuristic.errors:
+        return "some pods could not be scheduled"
+    names = {CPU, MEMORY, PODS}
+    for p in inp.pods:
+        names.update(p.requests)
+    for d in inp.daemonset_pods:
+        names.update(d.requests)
+    dims = Dims(sorted(names))
+    got = _classes(inp, dims)
+    if isinstance(got, str):
+        return got
+    classes = got
+    ordered = sorted(inp.templates, key=lambda t: (t.weight, t.name), reverse=True)
+    pools = [
+        PoolContext(t, index=i, dims=dims, daemons=inp.daemonset_pods)
+        for i, t in enumerate(ordered)
+    ]
+    for pool in pools:
+        if pool.has_prefer_no_schedule:
+            return "PreferNoSchedule taints"
+        if any(r.min_values for r in pool.node_reqs.values()):
+            return "minValues"
+    for n in inp.existing_nodes:
+        for p in n.pods:
+            if p.anti_affinity:
+                return "anti-affinity of bound pods"
+    options: list[Option] = []
+    # per class: the pools Karpenter would consider (the heaviest that can host it)
+    allowed = _allowed_pools(inp, heuristic, classes, pools)
+    for pool in pools:
+        tol_ok = [pool.tolerated(c.tolerations) is None for c in classes]
+        for ti, it in enumerate(pool.types):
+            for o in it.offerings:
+                if not o.available:
+                    continue
+                reqs = pool.node_reqs.union(it.requirements).add(
+                    Requirement(LABEL_TOPOLOGY_ZONE, complement=False, values=(o.zone,)),
+                    Requirement(LABEL_CAPACITY_TYPE, complement=False, values=(o.capacity_type,)),
+                )
+                if pool.node_reqs.intersects(reqs) is not None or not o.compatible(pool.node_reqs):
+                    continue
+                ok: set[int] = set()
+                alt_for: dict[int, Requirements] = {}
+                for ci, c in enumerate(classes):
+                    if not tol_ok[ci] or pool.index not in allowed[ci]:
+                        continue
+                    for alt in c.alternatives:
+                        if pool.node_reqs.compatible(alt, well_known=pool.well_known) is not None:
+                            continue
+                        if reqs.intersects(alt) is not None or not o.compatible(alt):
+                            continue
+                        if not _fixed(reqs, alt):
+                            return "requirements on labels a node does not fix"
+                        ok.add(ci)
+                        alt_for[ci] = alt
+                        break
+                if not ok:
+                    continue
+                options.append(
+                    Option(
+                        pool=pool,
+                        type_index=ti,
+                        offering=o,
+                        requirements=reqs,
+                        alloc=pool.alloc[ti],
+                        capacity=dict(it.capacity),
+                        price=o.price,
+                        classes=frozenset(ok),
+                        alt=alt_for,
+                    )
+                )
+    cluster = ExistingNodes(inp.existing_nodes, dims=dims, daemons=inp.daemonset_pods)
+    existing_ok: list[frozenset[int]] = []
+    for view in cluster.nodes:
+        ok = set()
+        for ci, c in enumerate(classes):
+            if not cluster.admits(view.idx, (tuple(c.alternatives), c.tolerations)):
+                continue
+            if c.one_per_node and any(
+                t.selects(b, inp.namespace_labels) for b in view.node.pods for t in c.pods[0].anti_affinity
+            ):
+                continue
+            ok.add(ci)
+        existing_ok.append(frozenset(ok))
+    return Problem(
+        dims=dims,
+        classes=classes,
+        options=options,
+        cluster=cluster,
+        existing_ok=existing_ok,
+        pool_left=_pool_left(inp, pools),
+        pools=pools,
+    )
+
+
+def _allowed_pools(
+    inp: SchedulingInput,
+    heuristic: SchedulingResult,
+    classes: list[PodClass],
+    pools: list[PoolContext],
+) -> list[set[int]]:
+    """Karpenter tries NodePools by weight: a class may use the heaviest pools that can host
+    it, or, where the heuristic had to go lighter (limits), any pool at least that heavy."""
+    by_name = {p.name: p for p in pools}
+    used_weight: dict[int, int] = {}
+    pod_pool = {id(p): c.nodepool for c in heuristic.node_claims for p in c.pods}
+    out: list[set[int]] = []
+    for ci, c in enumerate(classes):
+        hosting = [
+            pool
+            for pool in pools
+            if pool.tolerated(c.tolerations) is None
+            and any(
+                pool.node_reqs.compatible(a, well_known=pool.well_known) is None
+                and pool.fit_mask(pool.node_reqs.union(a), c.vec)
+                for a in c.alternatives
+            )
+        ]
+        if not hosting:
+            out.append(set())
+            continue
+        floor = max(p.template.weight for p in hosting)
+        for p in c.pods:
+            name = pod_pool.get(id(p))
+            if name is not None and name in by_name:
+                w = by_name[name].template.weight
+                floor = min(floor, w)
+        used_weight[ci] = floor
+        out.append({p.index for p in hosting if p.template.weight >= floor})
+    return out
