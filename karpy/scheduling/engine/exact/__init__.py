@@ -14,6 +14,7 @@ import dataclasses
 import time
 
 from karpy.scheduling.engine.exact.milp import NODE_EPSILON, slot_count, solve
+from karpy.scheduling.engine.exact.patterns import solve_patterns
 from karpy.scheduling.engine.exact.plan import to_result
 from karpy.scheduling.engine.exact.problem import build
 from karpy.scheduling.engine.exact.prune import prune
@@ -48,8 +49,16 @@ def improve(
     options = prune(problem.options, problem.pool_left)
     nodes = len(heuristic.node_claims)
     cutoff = heuristic.cost + NODE_EPSILON * nodes + 1e-9
-    sol = solve(problem, options, cutoff, deadline)
-    slots = slot_count(problem, options, cutoff)
+    by_patterns = solve_patterns(problem, options, cutoff, deadline)
+    if by_patterns is not None:
+        sol, slots = by_patterns, len(inp.pods)
+    elif any(c.clash for c in problem.classes):
+        return _mark(
+            heuristic, exact="not modelled: anti-affinity between classes, too many patterns"
+        )
+    else:
+        sol = solve(problem, options, cutoff, deadline)
+        slots = slot_count(problem, options, cutoff)
     bound = max(0.0, sol.bound - NODE_EPSILON * slots)
     elapsed = time.perf_counter() - start
     found = to_result(inp, problem, sol, heuristic) if sol.nodes or sol.existing else None
@@ -58,10 +67,12 @@ def improve(
         found.cost + NODE_EPSILON * len(found.node_claims) < heuristic.cost + NODE_EPSILON * nodes
     ):
         best = found
-    bound = min(bound, best.cost)
+    optimal = sol.optimal and (found is not None or not (sol.nodes or sol.existing))
+    # Proven optimal: the bound is the cost (what is left is the per-node epsilon).
+    bound = best.cost if optimal else min(bound, best.cost)
     return _mark(
         best,
-        optimal=sol.optimal,
+        optimal=optimal,
         best_bound=bound,
         lower_bound=max(heuristic.lower_bound, bound),
         seconds=heuristic.seconds + elapsed,

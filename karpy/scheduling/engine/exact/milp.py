@@ -15,8 +15,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
+from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
+from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.problem import Option, Problem
@@ -93,7 +93,7 @@ def solve(problem: Problem, options: list[Option], cutoff: float, deadline: floa
             cost[z(s, k)] = o.price + NODE_EPSILON
             ub[z(s, k)] = 1
     caps = [len(c.pods) if not c.one_per_node else 1 for c in classes]
-    for ci, c in enumerate(classes):
+    for ci in range(nc):
         for s in range(slots):
             ub[x(ci, s)] = caps[ci]
     for j, (ci, _) in enumerate(ex_pairs):
@@ -116,7 +116,9 @@ def solve(problem: Problem, options: list[Option], cutoff: float, deadline: floa
             rows.add(coeffs, -math.inf, 0)
         for ci in range(nc):
             coeffs = [(x(ci, s), 1.0)]
-            coeffs += [(z(s, k), -float(caps[ci])) for k, o in enumerate(options) if ci in o.classes]
+            coeffs += [
+                (z(s, k), -float(caps[ci])) for k, o in enumerate(options) if ci in o.classes
+            ]
             rows.add(coeffs, -math.inf, 0)
     for ci, c in enumerate(classes):
         coeffs = [(x(ci, s), 1.0) for s in range(slots)]

@@ -14,7 +14,6 @@ from karpy.apis.v1.labels import (
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
     LABEL_TOPOLOGY_ZONE,
-    TAINT_EFFECT_PREFER_NO_SCHEDULE,
 )
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.existing import ExistingNodes
@@ -26,7 +25,7 @@ from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import CPU, MEMORY, PODS
 from karpy.scheduling.taints import Toleration
 
-__all__ = ["PodClass", "Option", "Problem", "build"]
+__all__ = ["Option", "PodClass", "Problem", "build"]
 
 _NODES = pool_limits.NODES
 
@@ -40,6 +39,7 @@ class PodClass:
     alternatives: list[Requirements]
     tolerations: tuple[Toleration, ...]
     one_per_node: bool  # hostname anti-affinity against its own class
+    clash: frozenset[int] = frozenset()  # other classes it may not share a node with
 
 
 @dataclass(eq=False)
@@ -115,29 +115,26 @@ def _classes(inp: SchedulingInput, dims: Dims) -> list[PodClass] | str:
         groups.setdefault(_signature(p), []).append(p)
     classes: list[PodClass] = []
     reps = [ps[0] for ps in groups.values()]
-    for pods in groups.values():
+    ns = inp.namespace_labels
+    for ci, pods in enumerate(groups.values()):
         pod = pods[0]
-        one = False
-        for term in pod.anti_affinity:
-            hits = [i for i, r in enumerate(reps) if term.selects(r, inp.namespace_labels)]
-            if any(r is not pod for r in (reps[i] for i in hits)):
-                return "anti-affinity between different pods"
-            one = one or bool(hits)
-        for other in reps:
-            if other is not pod and any(
-                t.selects(pod, inp.namespace_labels) for t in other.anti_affinity
-            ):
-                return "anti-affinity between different pods"
         alts = pod.requirement_alternatives()
         if any(LABEL_HOSTNAME in a for a in alts):
             return "hostname requirements"
+        clash = {
+            di
+            for di, other in enumerate(reps)
+            if any(t.selects(other, ns) for t in pod.anti_affinity)
+            or any(t.selects(pod, ns) for t in other.anti_affinity)
+        }
         classes.append(
             PodClass(
                 pods=pods,
                 vec=dims.vec(pod.requests),
                 alternatives=alts,
                 tolerations=pod.tolerations,
-                one_per_node=one,
+                one_per_node=ci in clash,
+                clash=frozenset(clash - {ci}),
             )
         )
     return classes
@@ -203,10 +200,12 @@ def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
             return "PreferNoSchedule taints"
         if any(r.min_values for r in pool.node_reqs.values()):
             return "minValues"
+    ns = inp.namespace_labels
     for n in inp.existing_nodes:
-        for p in n.pods:
-            if p.anti_affinity:
-                return "anti-affinity of bound pods"
+        for b in n.pods:
+            for t in b.anti_affinity:
+                if not t.is_hostname and any(t.selects(c.pods[0], ns) for c in classes):
+                    return "zonal anti-affinity of bound pods"
     options: list[Option] = []
     # per class: the pools Karpenter would consider (the heaviest that can host it)
     allowed = _allowed_pools(inp, heuristic, classes, pools)
@@ -259,8 +258,12 @@ def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
         for ci, c in enumerate(classes):
             if not cluster.admits(view.idx, (tuple(c.alternatives), c.tolerations)):
                 continue
-            if c.one_per_node and any(
-                t.selects(b, inp.namespace_labels) for b in view.node.pods for t in c.pods[0].anti_affinity
+            rep = c.pods[0]
+            ns = inp.namespace_labels
+            if any(
+                any(t.selects(b, ns) for t in rep.anti_affinity)
+                or any(t.is_hostname and t.selects(rep, ns) for t in b.anti_affinity)
+                for b in view.node.pods
             ):
                 continue
             ok.add(ci)

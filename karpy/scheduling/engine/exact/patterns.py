@@ -1,0 +1,187 @@
+"""The pattern (Gilmore-Gomory) model, for batches whose node fillings are few enough to list.
+
+A pattern is one way to fill one node: a purchase option (or an existing node) and how many
+pods of each class it holds. Only maximal fillings are listed (no further pod of a class still
+to place fits), and pods are covered rather than partitioned, so a plan drops surplus pods from
+its nodes. The integer program picks how many nodes of each pattern to buy; its LP relaxation
+is tight, so HiGHS proves small batches optimal in a few milliseconds, where the slot model
+spends its time on symmetric slots.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
+from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+
+from karpy.scheduling.engine import limits as pool_limits
+from karpy.scheduling.engine.exact.milp import NODE_EPSILON, Solution
+from karpy.scheduling.engine.exact.problem import Option, PodClass, Problem
+
+__all__ = ["MAX_PATTERNS", "solve_patterns"]
+
+MAX_PATTERNS = 20_000
+_NODES = pool_limits.NODES
+
+
+class _TooMany(Exception):
+    pass
+
+
+def _fillings(
+    classes: Sequence[PodClass], allowed: Sequence[int], room: Sequence[int], budget: list[int]
+) -> Iterator[dict[int, int]]:
+    """Maximal fillings of `room` with the `allowed` classes (at most their pod counts)."""
+    order = list(allowed)
+    counts: dict[int, int] = {}
+    left = list(room)
+
+    def fits(ci: int) -> bool:
+        c = classes[ci]
+        if counts.get(ci, 0) >= (1 if c.one_per_node else len(c.pods)):
+            return False
+        if any(counts.get(d) for d in c.clash):
+            return False
+        return all(v <= f for v, f in zip(c.vec, left, strict=True))
+
+    def walk(i: int) -> Iterator[dict[int, int]]:
+        if i == len(order):
+            if counts and not any(fits(ci) for ci in order):
+                budget[0] -= 1
+                if budget[0] < 0:
+                    raise _TooMany
+                yield dict(counts)
+            return
+        ci = order[i]
+        added = 0
+        while fits(ci):
+            counts[ci] = counts.get(ci, 0) + 1
+            added += 1
+            for r, v in enumerate(classes[ci].vec):
+                left[r] -= v
+        while True:
+            yield from walk(i + 1)
+            if not added:
+                break
+            counts[ci] -= 1
+            if not counts[ci]:
+                del counts[ci]
+            added -= 1
+            for r, v in enumerate(classes[ci].vec):
+                left[r] += v
+
+    yield from walk(0)
+
+
+def solve_patterns(
+    problem: Problem, options: list[Option], cutoff: float, deadline: float
+) -> Solution | None:
+    """Solve by patterns; None when there are too many to list (use the slot model)."""
+    classes = problem.classes
+    budget = [MAX_PATTERNS]
+    cols: list[tuple[Option | None, int, dict[int, int]]] = []  # (option, existing idx, fill)
+    try:
+        for o in options:
+            for fill in _fillings(classes, sorted(o.classes), o.alloc, budget):
+                cols.append((o, -1, fill))
+        free = problem.cluster.free
+        for e, ok in enumerate(problem.existing_ok):
+            if ok:
+                room = [int(v) for v in free[e]]
+                for fill in _fillings(classes, sorted(ok), room, budget):
+                    cols.append((None, e, fill))
+    except _TooMany:
+        return None
+    n = len(cols)
+    cost = np.array([o.price + NODE_EPSILON if o is not None else 0.0 for o, _, _ in cols])
+    ub = np.array(
+        [1.0 if o is None else float(sum(len(c.pods) for c in classes)) for o, _, _ in cols]
+    )
+    r: list[int] = []
+    c: list[int] = []
+    v: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
+
+    def row(coeffs: list[tuple[int, float]], low: float, high: float) -> None:
+        i = len(lo)
+        for col, val in coeffs:
+            r.append(i)
+            c.append(col)
+            v.append(val)
+        lo.append(low)
+        hi.append(high)
+
+    for ci, cls in enumerate(classes):
+        row(
+            [(j, float(f[ci])) for j, (_, _, f) in enumerate(cols) if ci in f],
+            len(cls.pods),
+            math.inf,
+        )
+    by_node: dict[int, list[int]] = {}
+    for j, (opt, e, _) in enumerate(cols):
+        if opt is None:
+            by_node.setdefault(e, []).append(j)
+    for js in by_node.values():
+        row([(j, 1.0) for j in js], 0, 1)
+    for pool_index, left in problem.pool_left.items():
+        if left is None:
+            continue
+        js = [j for j, (o, _, _) in enumerate(cols) if o is not None and o.pool.index == pool_index]
+        for key, amount in left.items():
+            row(
+                [
+                    (j, 1.0 if key == _NODES else float(cols[j][0].capacity.get(key, 0)))  # type: ignore[union-attr]
+                    for j in js
+                ],
+                -math.inf,
+                float(amount),
+            )
+    row([(j, float(cost[j])) for j in range(n) if cost[j]], -math.inf, cutoff)
+    if len(lo) and not any(cols):
+        return Solution([], {}, False, 0.0, "no way to place the pods")
+    left_s = deadline - time.perf_counter()
+    if left_s <= 0.002:
+        return Solution([], {}, False, 0.0, "no time left to solve")
+    a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
+    res = milp(
+        cost,
+        integrality=np.ones(n),
+        bounds=Bounds(np.zeros(n), ub),
+        constraints=LinearConstraint(a, lo, hi),
+        options={"time_limit": left_s, "mip_rel_gap": 1e-7},
+    )
+    bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
+    if res.status == 2:
+        return Solution([], {}, True, cutoff, "patterns: nothing cheaper than the heuristic plan")
+    if res.x is None:
+        return Solution([], {}, False, max(0.0, bound), f"patterns: {res.message}")
+    sol = np.round(res.x).astype(np.int64)
+    need = {ci: len(cls.pods) for ci, cls in enumerate(classes)}
+    nodes: list[tuple[Option, dict[int, int]]] = []
+    existing: dict[int, dict[int, int]] = {}
+    # existing nodes first (free), then new nodes; surplus pods are dropped
+    picked = sorted((j for j in range(n) if sol[j] > 0), key=lambda j: cols[j][0] is not None)
+    for j in picked:
+        bought, e, fill = cols[j]
+        for _ in range(int(sol[j])):
+            got = {}
+            for ci, k in fill.items():
+                take = min(k, need[ci])
+                if take:
+                    got[ci] = take
+                    need[ci] -= take
+            if not got:
+                continue
+            if bought is None:
+                existing[e] = got
+            else:
+                nodes.append((bought, got))
+    optimal = res.status == 0
+    if optimal:
+        bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
+    return Solution(nodes, existing, optimal, max(0.0, bound), f"patterns: {res.message}")

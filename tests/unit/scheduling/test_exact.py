@@ -1,0 +1,287 @@
+"""The exact planner against an independent brute force on hundreds of small random batches.
+
+The brute force lists every partition of the pods into nodes and prices each part as the
+cheapest existing node (free) or purchase that admits it, reading only the raw pod dicts and
+the catalogue. A plan must be feasible (independent checker), never dearer than the heuristic
+alone, and when it says it is optimal, no dearer than the brute-force optimum.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from karpy.scheduling.engine import exact
+from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.scheduler import schedule
+from karpy.scheduling.instancetypes import InstanceType, Offering
+from karpy.scheduling.pods import pod_view
+from tests.unit.scheduling.builders import (
+    CAPACITY_TYPE,
+    HOSTNAME,
+    ZONE,
+    anti_affinity,
+    node,
+    raw_pod,
+    template,
+)
+from tests.unit.scheduling.checker import check_plan, requests
+
+ZONES = ["za", "zb"]
+CTS = ["on-demand", "spot"]
+GI = 1024**3
+
+
+def _catalogue(rng: random.Random) -> list[InstanceType]:
+    shapes = rng.sample([(1, 2), (2, 4), (2, 8), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32)], 5)
+    out = []
+    for i, (cpu, mem) in enumerate(shapes):
+        offerings = [
+            Offering(
+                zone=z,
+                capacity_type=ct,
+                price=round(cpu * 0.04 * (0.35 if ct == "spot" else 1) * rng.uniform(0.8, 1.2), 5),
+                available=rng.random() > 0.15,
+            )
+            for z in ZONES
+            for ct in CTS
+        ]
+        out.append(
+            InstanceType(
+                name=f"t{i}",
+                capacity={"cpu": cpu * 1000, "memory": mem * GI, "pods": 110},
+                offerings=offerings,
+            )
+        )
+    return out
+
+
+def _scenario(
+    rng: random.Random,
+) -> tuple[SchedulingInput, list[dict[str, Any]], list[dict[str, Any]]]:
+    types = _catalogue(rng)
+    shapes = []
+    for s in range(rng.randint(1, 3)):
+        spec: dict[str, Any] = {}
+        labels = {"app": f"a{s}"}
+        selector: dict[str, str] = {}
+        if rng.random() < 0.25:
+            selector[ZONE] = rng.choice(ZONES)
+        if rng.random() < 0.25:
+            selector[CAPACITY_TYPE] = rng.choice(CTS)
+        if selector:
+            spec["nodeSelector"] = selector
+        if rng.random() < 0.3:
+            spec["affinity"] = anti_affinity(HOSTNAME, {"app": rng.choice(["a0", f"a{s}"])})
+        shapes.append(
+            (
+                rng.choice(["250m", "500m", "1", "1500m", "3"]),
+                rng.choice(["256Mi", "1Gi", "3Gi", "6Gi"]),
+                labels,
+                spec,
+            )
+        )
+    raws = []
+    for i in range(rng.randint(2, 6)):
+        cpu, mem, labels, spec = rng.choice(shapes)
+        raws.append(raw_pod(f"p{i}", cpu=cpu, memory=mem, labels=labels, **spec))
+    daemons = []
+    if rng.random() < 0.5:
+        daemons.append(raw_pod("ds", cpu="100m", memory="128Mi"))
+    existing = []
+    for e in range(rng.choice([0, 0, 1, 2])):
+        existing.append(
+            node(
+                f"n{e}",
+                cpu=rng.choice([500, 1000, 2000]),
+                memory=rng.choice([1, 4]) * GI,
+                labels={ZONE: rng.choice(ZONES), CAPACITY_TYPE: "on-demand"},
+            )
+        )
+    inp = SchedulingInput(
+        pods=[pod_view(r) for r in raws],
+        templates=[template(types=types)],
+        daemonset_pods=[pod_view(d, daemon=True) for d in daemons],
+        existing_nodes=existing,
+    )
+    return inp, raws, daemons
+
+
+# ---- the brute force ---------------------------------------------------------------------------
+
+
+def _partitions(items: list[int]) -> Iterator[list[list[int]]]:
+    if not items:
+        yield []
+        return
+    first, rest = items[0], items[1:]
+    for part in _partitions(rest):
+        for i in range(len(part)):
+            yield [*part[:i], [first, *part[i]], *part[i + 1 :]]
+        yield [[first], *part]
+
+
+def _clash(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    def hits(p: dict[str, Any], q: dict[str, Any]) -> bool:
+        terms = (
+            (p["spec"].get("affinity") or {})
+            .get("podAntiAffinity", {})
+            .get("requiredDuringSchedulingIgnoredDuringExecution", [])
+        )
+        return any(
+            all(
+                q["metadata"]["labels"].get(k) == v
+                for k, v in t["labelSelector"]["matchLabels"].items()
+            )
+            for t in terms
+        )
+
+    return hits(a, b) or hits(b, a)
+
+
+def _labels_ok(raw: dict[str, Any], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in (raw["spec"].get("nodeSelector") or {}).items())
+
+
+def _sum(raws: Sequence[dict[str, Any]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in raws:
+        for k, v in requests(r).items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _fits(need: dict[str, int], room: dict[str, int]) -> bool:
+    return all(v <= room.get(k, 0) for k, v in need.items())
+
+
+def brute_force(
+    inp: SchedulingInput, raws: list[dict[str, Any]], daemons: list[dict[str, Any]]
+) -> float:
+    overhead = _sum(daemons)
+    types = inp.templates[0].instance_types
+    best = float("inf")
+    cache: dict[tuple[int, ...], tuple[float, list[int]]] = {}
+
+    def price(block: tuple[int, ...]) -> tuple[float, list[int]]:
+        got = cache.get(block)
+        if got is not None:
+            return got
+        ps = [raws[i] for i in block]
+        if any(_clash(a, b) for a, b in itertools.combinations(ps, 2)) or any(
+            _clash(a, a) for a in ps if len(ps) > 1 and sum(p is a for p in ps) > 1
+        ):
+            cache[block] = (float("inf"), [])
+            return cache[block]
+        need = _sum(ps)
+        new = float("inf")
+        for it in types:
+            room = {k: v - overhead.get(k, 0) for k, v in it.capacity.items()}
+            if not _fits(need, room):
+                continue
+            for o in it.offerings:
+                labels = {ZONE: o.zone, CAPACITY_TYPE: o.capacity_type}
+                if o.available and all(_labels_ok(p, labels) for p in ps):
+                    new = min(new, o.price)
+        hosts = []
+        for e, n in enumerate(inp.existing_nodes):
+            free = dict(n.allocatable)
+            for k, v in overhead.items():
+                free[k] = free.get(k, 0) - v
+            if _fits(need, free) and all(_labels_ok(p, dict(n.labels)) for p in ps):
+                hosts.append(e)
+        cache[block] = (new, hosts)
+        return cache[block]
+
+    for part in _partitions(list(range(len(raws)))):
+        blocks = [tuple(sorted(b)) for b in part]
+        # each block buys a node or takes a distinct existing node
+        choices = [[-1, *price(b)[1]] for b in blocks]
+        for pick in itertools.product(*choices):
+            used = [e for e in pick if e >= 0]
+            if len(used) != len(set(used)):
+                continue
+            cost = sum(price(b)[0] for b, e in zip(blocks, pick, strict=True) if e < 0)
+            best = min(best, cost)
+    return best
+
+
+# ---- the property ------------------------------------------------------------------------------
+
+
+def _heuristic(inp: SchedulingInput) -> SchedulingResult:
+    inp.exact_seconds = 0
+    try:
+        return schedule(inp)
+    finally:
+        inp.exact_seconds = exact.TIME_BUDGET
+
+
+def test_exact_plans_are_feasible_and_no_dearer_than_the_optimum() -> None:
+    rng = random.Random(20261201)
+    proven = improved = 0
+    cases = 300
+    for _ in range(cases):
+        inp, raws, daemons = _scenario(rng)
+        heuristic = _heuristic(inp)
+        result = exact.improve(inp, heuristic, budget=2.0)
+        check_plan(inp, raws, result, raw_daemons=daemons)
+        assert result.cost <= heuristic.cost + 1e-9
+        optimum = brute_force(inp, raws, daemons)
+        assert optimum <= result.cost + 1e-6, "the brute force missed a plan"
+        if result.optimal:
+            proven += 1
+            assert result.cost == pytest.approx(optimum, abs=1e-6), result.exact
+            assert result.gap is not None and result.gap <= 1e-6
+        if result.cost < heuristic.cost - 1e-9:
+            improved += 1
+    assert proven >= 0.9 * cases
+    assert improved > 0
+
+
+def test_out_of_reach_batches_keep_the_heuristic_plan_and_say_why() -> None:
+    raws = [
+        raw_pod(
+            f"s{i}",
+            labels={"app": "s"},
+            topologySpreadConstraints=[
+                {
+                    "maxSkew": 1,
+                    "topologyKey": ZONE,
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "s"}},
+                }
+            ],
+        )
+        for i in range(3)
+    ]
+    inp = SchedulingInput(
+        pods=[pod_view(r) for r in raws], templates=[template(types=_catalogue(random.Random(1)))]
+    )
+    heuristic = _heuristic(inp)
+    result = exact.improve(inp, heuristic)
+    assert not result.optimal
+    assert result.node_claims is heuristic.node_claims
+    assert "topology spread" in result.exact
+
+
+def test_on_equal_cost_fewer_nodes() -> None:
+    # two 1-cpu pods: one 2-cpu node costs exactly what two 1-cpu nodes cost
+    types = [
+        InstanceType(
+            name=f"c{c}",
+            capacity={"cpu": c * 1000, "memory": 8 * GI, "pods": 110},
+            offerings=[Offering(zone="za", capacity_type="on-demand", price=0.1 * c)],
+        )
+        for c in (1, 2)
+    ]
+    raws = [raw_pod(f"p{i}", cpu="900m", memory="1Gi") for i in range(2)]
+    inp = SchedulingInput(pods=[pod_view(r) for r in raws], templates=[template(types=types)])
+    result = schedule(inp)
+    assert result.optimal
+    assert len(result.node_claims) == 1
+    assert result.cost == pytest.approx(0.2)
