@@ -72,6 +72,11 @@ def plan_document(inp: SchedulingInput, result: SchedulingResult) -> dict[str, A
             "total": _round(result.cost),
             "lowerBound": _round(result.lower_bound),
             "ratio": _round(ratio) if ratio != float("inf") else None,
+            # the exact planner's verdict on small batches: proven cheapest, and the gap to
+            # the best bound it proved (None when it did not run; `exact` says why)
+            "optimal": result.optimal,
+            "gap": None if result.gap is None else _round(result.gap),
+            "exact": result.exact,
         },
         "stats": {
             "pods": len(inp.pods),
@@ -112,6 +117,12 @@ def _table(doc: dict[str, Any]) -> str:
         f"${cost['total']:.4f}/hour, lower bound ${cost['lowerBound']:.4f}/hour "
         f"(ratio {ratio}), {stats['seconds']:.3f}s"
     )
+    if cost["optimal"]:
+        out.append("Plan proven optimal.")
+    elif cost["gap"] is not None:
+        out.append(f"Plan not proven optimal: gap {cost['gap']:.2%} to the best bound.")
+    elif cost["exact"]:
+        out.append(f"Plan not proven optimal ({cost['exact']}).")
     if doc["existingNodes"]:
         out.append("")
         out.append("Pods placed on existing nodes:")

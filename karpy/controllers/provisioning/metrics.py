@@ -6,7 +6,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from karpy.kube.metrics import REGISTRY
 
-__all__ = ["NODECLAIMS_CREATED", "QUEUE_DEPTH", "SCHEDULING_DURATION"]
+__all__ = ["NODECLAIMS_CREATED", "OPTIMALITY_GAP", "QUEUE_DEPTH", "SCHEDULING_DURATION"]
 
 NODECLAIMS_CREATED = Counter(
     "karpenter_nodeclaims_created_total",
@@ -26,5 +26,13 @@ QUEUE_DEPTH = Gauge(
     "karpenter_scheduler_queue_depth",
     "The number of pods currently waiting to be scheduled.",
     ["controller", "schedulingID"],
+    registry=REGISTRY,
+)
+# karpy's own: how far each small batch's plan may be from the cheapest (0 when proven optimal).
+OPTIMALITY_GAP = Histogram(
+    "karpy_scheduler_optimality_gap_ratio",
+    "Gap between a provisioning plan's cost and the best lower bound the exact planner proved, "
+    "as a fraction of the cost, per batch small enough for the exact planner.",
+    buckets=(0.0, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
     registry=REGISTRY,
 )

@@ -220,6 +220,17 @@ class Provisioner:
             metrics.SCHEDULING_DURATION.labels(NAME).observe(time.perf_counter() - started)
             metrics.QUEUE_DEPTH.remove(NAME, scheduling_id)
         laps.lap("simulate")
+        if result.gap is not None:
+            metrics.OPTIMALITY_GAP.observe(result.gap)
+        log.debug(
+            "provisioning plan optimality",
+            pods=len(batch.pods),
+            cost=round(result.cost, 6),
+            lower_bound=round(result.lower_bound, 6),
+            optimal=result.optimal,
+            gap=None if result.gap is None else round(result.gap, 6),
+            exact=result.exact,
+        )
         names = await self.apply(batch, result)
         laps.lap("apply")
         log.debug(

@@ -66,7 +66,9 @@ def test_json_plan_has_exactly_the_documented_keys(
     assert code == 0
     doc = json.loads(out)
     assert set(doc) == SCHEMA_KEYS
-    assert set(doc["cost"]) == {"total", "lowerBound", "ratio"}
+    assert set(doc["cost"]) == {"total", "lowerBound", "ratio", "optimal", "gap", "exact"}
+    # three identical pods on one pool: the exact planner proves the plan cheapest
+    assert doc["cost"]["optimal"] is True and doc["cost"]["gap"] == 0
     assert set(doc["stats"]) == {"pods", "nodeClaims", "seconds"}
     assert doc["stats"]["pods"] == 3
     assert doc["nodeClaims"]
@@ -92,6 +94,7 @@ def test_yaml_and_table_outputs(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code, out, _ = simulate(capsys, "-f", f)
     assert code == 0
     assert "NODEPOOL" in out and "lower bound" in out and "default" in out
+    assert "Plan proven optimal." in out
 
 
 def test_other_kinds_are_skipped_with_a_warning(

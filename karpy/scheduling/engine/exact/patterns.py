@@ -33,7 +33,11 @@ class _TooMany(Exception):
 
 
 def _fillings(
-    classes: Sequence[PodClass], allowed: Sequence[int], room: Sequence[int], budget: list[int]
+    classes: Sequence[PodClass],
+    allowed: Sequence[int],
+    room: Sequence[int],
+    budget: list[int],
+    stop: float,
 ) -> Iterator[dict[int, int]]:
     """Maximal fillings of `room` with the `allowed` classes (at most their pod counts)."""
     order = list(allowed)
@@ -50,6 +54,9 @@ def _fillings(
 
     def walk(i: int) -> Iterator[dict[int, int]]:
         if i == len(order):
+            budget[1] += 1
+            if not budget[1] % 512 and time.perf_counter() > stop:
+                raise _TooMany
             if counts and not any(fits(ci) for ci in order):
                 budget[0] -= 1
                 if budget[0] < 0:
@@ -82,17 +89,19 @@ def solve_patterns(
 ) -> Solution | None:
     """Solve by patterns; None when there are too many to list (use the slot model)."""
     classes = problem.classes
-    budget = [MAX_PATTERNS]
+    budget = [MAX_PATTERNS, 0]
+    # listing may take at most half of what is left, so the slot model still gets a chance
+    stop = time.perf_counter() + (deadline - time.perf_counter()) / 2
     cols: list[tuple[Option | None, int, dict[int, int]]] = []  # (option, existing idx, fill)
     try:
         for o in options:
-            for fill in _fillings(classes, sorted(o.classes), o.alloc, budget):
+            for fill in _fillings(classes, sorted(o.classes), o.alloc, budget, stop):
                 cols.append((o, -1, fill))
         free = problem.cluster.free
         for e, ok in enumerate(problem.existing_ok):
             if ok:
                 room = [int(v) for v in free[e]]
-                for fill in _fillings(classes, sorted(ok), room, budget):
+                for fill in _fillings(classes, sorted(ok), room, budget, stop):
                     cols.append((None, e, fill))
     except _TooMany:
         return None
