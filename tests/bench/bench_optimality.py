@@ -1,0 +1,193 @@
+"""How close small-batch plans come to the cheapest: `make bench BENCH=optimality`.
+
+200 random batches of 2-40 pending pods (seeded): a random six-type catalogue over three zones
+and two capacity types with perturbed prices and some offerings unavailable, one to five pod
+shapes (some pinned to a zone or capacity type, some hostname anti-affine), DaemonSet overhead
+and sometimes existing nodes with room. Each batch is planned as the provisioner plans it
+(`schedule`, exact planner budget 200 ms) and by the heuristic alone, and compared with a
+reference optimum: the exact planner given 10 s (counted only where it proves optimality).
+
+One JSON line per pod-count band and one for all batches: the share proven optimal within the
+budget, plan / optimum (share within 1.05x, worst, and the same for the heuristic alone), and
+planning time per batch (p50, p99, wall clock and process CPU).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import statistics
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+from karpy.scheduling import InstanceType, Offering, Requirements, pod_view
+from karpy.scheduling.engine import (
+    ExistingNode,
+    NodePoolTemplate,
+    SchedulingInput,
+    schedule,
+)
+
+GI = 1024**3
+ZONE = "topology.kubernetes.io/zone"
+CAPACITY_TYPE = "karpenter.sh/capacity-type"
+HOSTNAME = "kubernetes.io/hostname"
+ZONES = ("zone-a", "zone-b", "zone-c")
+CTS = ("on-demand", "spot")
+BATCHES = int(os.environ.get("OPTIMALITY_BATCHES", "200"))
+BANDS = ((2, 7), (8, 20), (21, 40))
+REFERENCE_SECONDS = 10.0
+
+
+def _catalogue(rng: random.Random) -> list[InstanceType]:
+    shapes = rng.sample(
+        [(1, 2), (2, 4), (2, 8), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32), (16, 64), (32, 64)],
+        6,
+    )
+    out = []
+    for i, (cpu, mem) in enumerate(shapes):
+        per = 0.03 + 0.005 * mem / cpu
+        out.append(
+            InstanceType(
+                name=f"type-{i}",
+                capacity={"cpu": cpu * 1000, "memory": mem * GI, "pods": 110},
+                overhead={"cpu": 80, "memory": GI // 4},
+                offerings=[
+                    Offering(
+                        zone=z,
+                        capacity_type=ct,
+                        price=round(
+                            cpu * per * (0.4 if ct == "spot" else 1.0) * rng.uniform(0.9, 1.1), 6
+                        ),
+                        available=rng.random() > 0.1,
+                    )
+                    for z in ZONES
+                    for ct in CTS
+                ],
+            )
+        )
+    return out
+
+
+def _pod(name: str, cpu: str, mem: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": "bench", "labels": labels, "uid": name},
+        "spec": {
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}}],
+            **spec,
+        },
+    }
+
+
+def batch(rng: random.Random, n: int) -> SchedulingInput:
+    shapes = []
+    for s in range(rng.randint(1, 5)):
+        spec: dict[str, Any] = {}
+        selector = {}
+        if rng.random() < 0.2:
+            selector[ZONE] = rng.choice(ZONES)
+        if rng.random() < 0.2:
+            selector[CAPACITY_TYPE] = rng.choice(CTS)
+        if selector:
+            spec["nodeSelector"] = selector
+        if rng.random() < 0.25:
+            spec["affinity"] = {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "topologyKey": HOSTNAME,
+                            "labelSelector": {"matchLabels": {"app": f"a{s}"}},
+                        }
+                    ]
+                }
+            }
+        cpu = rng.choice(["100m", "250m", "500m", "1", "1500m", "2", "3500m"])
+        mem = rng.choice(["128Mi", "512Mi", "1Gi", "2Gi", "4Gi", "7Gi"])
+        shapes.append((cpu, mem, {"app": f"a{s}"}, spec))
+    pods = []
+    for i in range(n):
+        cpu, mem, labels, spec = rng.choice(shapes)
+        pods.append(pod_view(_pod(f"p{i}", cpu, mem, labels, **spec)))
+    daemon = pod_view(_pod("ds", "100m", "128Mi", {}), daemon=True)
+    existing = [
+        ExistingNode(
+            name=f"node-{e}",
+            labels={HOSTNAME: f"node-{e}", ZONE: rng.choice(ZONES), CAPACITY_TYPE: "on-demand"},
+            allocatable={
+                "cpu": rng.choice([500, 1000, 2000]),
+                "memory": rng.choice([1, 2, 4]) * GI,
+                "pods": 110,
+            },
+        )
+        for e in range(rng.choice([0, 0, 0, 1, 2, 3]))
+    ]
+    pool = NodePoolTemplate(
+        name="default", requirements=Requirements(), instance_types=_catalogue(rng)
+    )
+    return SchedulingInput(
+        pods=pods, templates=[pool], daemonset_pods=[daemon], existing_nodes=existing
+    )
+
+
+def _pct(xs: list[float], q: float) -> float:
+    if not xs:
+        return 0.0
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
+
+
+def _summary(name: str, rows: list[dict[str, float]]) -> dict[str, Any]:
+    known = [r for r in rows if r["reference_proven"]]
+    ratios = [r["cost"] / r["optimum"] if r["optimum"] > 0 else 1.0 for r in known]
+    heuristic = [r["heuristic"] / r["optimum"] if r["optimum"] > 0 else 1.0 for r in known]
+    secs = [r["seconds"] for r in rows]
+    cpu = [r["cpu_seconds"] for r in rows]
+    return {
+        "case": name,
+        "batches": len(rows),
+        "provenOptimal": round(sum(r["optimal"] for r in rows) / len(rows), 3),
+        "referenceKnown": len(known),
+        "within105": round(sum(x <= 1.05 + 1e-9 for x in ratios) / max(1, len(ratios)), 3),
+        "worstRatio": round(max(ratios, default=1.0), 4),
+        "meanRatio": round(statistics.fmean(ratios), 4) if ratios else None,
+        "heuristicWithin105": round(
+            sum(x <= 1.05 + 1e-9 for x in heuristic) / max(1, len(heuristic)), 3
+        ),
+        "heuristicWorstRatio": round(max(heuristic, default=1.0), 4),
+        "secondsP50": round(_pct(secs, 0.5), 4),
+        "secondsP99": round(_pct(secs, 0.99), 4),
+        "cpuSecondsP50": round(_pct(cpu, 0.5), 4),
+        "cpuSecondsP99": round(_pct(cpu, 0.99), 4),
+    }
+
+
+def cases() -> Iterator[dict[str, Any]]:
+    rng = random.Random(2026)
+    rows: list[dict[str, float]] = []
+    for i in range(BATCHES):
+        n = rng.randint(2, 40) if i >= BATCHES // 4 else rng.randint(2, 7)
+        inp = batch(rng, n)
+        wall, cpu = time.perf_counter(), time.process_time()
+        plan = schedule(inp)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        heuristic = schedule(replace(inp, exact_seconds=0))
+        reference = schedule(replace(inp, exact_seconds=REFERENCE_SECONDS))
+        rows.append(
+            {
+                "pods": n,
+                "cost": plan.cost,
+                "heuristic": heuristic.cost,
+                "optimum": reference.cost,
+                "reference_proven": float(reference.optimal),
+                "optimal": float(plan.optimal),
+                "seconds": wall,
+                "cpu_seconds": cpu,
+            }
+        )
+    for lo, hi in BANDS:
+        band = [r for r in rows if lo <= r["pods"] <= hi]
+        if band:
+            yield _summary(f"optimality-{lo}-{hi}-pods", band)
+    yield _summary(f"optimality-{BATCHES}-batches", rows)
