@@ -92,7 +92,7 @@ def solve(problem: Problem, options: list[Option], cutoff: float, deadline: floa
         for k, o in enumerate(options):
             cost[z(s, k)] = o.price + NODE_EPSILON
             ub[z(s, k)] = 1
-    caps = [len(c.pods) if not c.one_per_node else 1 for c in classes]
+    caps = [min(len(c.pods), c.per_node) for c in classes]
     for ci in range(nc):
         for s in range(slots):
             ub[x(ci, s)] = caps[ci]

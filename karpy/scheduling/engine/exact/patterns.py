@@ -46,7 +46,7 @@ def _fillings(
 
     def fits(ci: int) -> bool:
         c = classes[ci]
-        if counts.get(ci, 0) >= (1 if c.one_per_node else len(c.pods)):
+        if counts.get(ci, 0) >= min(len(c.pods), c.per_node):
             return False
         if any(counts.get(d) for d in c.clash):
             return False

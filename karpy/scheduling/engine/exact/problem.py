@@ -20,7 +20,7 @@ from karpy.scheduling.engine.existing import ExistingNodes
 from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.instancetypes import InstanceType, Offering
-from karpy.scheduling.pods import PodView
+from karpy.scheduling.pods import DO_NOT_SCHEDULE, PodView
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import CPU, MEMORY, PODS
 from karpy.scheduling.taints import Toleration
@@ -39,6 +39,8 @@ class PodClass:
     alternatives: list[Requirements]
     tolerations: tuple[Toleration, ...]
     one_per_node: bool  # hostname anti-affinity against its own class
+    # most pods of the class on one node: 1 with anti-affinity, maxSkew with a hostname spread
+    per_node: int = 1 << 30
     clash: frozenset[int] = frozenset()  # other classes it may not share a node with
 
 
@@ -77,8 +79,13 @@ class Problem:
 def _unsupported(p: PodView, policy: str) -> str:
     if p.unsupported:
         return p.unsupported
-    if p.spread:
-        return "topology spread"
+    for sp in p.spread:
+        if not sp.is_hostname:
+            return "topology spread"
+        if sp.when_unsatisfiable != DO_NOT_SCHEDULE and policy == "Respect":
+            return "preferences"
+        if sp.min_domains:
+            return "topology spread with minDomains"
     if p.affinity:
         return "pod affinity"
     if any(not t.is_hostname for t in p.anti_affinity):
@@ -101,6 +108,10 @@ def _signature(p: PodView) -> tuple[object, ...]:
         p.required_terms,
         p.tolerations,
         p.anti_affinity,
+        p.spread,
+        p.preferred_affinity,
+        p.preferred_anti_affinity,
+        p.preferred_node_terms,
         tuple(sorted(p.labels.items())),
         p.namespace,
     )
@@ -127,6 +138,24 @@ def _classes(inp: SchedulingInput, dims: Dims) -> list[PodClass] | str:
             if any(t.selects(other, ns) for t in pod.anti_affinity)
             or any(t.selects(pod, ns) for t in other.anti_affinity)
         }
+        per_node = 1 if ci in clash else len(pods)
+        for sp in pod.spread:
+            if sp.when_unsatisfiable != DO_NOT_SCHEDULE and inp.preference_policy == "Ignore":
+                continue
+            # Every new node is a domain with no matching pod, so the skew caps each node at
+            # maxSkew pods, as long as the spread counts only this class's pending pods.
+            selects = [
+                di
+                for di, other in enumerate(reps)
+                if other.namespace == pod.namespace and sp.selector.matches(other.labels)
+            ]
+            if selects != [ci] or any(
+                b.namespace == pod.namespace and sp.selector.matches(b.labels)
+                for n in inp.existing_nodes
+                for b in n.pods
+            ):
+                return "hostname spread over other pods"
+            per_node = min(per_node, sp.max_skew)
         classes.append(
             PodClass(
                 pods=pods,
@@ -135,6 +164,7 @@ def _classes(inp: SchedulingInput, dims: Dims) -> list[PodClass] | str:
                 tolerations=pod.tolerations,
                 one_per_node=ci in clash,
                 clash=frozenset(clash - {ci}),
+                per_node=per_node,
             )
         )
     return classes
