@@ -21,7 +21,7 @@ from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.pods import DO_NOT_SCHEDULE, PodView
-from karpy.scheduling.requirements import Requirement, Requirements
+from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import CPU, MEMORY, PODS
 from karpy.scheduling.taints import Toleration
 
@@ -240,47 +240,10 @@ def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
     # per class: the pools Karpenter would consider (the heaviest that can host it)
     allowed = _allowed_pools(inp, heuristic, classes, pools)
     for pool in pools:
-        tol_ok = [pool.tolerated(c.tolerations) is None for c in classes]
-        for ti, it in enumerate(pool.types):
-            for o in it.offerings:
-                if not o.available:
-                    continue
-                reqs = pool.node_reqs.union(it.requirements).add(
-                    Requirement(LABEL_TOPOLOGY_ZONE, complement=False, values=(o.zone,)),
-                    Requirement(LABEL_CAPACITY_TYPE, complement=False, values=(o.capacity_type,)),
-                )
-                if pool.node_reqs.intersects(reqs) is not None or not o.compatible(pool.node_reqs):
-                    continue
-                ok: set[int] = set()
-                alt_for: dict[int, Requirements] = {}
-                for ci, c in enumerate(classes):
-                    if not tol_ok[ci] or pool.index not in allowed[ci]:
-                        continue
-                    for alt in c.alternatives:
-                        if pool.node_reqs.compatible(alt, well_known=pool.well_known) is not None:
-                            continue
-                        if reqs.intersects(alt) is not None or not o.compatible(alt):
-                            continue
-                        if not _fixed(reqs, alt):
-                            return "requirements on labels a node does not fix"
-                        ok.add(ci)
-                        alt_for[ci] = alt
-                        break
-                if not ok:
-                    continue
-                options.append(
-                    Option(
-                        pool=pool,
-                        type_index=ti,
-                        offering=o,
-                        requirements=reqs,
-                        alloc=pool.alloc[ti],
-                        capacity=dict(it.capacity),
-                        price=o.price,
-                        classes=frozenset(ok),
-                        alt=alt_for,
-                    )
-                )
+        pool_options = _pool_options(pool, classes, allowed)
+        if isinstance(pool_options, str):
+            return pool_options
+        options.extend(pool_options)
     cluster = ExistingNodes(inp.existing_nodes, dims=dims, daemons=inp.daemonset_pods)
     existing_ok: list[frozenset[int]] = []
     for view in cluster.nodes:
@@ -307,6 +270,82 @@ def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
         pool_left=_pool_left(inp, pools),
         pools=pools,
     )
+
+
+_OFFERING_KEYS = (LABEL_TOPOLOGY_ZONE, LABEL_CAPACITY_TYPE)
+
+
+def _pool_options(
+    pool: PoolContext, classes: list[PodClass], allowed: list[set[int]]
+) -> list[Option] | str:
+    """The pool's options: per instance type, the cheapest offering for each set of classes
+    its offerings admit (offerings differ only in zone and capacity type)."""
+    out: list[Option] = []
+    cands = [
+        ci
+        for ci, c in enumerate(classes)
+        if pool.index in allowed[ci] and pool.tolerated(c.tolerations) is None
+    ]
+    alts = {
+        ci: [
+            a
+            for a in classes[ci].alternatives
+            if pool.node_reqs.compatible(a, well_known=pool.well_known) is None
+        ]
+        for ci in cands
+    }
+    for ti, it in enumerate(pool.types):
+        base = pool.node_reqs.union(it.requirements)
+        # per class: the alternatives this type's labels meet, zone and capacity type aside
+        type_alts: dict[int, list[Requirements]] = {}
+        for ci in cands:
+            ok = []
+            for a in alts[ci]:
+                rest = a.without(*_OFFERING_KEYS)
+                if base.intersects(rest) is not None:
+                    continue
+                if not _fixed(base, rest):
+                    return "requirements on labels a node does not fix"
+                ok.append(a)
+            if ok:
+                type_alts[ci] = ok
+        if not type_alts:
+            continue
+        best: dict[frozenset[int], tuple[Offering, dict[int, Requirements]]] = {}
+        for o in it.offerings:
+            if not o.available or not o.compatible(pool.node_reqs):
+                continue
+            alt_for: dict[int, Requirements] = {}
+            for ci, ok in type_alts.items():
+                for a in ok:
+                    if o.compatible(a):
+                        alt_for[ci] = a
+                        break
+            if not alt_for:
+                continue
+            key = frozenset(alt_for)
+            held = best.get(key)
+            if held is None or (o.price, o.zone, o.capacity_type) < (
+                held[0].price,
+                held[0].zone,
+                held[0].capacity_type,
+            ):
+                best[key] = (o, alt_for)
+        for key, (o, alt_for) in best.items():
+            out.append(
+                Option(
+                    pool=pool,
+                    type_index=ti,
+                    offering=o,
+                    requirements=base,
+                    alloc=pool.alloc[ti],
+                    capacity=dict(it.capacity),
+                    price=o.price,
+                    classes=key,
+                    alt=alt_for,
+                )
+            )
+    return out
 
 
 def _allowed_pools(
