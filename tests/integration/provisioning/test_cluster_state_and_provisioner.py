@@ -11,6 +11,7 @@ from kubetest import async_wait_until
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.controllers.provisioning import Batcher, Provisioner
 from karpy.kube import PODS
+from karpy.kube.metrics import REGISTRY
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
 
@@ -173,8 +174,12 @@ async def test_one_provisioning_pass(env: Env) -> None:
         events=env.events,
         batcher=Batcher(idle=1.0, maximum=10.0),
     )
+    gaps_before = REGISTRY.get_sample_value("karpy_scheduler_optimality_gap_ratio_count") or 0.0
     names = await provisioner.provision()
     assert len(names) >= 1
+    # a small batch: the exact planner ran and its gap was recorded once
+    gaps = REGISTRY.get_sample_value("karpy_scheduler_optimality_gap_ratio_count")
+    assert gaps == gaps_before + 1
     claims = (await env.client.list(NODECLAIMS)).items
     assert sorted(c["metadata"]["name"] for c in claims) == sorted(names)
     claim = claims[0]

@@ -92,6 +92,8 @@ def _scenario(
     for i in range(rng.randint(2, 6)):
         cpu, mem, labels, spec = rng.choice(shapes)
         raws.append(raw_pod(f"p{i}", cpu=cpu, memory=mem, labels=labels, **spec))
+    if rng.random() < 0.1:
+        raws.append(raw_pod("huge", cpu="100", memory="1Gi"))  # no type holds it
     daemons = []
     if rng.random() < 0.5:
         daemons.append(raw_pod("ds", cpu="100m", memory="128Mi"))
@@ -244,7 +246,9 @@ def test_exact_plans_are_feasible_and_no_dearer_than_the_optimum() -> None:
         result = exact.improve(inp, heuristic, budget=2.0)
         check_plan(inp, raws, result, raw_daemons=daemons)
         assert result.cost <= heuristic.cost + 1e-9
-        optimum = brute_force(inp, raws, daemons)
+        assert result.errors == heuristic.errors
+        placed = [r for r in raws if f"default/{r['metadata']['name']}" not in result.errors]
+        optimum = brute_force(inp, placed, daemons)
         assert optimum <= result.cost + 1e-6, "the brute force missed a plan"
         if result.optimal:
             proven += 1

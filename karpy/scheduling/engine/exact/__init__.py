@@ -4,8 +4,9 @@
 the batch uses is modelled (`problem.py`), prunes dominated purchase options (`prune.py`) and
 solves it with HiGHS inside a time budget, cut off at the heuristic plan's cost. The cheaper
 plan wins (on equal cost, the one with fewer nodes); the result says whether it is proven
-optimal and carries the solver's best bound. Out-of-reach batches return the heuristic's plan
-with the reason in `exact`.
+optimal and carries the solver's best bound. Pods the heuristic could not place stay
+unschedulable (with its reasons); optimality is over plans for the others. Out-of-reach batches
+return the heuristic's plan with the reason in `exact`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def improve(
         return _mark(heuristic, optimal=True, best_bound=0.0, exact="no pods")
     if len(inp.pods) > MAX_PODS:
         return _mark(heuristic, exact=f"batch larger than {MAX_PODS} pods")
-    if heuristic.cost <= 0 and not heuristic.errors:
+    if heuristic.cost <= 0:
         return _mark(heuristic, optimal=True, best_bound=0.0, exact="no new nodes")
     problem = build(inp, heuristic)
     if isinstance(problem, str):
@@ -51,7 +52,7 @@ def improve(
     cutoff = heuristic.cost + NODE_EPSILON * nodes + 1e-9
     by_patterns = solve_patterns(problem, options, cutoff, deadline)
     if by_patterns is not None:
-        sol, slots = by_patterns, len(inp.pods)
+        sol, slots = by_patterns, sum(len(c.pods) for c in problem.classes)
     elif any(c.clash for c in problem.classes):
         return _mark(
             heuristic, exact="not modelled: anti-affinity between classes, too many patterns"

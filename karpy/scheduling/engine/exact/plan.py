@@ -92,7 +92,7 @@ def to_result(
     return SchedulingResult(
         node_claims=claims,
         existing=existing,
-        errors={},
+        errors=dict(heuristic.errors),
         cost=sum(c.price for c in claims),
         lower_bound=heuristic.lower_bound,
         seconds=heuristic.seconds,

@@ -8,6 +8,7 @@ heuristic's plan stands unproven.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from karpy.apis.v1.labels import (
@@ -117,9 +118,11 @@ def _signature(p: PodView) -> tuple[object, ...]:
     )
 
 
-def _classes(inp: SchedulingInput, dims: Dims) -> list[PodClass] | str:
+def _classes(inp: SchedulingInput, dims: Dims, skip: Mapping[str, str]) -> list[PodClass] | str:
     groups: dict[tuple[object, ...], list[PodView]] = {}
     for p in inp.pods:
+        if p.key in skip:
+            continue
         why = _unsupported(p, inp.preference_policy)
         if why:
             return why
@@ -208,15 +211,14 @@ def _pool_left(inp: SchedulingInput, pools: list[PoolContext]) -> dict[int, dict
 
 def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
     """The problem, or why the batch is out of the exact planner's reach."""
-    if heuristic.errors:
-        return "some pods could not be scheduled"
     names = {CPU, MEMORY, PODS}
     for p in inp.pods:
         names.update(p.requests)
     for d in inp.daemonset_pods:
         names.update(d.requests)
     dims = Dims(sorted(names))
-    got = _classes(inp, dims)
+    # Pods the heuristic could not place stay unschedulable; the rest are planned exactly.
+    got = _classes(inp, dims, heuristic.errors)
     if isinstance(got, str):
         return got
     classes = got
