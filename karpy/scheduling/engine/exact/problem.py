@@ -17,7 +17,7 @@ from karpy.apis.v1.labels import (
     LABEL_TOPOLOGY_ZONE,
 )
 from karpy.scheduling.engine import limits as pool_limits
-from karpy.scheduling.engine.existing import ExistingNodes
+from karpy.scheduling.engine.existing import Admission, ExistingNodes
 from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.instancetypes import InstanceType, Offering
@@ -251,7 +251,7 @@ def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
     for view in cluster.nodes:
         ok = set()
         for ci, c in enumerate(classes):
-            if not cluster.admits(view.idx, (tuple(c.alternatives), c.tolerations)):
+            if not cluster.admits(view.idx, Admission(tuple(c.alternatives), c.tolerations)):
                 continue
             rep = c.pods[0]
             ns = inp.namespace_labels

@@ -20,7 +20,7 @@ from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.pods import pod_view
-from tests.unit.scheduling.builders import (
+from tests.unit.scheduling.engine.builders import (
     CAPACITY_TYPE,
     HOSTNAME,
     ZONE,
@@ -30,7 +30,7 @@ from tests.unit.scheduling.builders import (
     spread,
     template,
 )
-from tests.unit.scheduling.checker import check_plan, requests
+from tests.unit.scheduling.engine.checker import check_plan, requests
 
 ZONES = ["za", "zb"]
 CTS = ["on-demand", "spot"]
