@@ -24,6 +24,8 @@ from karpy.scheduling.engine.exact.problem import Option, Problem
 __all__ = ["NODE_EPSILON", "Solution", "solve"]
 
 NODE_EPSILON = 1e-6
+# Relative gap at which HiGHS calls a plan optimal: far below any price difference that matters.
+MIP_GAP = 1e-5
 _NODES = pool_limits.NODES
 
 
@@ -156,7 +158,7 @@ def solve(problem: Problem, options: list[Option], cutoff: float, deadline: floa
         integrality=integrality,
         bounds=Bounds(lb, ub),
         constraints=LinearConstraint(a, rows.lo, rows.hi),
-        options={"time_limit": left_s, "mip_rel_gap": 1e-7, "presolve": True},
+        options={"time_limit": left_s, "mip_rel_gap": MIP_GAP, "presolve": True},
     )
     bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
     if res.status == 2:

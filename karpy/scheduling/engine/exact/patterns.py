@@ -19,12 +19,14 @@ from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import
 from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
 from karpy.scheduling.engine import limits as pool_limits
-from karpy.scheduling.engine.exact.milp import NODE_EPSILON, Solution
+from karpy.scheduling.engine.exact.milp import MIP_GAP, NODE_EPSILON, Solution
 from karpy.scheduling.engine.exact.problem import Option, PodClass, Problem
 
 __all__ = ["MAX_PATTERNS", "solve_patterns"]
 
-MAX_PATTERNS = 20_000
+MAX_PATTERNS = 60_000
+# Share of the time left that listing may take before the slot model gets the rest.
+LIST_SHARE = 0.75
 _NODES = pool_limits.NODES
 
 
@@ -40,7 +42,8 @@ def _fillings(
     stop: float,
 ) -> Iterator[dict[int, int]]:
     """Maximal fillings of `room` with the `allowed` classes (at most their pod counts)."""
-    order = list(allowed)
+    # big pods first: fewer partial fillings that smaller pods could still grow
+    order = sorted(allowed, key=lambda ci: classes[ci].vec, reverse=True)
     counts: dict[int, int] = {}
     left = list(room)
 
@@ -90,8 +93,7 @@ def solve_patterns(
     """Solve by patterns; None when there are too many to list (use the slot model)."""
     classes = problem.classes
     budget = [MAX_PATTERNS, 0]
-    # listing may take at most half of what is left, so the slot model still gets a chance
-    stop = time.perf_counter() + (deadline - time.perf_counter()) / 2
+    stop = time.perf_counter() + (deadline - time.perf_counter()) * LIST_SHARE
     cols: list[tuple[Option | None, int, dict[int, int]]] = []  # (option, existing idx, fill)
     try:
         for o in options:
@@ -150,31 +152,120 @@ def solve_patterns(
                 -math.inf,
                 float(amount),
             )
-    row([(j, float(cost[j])) for j in range(n) if cost[j]], -math.inf, cutoff)
     if len(lo) and not any(cols):
         return Solution([], {}, False, 0.0, "no way to place the pods")
+    a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
+    bounds = Bounds(np.zeros(n), ub)
+    # A rounded LP plan first: often much better than the heuristic's, it tightens the cutoff
+    # and stands if the search runs out of time.
+    limited = any(left is not None for left in problem.pool_left.values())
+    rounded = None if limited else _rounded(cols, cost, classes, a, lo, hi, bounds, deadline)
+    if rounded is not None:
+        value = float(cost @ rounded)
+        if value < cutoff:
+            cutoff = value + 1e-9
+        else:
+            rounded = None
+    row([(j, float(cost[j])) for j in range(n) if cost[j]], -math.inf, cutoff)
+    a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
     left_s = deadline - time.perf_counter()
     if left_s <= 0.002:
+        if rounded is not None:
+            return _decode(cols, classes, rounded, False, 0.0, "patterns: rounded LP plan")
         return Solution([], {}, False, 0.0, "no time left to solve")
-    a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
     res = milp(
         cost,
         integrality=np.ones(n),
-        bounds=Bounds(np.zeros(n), ub),
+        bounds=bounds,
         constraints=LinearConstraint(a, lo, hi),
-        options={"time_limit": left_s, "mip_rel_gap": 1e-7},
+        options={"time_limit": left_s, "mip_rel_gap": MIP_GAP},
     )
     bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
     if res.status == 2:
+        if rounded is not None:
+            # nothing cheaper than the rounded plan: it is the optimum
+            return _decode(cols, classes, rounded, True, cutoff, "patterns: rounded LP plan")
         return Solution([], {}, True, cutoff, "patterns: nothing cheaper than the heuristic plan")
     if res.x is None:
+        if rounded is not None:
+            return _decode(
+                cols, classes, rounded, False, max(0.0, bound), f"patterns: {res.message}"
+            )
         return Solution([], {}, False, max(0.0, bound), f"patterns: {res.message}")
+    optimal = res.status == 0
+    if optimal:
+        bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
     sol = np.round(res.x).astype(np.int64)
+    return _decode(cols, classes, sol, optimal, max(0.0, bound), f"patterns: {res.message}")
+
+
+_Col = tuple[Option | None, int, dict[int, int]]
+
+
+def _rounded(
+    cols: list[_Col],
+    cost: np.ndarray,
+    classes: Sequence[PodClass],
+    a: object,
+    lo: list[float],
+    hi: list[float],
+    bounds: object,
+    deadline: float,
+) -> np.ndarray | None:
+    """The LP relaxation rounded up (existing nodes down), then short classes covered
+    greedily by the new-node pattern that covers most per dollar."""
+    left_s = (deadline - time.perf_counter()) / 4
+    if left_s <= 0.002:
+        return None
+    lp = milp(
+        cost,
+        integrality=np.zeros(len(cols)),
+        bounds=bounds,
+        constraints=LinearConstraint(a, lo, hi),
+        options={"time_limit": left_s},
+    )
+    if lp.x is None:
+        return None
+    out = np.zeros(len(cols), dtype=np.int64)
+    for j, (bought, _, _) in enumerate(cols):
+        xj = float(lp.x[j])
+        out[j] = math.floor(xj + 1e-9) if bought is None else math.ceil(xj - 1e-9)
+    short = {ci: len(c.pods) for ci, c in enumerate(classes)}
+    for jj in np.nonzero(out)[0].tolist():
+        for ci, k in cols[jj][2].items():
+            short[ci] -= k * int(out[jj])
+    while any(v > 0 for v in short.values()):
+        best, score = -1, 0.0
+        for j, (bought, _, fill) in enumerate(cols):
+            if bought is None:
+                continue
+            covered = sum(min(k, short[ci]) for ci, k in fill.items() if short[ci] > 0)
+            if covered and covered / cost[j] > score:
+                best, score = j, covered / cost[j]
+        if best < 0:
+            return None
+        out[best] += 1
+        for ci, k in cols[best][2].items():
+            short[ci] -= k
+    return out
+
+
+def _decode(
+    cols: list[_Col],
+    classes: Sequence[PodClass],
+    sol: np.ndarray,
+    optimal: bool,
+    bound: float,
+    status: str,
+) -> Solution:
+    """Nodes and existing-node placements from pattern counts; surplus pods are dropped."""
     need = {ci: len(cls.pods) for ci, cls in enumerate(classes)}
     nodes: list[tuple[Option, dict[int, int]]] = []
     existing: dict[int, dict[int, int]] = {}
-    # existing nodes first (free), then new nodes; surplus pods are dropped
-    picked = sorted((j for j in range(n) if sol[j] > 0), key=lambda j: cols[j][0] is not None)
+    # existing nodes first (free), then new nodes
+    picked = sorted(
+        (j for j in range(len(cols)) if sol[j] > 0), key=lambda j: cols[j][0] is not None
+    )
     for j in picked:
         bought, e, fill = cols[j]
         for _ in range(int(sol[j])):
@@ -190,7 +281,4 @@ def solve_patterns(
                 existing[e] = got
             else:
                 nodes.append((bought, got))
-    optimal = res.status == 0
-    if optimal:
-        bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
-    return Solution(nodes, existing, optimal, max(0.0, bound), f"patterns: {res.message}")
+    return Solution(nodes, existing, optimal, bound, status)
