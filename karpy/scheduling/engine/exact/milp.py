@@ -15,8 +15,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
-from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.problem import Option, Problem
@@ -71,6 +69,10 @@ def slot_count(problem: Problem, options: list[Option], cutoff: float) -> int:
 
 
 def solve(problem: Problem, options: list[Option], cutoff: float, deadline: float) -> Solution:
+    # scipy loads on first use (see lp.warm_up), not when the engine is imported
+    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
+    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+
     classes = problem.classes
     nc, nk = len(classes), len(options)
     slots = slot_count(problem, options, cutoff)

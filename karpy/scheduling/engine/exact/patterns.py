@@ -15,8 +15,6 @@ import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
-from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.milp import MIP_GAP, NODE_EPSILON, Solution
@@ -91,6 +89,10 @@ def solve_patterns(
     problem: Problem, options: list[Option], cutoff: float, deadline: float
 ) -> Solution | None:
     """Solve by patterns; None when there are too many to list (use the slot model)."""
+    # scipy loads on first use (see lp.warm_up), not when the engine is imported
+    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
+    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+
     classes = problem.classes
     budget = [MAX_PATTERNS, 0]
     stop = time.perf_counter() + (deadline - time.perf_counter()) * LIST_SHARE
@@ -214,6 +216,9 @@ def _rounded(
 ) -> np.ndarray | None:
     """The LP relaxation rounded up (existing nodes down), then short classes covered
     greedily by the new-node pattern that covers most per dollar."""
+    # scipy loads on first use (see lp.warm_up), not when the engine is imported
+    from scipy.optimize import LinearConstraint, milp
+
     left_s = (deadline - time.perf_counter()) / 4
     if left_s <= 0.002:
         return None
