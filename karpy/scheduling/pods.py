@@ -171,6 +171,84 @@ def _build(
         if daemon is not None
         else any(o.get("kind") == "DaemonSet" and o.get("controller", True) for o in owners)
     )
+    key = _shape_key(p, meta, spec, volume_terms)
+    shape = _SHAPES.get(key) if key is not None else None
+    if shape is None:
+        _shape(p, spec, volume_terms)
+        shape = tuple(getattr(p, name) for name in _SHAPE_FIELDS)
+        if key is not None:
+            if len(_SHAPES) >= _MAX_SHAPES:
+                _SHAPES.clear()
+            _SHAPES[key] = shape
+    else:
+        for name, value in zip(_SHAPE_FIELDS, shape, strict=True):
+            setattr(p, name, value)
+    # the one mutable part a view's owner might change: each pod gets its own
+    p.requests = dict(p.requests)
+    return p
+
+
+# Everything `_shape` sets: what a pod's spec, labels, namespace, owner and volume terms decide.
+_SHAPE_FIELDS = (
+    "requests",
+    "unsupported",
+    "node_selector",
+    "required_terms",
+    "preferred_node_terms",
+    "tolerations",
+    "spread",
+    "affinity",
+    "anti_affinity",
+    "preferred_affinity",
+    "preferred_anti_affinity",
+    "host_ports",
+    "volume_terms",
+    "signature",
+)
+# Pods of one Deployment or Job share a spec: their shapes are parsed once. Bounded, and
+# cleared when full rather than evicted one by one (shapes are cheap to parse again).
+_SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+_MAX_SHAPES = 4096
+
+
+def _shape_key(
+    p: PodView,
+    meta: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    volume_terms: Sequence[Requirements],
+) -> tuple[Any, ...] | None:
+    """What `_shape` reads, as a hashable key; None when the spec is too odd to key.
+
+    `repr` stands for the decoded JSON/YAML values: equal reprs are equal values of the same
+    types, so they parse the same (different key order only misses the cache).
+    """
+    try:
+        return (
+            p.namespace,
+            p.daemon,
+            tuple(volume_terms),
+            repr(meta.get("labels")),
+            repr(spec.get("nodeSelector")),
+            repr(spec.get("affinity")),
+            repr(spec.get("tolerations")),
+            repr(spec.get("topologySpreadConstraints")),
+            repr(spec.get("resources")),
+            repr(spec.get("overhead")),
+            tuple(
+                (repr(c.get("resources")), repr(c.get("ports")))
+                for c in spec.get("containers") or ()
+            ),
+            tuple(
+                (repr(c.get("resources")), repr(c.get("ports")), repr(c.get("restartPolicy")))
+                for c in spec.get("initContainers") or ()
+            ),
+        )
+    except Exception:  # the uncached path reports what is wrong with the spec
+        return None
+
+
+def _shape(p: PodView, spec: Mapping[str, Any], volume_terms: Sequence[Requirements]) -> None:
+    """Parse the scheduling constraints of `spec` into `p` (see `_SHAPE_FIELDS`)."""
     p.requests = pod_requests(spec)
     p.unsupported = ""
 
@@ -244,7 +322,6 @@ def _build(
         p.unsupported,
         p.daemon,
     )
-    return p
 
 
 def _with_label_keys(p: PodView, selector: LabelSelector, raw: Mapping[str, Any]) -> LabelSelector:
