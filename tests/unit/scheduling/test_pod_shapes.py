@@ -1,4 +1,4 @@
-"""Pods sharing a spec are parsed once: their views must still be exactly what a fresh parse gives."""
+"""Pods sharing a spec are parsed once: each view must equal what a fresh parse gives."""
 
 from __future__ import annotations
 
