@@ -9,9 +9,9 @@ handled as one class.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME
 from karpy.scheduling.requirements import Requirement, RequirementError, Requirements
@@ -171,128 +171,39 @@ def _build(
         if daemon is not None
         else any(o.get("kind") == "DaemonSet" and o.get("controller", True) for o in owners)
     )
-    key = _shape_key(p, meta, spec, volume_terms)
-    shape = _SHAPES.get(key) if key is not None else None
-    if shape is None:
-        _shape(p, spec, volume_terms)
-        shape = tuple(getattr(p, name) for name in _SHAPE_FIELDS)
-        if key is not None:
-            if len(_SHAPES) >= _MAX_SHAPES:
-                _SHAPES.clear()
-            _SHAPES[key] = shape
-    else:
-        for name, value in zip(_SHAPE_FIELDS, shape, strict=True):
-            setattr(p, name, value)
-    # the one mutable part a view's owner might change: each pod gets its own
-    p.requests = dict(p.requests)
-    return p
-
-
-# Everything `_shape` sets: what a pod's spec, labels, namespace, owner and volume terms decide.
-_SHAPE_FIELDS = (
-    "requests",
-    "unsupported",
-    "node_selector",
-    "required_terms",
-    "preferred_node_terms",
-    "tolerations",
-    "spread",
-    "affinity",
-    "anti_affinity",
-    "preferred_affinity",
-    "preferred_anti_affinity",
-    "host_ports",
-    "volume_terms",
-    "signature",
-)
-# Pods of one Deployment or Job share a spec: their shapes are parsed once. Bounded, and
-# cleared when full rather than evicted one by one (shapes are cheap to parse again).
-_SHAPES: dict[tuple[Any, ...], tuple[Any, ...]] = {}
-_MAX_SHAPES = 4096
-
-
-def _shape_key(
-    p: PodView,
-    meta: Mapping[str, Any],
-    spec: Mapping[str, Any],
-    volume_terms: Sequence[Requirements],
-) -> tuple[Any, ...] | None:
-    """What `_shape` reads, as a hashable key; None when the spec is too odd to key.
-
-    `repr` stands for the decoded JSON/YAML values: equal reprs are equal values of the same
-    types, so they parse the same (different key order only misses the cache).
-    """
-    try:
-        return (
-            p.namespace,
-            p.daemon,
-            tuple(volume_terms),
-            repr(meta.get("labels")),
-            repr(spec.get("nodeSelector")),
-            repr(spec.get("affinity")),
-            repr(spec.get("tolerations")),
-            repr(spec.get("topologySpreadConstraints")),
-            repr(spec.get("resources")),
-            repr(spec.get("overhead")),
-            tuple(
-                (repr(c.get("resources")), repr(c.get("ports")))
-                for c in spec.get("containers") or ()
-            ),
-            tuple(
-                (repr(c.get("resources")), repr(c.get("ports")), repr(c.get("restartPolicy")))
-                for c in spec.get("initContainers") or ()
-            ),
-        )
-    except Exception:  # the uncached path reports what is wrong with the spec
-        return None
-
-
-def _shape(p: PodView, spec: Mapping[str, Any], volume_terms: Sequence[Requirements]) -> None:
-    """Parse the scheduling constraints of `spec` into `p` (see `_SHAPE_FIELDS`)."""
-    p.requests = pod_requests(spec)
-    p.unsupported = ""
-
-    p.node_selector = Requirements(
-        Requirement(str(k), complement=False, values=(str(v),))
-        for k, v in (spec.get("nodeSelector") or {}).items()
+    # each view gets its own requests dict: the one mutable part its owner might change
+    requests = _memo(_REQUESTS, _requests_key(spec), lambda: pod_requests(spec))
+    p.requests = dict(requests)
+    (
+        p.node_selector,
+        p.required_terms,
+        p.preferred_node_terms,
+        p.unsupported,
+    ) = _memo(
+        _NODE_TERMS,
+        _key(lambda: (repr(spec.get("nodeSelector")), repr(spec.get("affinity")))),
+        lambda: _node_terms(spec),
     )
-    affinity = spec.get("affinity") or {}
-    node_aff = affinity.get("nodeAffinity") or {}
-    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms: list[Requirements] = []
-    for i, term in enumerate(required.get("nodeSelectorTerms") or ()):
-        if term.get("matchFields"):
-            p.unsupported = (
-                f"spec.affinity.nodeAffinity...nodeSelectorTerms[{i}].matchFields is not supported"
+    p.tolerations = _memo(
+        _TOLERATIONS, _key(lambda: repr(spec.get("tolerations"))), lambda: _tolerations(spec)
+    )
+    (
+        p.spread,
+        p.affinity,
+        p.anti_affinity,
+        p.preferred_affinity,
+        p.preferred_anti_affinity,
+    ) = _memo(
+        _POD_TERMS,
+        _key(
+            lambda: (
+                p.namespace,
+                repr(meta.get("labels")),
+                repr(spec.get("topologySpreadConstraints")),
+                repr(spec.get("affinity")),
             )
-        terms.append(Requirements.from_node_selector_terms(term.get("matchExpressions") or ()))
-    p.required_terms = tuple(terms)
-    preferred: list[tuple[int, Requirements]] = []
-    for pref in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
-        term = pref.get("preference") or {}
-        preferred.append(
-            (
-                int(pref.get("weight") or 0),
-                Requirements.from_node_selector_terms(term.get("matchExpressions") or ()),
-            )
-        )
-    preferred.sort(key=lambda wp: -wp[0])
-    p.preferred_node_terms = tuple(preferred)
-    p.tolerations = tuple(
-        Toleration.from_dict(t, field=f"spec.tolerations[{i}]")
-        for i, t in enumerate(spec.get("tolerations") or ())
-    )
-    p.spread = tuple(
-        _spread(p, c, f"spec.topologySpreadConstraints[{i}]")
-        for i, c in enumerate(spec.get("topologySpreadConstraints") or ())
-    )
-    pod_aff = affinity.get("podAffinity") or {}
-    pod_anti = affinity.get("podAntiAffinity") or {}
-    p.affinity = _terms(p, pod_aff, required=True, field="spec.affinity.podAffinity")
-    p.anti_affinity = _terms(p, pod_anti, required=True, field="spec.affinity.podAntiAffinity")
-    p.preferred_affinity = _terms(p, pod_aff, required=False, field="spec.affinity.podAffinity")
-    p.preferred_anti_affinity = _terms(
-        p, pod_anti, required=False, field="spec.affinity.podAntiAffinity"
+        ),
+        lambda: _pod_terms(p, spec),
     )
     ports: set[tuple[str, str, int]] = set()
     containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
@@ -321,6 +232,112 @@ def _shape(p: PodView, spec: Mapping[str, Any], volume_terms: Sequence[Requireme
         p.volume_terms,
         p.unsupported,
         p.daemon,
+    )
+    return p
+
+
+# Pods of one Deployment or Job repeat the same requests, tolerations and affinities: each part
+# is parsed once per distinct value. A part is keyed on the `repr` of exactly the raw fields it
+# is read from; for decoded JSON/YAML, equal reprs are equal values of the same types, so they
+# parse the same (a different key order only misses). Only parts that parsed are kept, so an
+# unreadable spec still raises its own error. The tables are bounded and cleared when full.
+_REQUESTS: dict[Any, ResourceMap] = {}
+_NODE_TERMS: dict[Any, tuple[Any, ...]] = {}
+_TOLERATIONS: dict[Any, tuple[Toleration, ...]] = {}
+_POD_TERMS: dict[Any, tuple[Any, ...]] = {}
+_MAX_ENTRIES = 4096
+
+_T = TypeVar("_T")
+
+
+def _memo(table: dict[Any, _T], key: Any, parse: Callable[[], _T]) -> _T:
+    if key is None:
+        return parse()
+    found = table.get(key)
+    if found is None:
+        found = parse()
+        if len(table) >= _MAX_ENTRIES:
+            table.clear()
+        table[key] = found
+    return found
+
+
+def _key(make: Callable[[], Any]) -> Any:
+    """`make()`, or None (no caching) when the spec is too odd to key: its parse says why."""
+    try:
+        return make()
+    except Exception:  # the uncached parse reports what is wrong with the spec
+        return None
+
+
+def _requests_key(spec: Mapping[str, Any]) -> Any:
+    return _key(
+        lambda: (
+            repr(spec.get("resources")),
+            repr(spec.get("overhead")),
+            tuple(repr(c.get("resources")) for c in spec.get("containers") or ()),
+            tuple(
+                (repr(c.get("resources")), repr(c.get("restartPolicy")))
+                for c in spec.get("initContainers") or ()
+            ),
+        )
+    )
+
+
+def _node_terms(
+    spec: Mapping[str, Any],
+) -> tuple[Requirements, tuple[Requirements, ...], tuple[tuple[int, Requirements], ...], str]:
+    """Node selector, required and preferred node affinity terms, and what is unsupported."""
+    unsupported = ""
+    node_selector = Requirements(
+        Requirement(str(k), complement=False, values=(str(v),))
+        for k, v in (spec.get("nodeSelector") or {}).items()
+    )
+    affinity = spec.get("affinity") or {}
+    node_aff = affinity.get("nodeAffinity") or {}
+    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms: list[Requirements] = []
+    for i, term in enumerate(required.get("nodeSelectorTerms") or ()):
+        if term.get("matchFields"):
+            unsupported = (
+                f"spec.affinity.nodeAffinity...nodeSelectorTerms[{i}].matchFields is not supported"
+            )
+        terms.append(Requirements.from_node_selector_terms(term.get("matchExpressions") or ()))
+    preferred: list[tuple[int, Requirements]] = []
+    for pref in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
+        term = pref.get("preference") or {}
+        preferred.append(
+            (
+                int(pref.get("weight") or 0),
+                Requirements.from_node_selector_terms(term.get("matchExpressions") or ()),
+            )
+        )
+    preferred.sort(key=lambda wp: -wp[0])
+    return node_selector, tuple(terms), tuple(preferred), unsupported
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration.from_dict(t, field=f"spec.tolerations[{i}]")
+        for i, t in enumerate(spec.get("tolerations") or ())
+    )
+
+
+def _pod_terms(p: PodView, spec: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """Spread constraints and pod (anti-)affinity terms: they read `p`'s namespace and labels."""
+    spread = tuple(
+        _spread(p, c, f"spec.topologySpreadConstraints[{i}]")
+        for i, c in enumerate(spec.get("topologySpreadConstraints") or ())
+    )
+    affinity = spec.get("affinity") or {}
+    pod_aff = affinity.get("podAffinity") or {}
+    pod_anti = affinity.get("podAntiAffinity") or {}
+    return (
+        spread,
+        _terms(p, pod_aff, required=True, field="spec.affinity.podAffinity"),
+        _terms(p, pod_anti, required=True, field="spec.affinity.podAntiAffinity"),
+        _terms(p, pod_aff, required=False, field="spec.affinity.podAffinity"),
+        _terms(p, pod_anti, required=False, field="spec.affinity.podAntiAffinity"),
     )
 
 

@@ -44,7 +44,8 @@ def _fields(view: podmod.PodView) -> dict[str, Any]:
 
 
 def _fresh(raw: dict[str, Any]) -> dict[str, Any]:
-    podmod._SHAPES.clear()
+    for table in (podmod._REQUESTS, podmod._NODE_TERMS, podmod._TOLERATIONS, podmod._POD_TERMS):
+        table.clear()
     return _fields(pod_view(raw))
 
 
