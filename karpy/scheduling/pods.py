@@ -9,9 +9,9 @@ handled as one class.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME
 from karpy.scheduling.requirements import Requirement, RequirementError, Requirements
@@ -171,50 +171,39 @@ def _build(
         if daemon is not None
         else any(o.get("kind") == "DaemonSet" and o.get("controller", True) for o in owners)
     )
-    p.requests = pod_requests(spec)
-    p.unsupported = ""
-
-    p.node_selector = Requirements(
-        Requirement(str(k), complement=False, values=(str(v),))
-        for k, v in (spec.get("nodeSelector") or {}).items()
+    # each view gets its own requests dict: the one mutable part its owner might change
+    requests = _memo(_REQUESTS, _requests_key(spec), lambda: pod_requests(spec))
+    p.requests = dict(requests)
+    (
+        p.node_selector,
+        p.required_terms,
+        p.preferred_node_terms,
+        p.unsupported,
+    ) = _memo(
+        _NODE_TERMS,
+        _key(lambda: (repr(spec.get("nodeSelector")), repr(spec.get("affinity")))),
+        lambda: _node_terms(spec),
     )
-    affinity = spec.get("affinity") or {}
-    node_aff = affinity.get("nodeAffinity") or {}
-    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
-    terms: list[Requirements] = []
-    for i, term in enumerate(required.get("nodeSelectorTerms") or ()):
-        if term.get("matchFields"):
-            p.unsupported = (
-                f"spec.affinity.nodeAffinity...nodeSelectorTerms[{i}].matchFields is not supported"
+    p.tolerations = _memo(
+        _TOLERATIONS, _key(lambda: repr(spec.get("tolerations"))), lambda: _tolerations(spec)
+    )
+    (
+        p.spread,
+        p.affinity,
+        p.anti_affinity,
+        p.preferred_affinity,
+        p.preferred_anti_affinity,
+    ) = _memo(
+        _POD_TERMS,
+        _key(
+            lambda: (
+                p.namespace,
+                repr(meta.get("labels")),
+                repr(spec.get("topologySpreadConstraints")),
+                repr(spec.get("affinity")),
             )
-        terms.append(Requirements.from_node_selector_terms(term.get("matchExpressions") or ()))
-    p.required_terms = tuple(terms)
-    preferred: list[tuple[int, Requirements]] = []
-    for pref in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
-        term = pref.get("preference") or {}
-        preferred.append(
-            (
-                int(pref.get("weight") or 0),
-                Requirements.from_node_selector_terms(term.get("matchExpressions") or ()),
-            )
-        )
-    preferred.sort(key=lambda wp: -wp[0])
-    p.preferred_node_terms = tuple(preferred)
-    p.tolerations = tuple(
-        Toleration.from_dict(t, field=f"spec.tolerations[{i}]")
-        for i, t in enumerate(spec.get("tolerations") or ())
-    )
-    p.spread = tuple(
-        _spread(p, c, f"spec.topologySpreadConstraints[{i}]")
-        for i, c in enumerate(spec.get("topologySpreadConstraints") or ())
-    )
-    pod_aff = affinity.get("podAffinity") or {}
-    pod_anti = affinity.get("podAntiAffinity") or {}
-    p.affinity = _terms(p, pod_aff, required=True, field="spec.affinity.podAffinity")
-    p.anti_affinity = _terms(p, pod_anti, required=True, field="spec.affinity.podAntiAffinity")
-    p.preferred_affinity = _terms(p, pod_aff, required=False, field="spec.affinity.podAffinity")
-    p.preferred_anti_affinity = _terms(
-        p, pod_anti, required=False, field="spec.affinity.podAntiAffinity"
+        ),
+        lambda: _pod_terms(p, spec),
     )
     ports: set[tuple[str, str, int]] = set()
     containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
@@ -245,6 +234,111 @@ def _build(
         p.daemon,
     )
     return p
+
+
+# Pods of one Deployment or Job repeat the same requests, tolerations and affinities: each part
+# is parsed once per distinct value. A part is keyed on the `repr` of exactly the raw fields it
+# is read from; for decoded JSON/YAML, equal reprs are equal values of the same types, so they
+# parse the same (a different key order only misses). Only parts that parsed are kept, so an
+# unreadable spec still raises its own error. The tables are bounded and cleared when full.
+_REQUESTS: dict[Any, ResourceMap] = {}
+_NODE_TERMS: dict[Any, tuple[Any, ...]] = {}
+_TOLERATIONS: dict[Any, tuple[Toleration, ...]] = {}
+_POD_TERMS: dict[Any, tuple[Any, ...]] = {}
+_MAX_ENTRIES = 4096
+
+_T = TypeVar("_T")
+
+
+def _memo(table: dict[Any, _T], key: Any, parse: Callable[[], _T]) -> _T:
+    if key is None:
+        return parse()
+    found = table.get(key)
+    if found is None:
+        found = parse()
+        if len(table) >= _MAX_ENTRIES:
+            table.clear()
+        table[key] = found
+    return found
+
+
+def _key(make: Callable[[], Any]) -> Any:
+    """`make()`, or None (no caching) when the spec is too odd to key: its parse says why."""
+    try:
+        return make()
+    except Exception:  # the uncached parse reports what is wrong with the spec
+        return None
+
+
+def _requests_key(spec: Mapping[str, Any]) -> Any:
+    return _key(
+        lambda: (
+            repr(spec.get("resources")),
+            repr(spec.get("overhead")),
+            tuple(repr(c.get("resources")) for c in spec.get("containers") or ()),
+            tuple(
+                (repr(c.get("resources")), repr(c.get("restartPolicy")))
+                for c in spec.get("initContainers") or ()
+            ),
+        )
+    )
+
+
+def _node_terms(
+    spec: Mapping[str, Any],
+) -> tuple[Requirements, tuple[Requirements, ...], tuple[tuple[int, Requirements], ...], str]:
+    """Node selector, required and preferred node affinity terms, and what is unsupported."""
+    unsupported = ""
+    node_selector = Requirements(
+        Requirement(str(k), complement=False, values=(str(v),))
+        for k, v in (spec.get("nodeSelector") or {}).items()
+    )
+    affinity = spec.get("affinity") or {}
+    node_aff = affinity.get("nodeAffinity") or {}
+    required = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms: list[Requirements] = []
+    for i, term in enumerate(required.get("nodeSelectorTerms") or ()):
+        if term.get("matchFields"):
+            unsupported = (
+                f"spec.affinity.nodeAffinity...nodeSelectorTerms[{i}].matchFields is not supported"
+            )
+        terms.append(Requirements.from_node_selector_terms(term.get("matchExpressions") or ()))
+    preferred: list[tuple[int, Requirements]] = []
+    for pref in node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ():
+        term = pref.get("preference") or {}
+        preferred.append(
+            (
+                int(pref.get("weight") or 0),
+                Requirements.from_node_selector_terms(term.get("matchExpressions") or ()),
+            )
+        )
+    preferred.sort(key=lambda wp: -wp[0])
+    return node_selector, tuple(terms), tuple(preferred), unsupported
+
+
+def _tolerations(spec: Mapping[str, Any]) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration.from_dict(t, field=f"spec.tolerations[{i}]")
+        for i, t in enumerate(spec.get("tolerations") or ())
+    )
+
+
+def _pod_terms(p: PodView, spec: Mapping[str, Any]) -> tuple[tuple[Any, ...], ...]:
+    """Spread constraints and pod (anti-)affinity terms: they read `p`'s namespace and labels."""
+    spread = tuple(
+        _spread(p, c, f"spec.topologySpreadConstraints[{i}]")
+        for i, c in enumerate(spec.get("topologySpreadConstraints") or ())
+    )
+    affinity = spec.get("affinity") or {}
+    pod_aff = affinity.get("podAffinity") or {}
+    pod_anti = affinity.get("podAntiAffinity") or {}
+    return (
+        spread,
+        _terms(p, pod_aff, required=True, field="spec.affinity.podAffinity"),
+        _terms(p, pod_anti, required=True, field="spec.affinity.podAntiAffinity"),
+        _terms(p, pod_aff, required=False, field="spec.affinity.podAffinity"),
+        _terms(p, pod_anti, required=False, field="spec.affinity.podAntiAffinity"),
+    )
 
 
 def _with_label_keys(p: PodView, selector: LabelSelector, raw: Mapping[str, Any]) -> LabelSelector:
