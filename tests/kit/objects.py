@@ -127,21 +127,32 @@ def ready_claim_conditions(stamp: str) -> list[JSON]:
 
 
 def pod(
-    name: str,
-    namespace: str,
+    name: str = "p",
+    namespace: str = "default",
     *,
-    node: str | None,
+    node: str | None = None,
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
     owner: JSON | None = None,
     priority_class: str | None = None,
     tolerations: list[JSON] | None = None,
-    grace: int = 30,
+    grace: int | None = 30,
     volumes: list[JSON] | None = None,
     requests: Mapping[str, str] | None = None,
+    created: str | None = None,
+    deleted: str | None = None,
+    status: Mapping[str, Any] | None = None,
 ) -> JSON:
-    """A pod of one pause container; bound to `node` unless it is None."""
+    """A pod of one pause container; bound to `node` unless it is None.
+
+    `grace=None` leaves `terminationGracePeriodSeconds` unset; `created` and `deleted` are the
+    creation and deletion timestamps; `status` is set as given (the API server leaves it to the
+    kubelet, so only unit tests give it)."""
     meta: JSON = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
+    if created:
+        meta["creationTimestamp"] = created
+    if deleted:
+        meta["deletionTimestamp"] = deleted
     if annotations:
         meta["annotations"] = annotations
     if owner:
@@ -149,7 +160,9 @@ def pod(
     container: JSON = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
     if requests:
         container["resources"] = {"requests": dict(requests)}
-    spec: JSON = {"containers": [container], "terminationGracePeriodSeconds": grace}
+    spec: JSON = {"containers": [container]}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
     if node:
         spec["nodeName"] = node
     if priority_class:
@@ -158,7 +171,38 @@ def pod(
         spec["tolerations"] = tolerations
     if volumes:
         spec["volumes"] = volumes
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    obj: JSON = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    if status is not None:
+        obj["status"] = dict(status)
+    return obj
+
+
+def pdb(
+    name: str,
+    namespace: str = "default",
+    *,
+    selector: Mapping[str, Any] | None,
+    allowed: int | None = None,
+    min_available: int | str | None = None,
+    unhealthy_policy: str | None = None,
+) -> JSON:
+    """A PodDisruptionBudget; `allowed` sets `status.disruptionsAllowed` (the disruption
+    controller's output, so only unit tests give it). `selector=None` is kept as an explicit null.
+    """
+    spec: JSON = {"selector": None if selector is None else dict(selector)}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if unhealthy_policy:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
+    obj: JSON = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    if allowed is not None:
+        obj["status"] = {"disruptionsAllowed": allowed}
+    return obj
 
 
 def node(

@@ -1,5 +1,5 @@
 """NodeClaim lifecycle rules: the registration patch, initialization checks (conditions:
-tests/unit/apis/test_apis_conditions.py)."""
+tests/unit/apis/test_conditions.py)."""
 
 from __future__ import annotations
 
