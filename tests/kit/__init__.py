@@ -20,6 +20,7 @@ from tests.kit.objects import (
     pod,
     pv,
     ready_claim_conditions,
+    served,
     status_of,
 )
 
@@ -37,5 +38,6 @@ __all__ = [
     "pod",
     "pv",
     "ready_claim_conditions",
+    "served",
     "status_of",
 ]

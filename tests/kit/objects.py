@@ -141,13 +141,15 @@ def pod(
     requests: Mapping[str, str] | None = None,
     created: str | None = None,
     deleted: str | None = None,
+    spec: Mapping[str, Any] | None = None,
     status: Mapping[str, Any] | None = None,
 ) -> JSON:
     """A pod of one pause container; bound to `node` unless it is None.
 
     `grace=None` leaves `terminationGracePeriodSeconds` unset; `created` and `deleted` are the
-    creation and deletion timestamps; `status` is set as given (the API server leaves it to the
-    kubelet, so only unit tests give it)."""
+    creation and deletion timestamps; `spec` adds spec fields (affinity, nodeSelector, ...) as
+    given; `status` is set as given (the API server leaves it to the kubelet, so only unit tests
+    give it)."""
     meta: JSON = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
     if created:
         meta["creationTimestamp"] = created
@@ -160,18 +162,19 @@ def pod(
     container: JSON = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
     if requests:
         container["resources"] = {"requests": dict(requests)}
-    spec: JSON = {"containers": [container]}
+    pod_spec: JSON = {"containers": [container]}
     if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
+        pod_spec["terminationGracePeriodSeconds"] = grace
     if node:
-        spec["nodeName"] = node
+        pod_spec["nodeName"] = node
     if priority_class:
-        spec["priorityClassName"] = priority_class
+        pod_spec["priorityClassName"] = priority_class
     if tolerations:
-        spec["tolerations"] = tolerations
+        pod_spec["tolerations"] = tolerations
     if volumes:
-        spec["volumes"] = volumes
-    obj: JSON = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        pod_spec["volumes"] = volumes
+    pod_spec.update(spec or {})
+    obj: JSON = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
     if status is not None:
         obj["status"] = dict(status)
     return obj
@@ -212,8 +215,10 @@ def node(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, Any]] | None = None,
+    status: Mapping[str, Any] | None = None,
 ) -> JSON:
-    """A Node (its status is the kubelet's: see `kubetest.node_status`)."""
+    """A Node; `status` is set as given (against an API server it is the kubelet's: see
+    `kubetest.node_status`)."""
     meta: JSON = {"name": name, "labels": dict(labels or {})}
     if annotations:
         meta["annotations"] = dict(annotations)
@@ -222,7 +227,10 @@ def node(
         spec["providerID"] = provider_id
     if taints:
         spec["taints"] = list(taints)
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec}
+    obj: JSON = {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec}
+    if status is not None:
+        obj["status"] = dict(status)
+    return obj
 
 
 def pv(
@@ -262,6 +270,15 @@ def pv(
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def served(obj: JSON, *, rv: str = "1", uid: str | None = None) -> JSON:
+    """`obj` as the API server returns it: with a `resourceVersion` and a `uid` (default: its
+    name). Returns `obj`, changed in place."""
+    meta = obj["metadata"]
+    meta["resourceVersion"] = rv
+    meta["uid"] = uid if uid is not None else meta["name"]
+    return obj
 
 
 def conditions(obj: Mapping[str, Any]) -> dict[str, JSON]:
