@@ -93,10 +93,14 @@ def nodeclaim(
     requests: Mapping[str, str] | None = None,
     startup_taints: Sequence[Mapping[str, Any]] | None = None,
     annotations: Mapping[str, str] | None = None,
+    deleted: str | None = None,
     status: JSON | None = None,
 ) -> JSON:
-    """A NodeClaim of NodePool `pool` on KWOKNodeClass `nodeclass`."""
+    """A NodeClaim of NodePool `pool` on KWOKNodeClass `nodeclass`; `deleted` is its deletion
+    timestamp."""
     meta: JSON = {"name": name, "labels": {"karpenter.sh/nodepool": pool}}
+    if deleted:
+        meta["deletionTimestamp"] = deleted
     if annotations:
         meta["annotations"] = dict(annotations)
     spec: JSON = {
