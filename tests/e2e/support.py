@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from kubetest import Kubectl, wait_until
+
+from tests import kit
+from tests.kit import KWOK_NODECLASS_REF, LINUX_AMD64_ON_DEMAND, kwok_nodeclass
 
 __all__ = [
     "KWOK_NODECLASS_REF",
@@ -26,70 +30,8 @@ __all__ = [
 ]
 
 JSON = dict[str, Any]
-KWOK_NODECLASS_REF = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass"}
-
-
-def kwok_nodeclass(name: str, *, delay: str | None = None) -> JSON:
-    spec: JSON = {}
-    if delay is not None:
-        spec["nodeRegistrationDelay"] = delay
-    return {
-        "apiVersion": "karpenter.kwok.sh/v1alpha1",
-        "kind": "KWOKNodeClass",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
-
-
-def nodepool(
-    name: str,
-    *,
-    nodeclass: str,
-    requirements: Sequence[Mapping[str, Any]] | None = None,
-    limits: Mapping[str, Any] | None = None,
-    consolidate_after: str = "Never",
-    policy: str = "WhenEmpty",
-    budgets: Sequence[Mapping[str, Any]] | None = None,
-    taints: Sequence[Mapping[str, Any]] | None = None,
-    labels: Mapping[str, str] | None = None,
-    weight: int | None = None,
-    expire_after: str | None = None,
-) -> JSON:
-    """A NodePool of kwok nodes: linux, amd64, on-demand unless `requirements` say otherwise."""
-    reqs = list(
-        requirements
-        if requirements is not None
-        else [
-            {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        ]
-    )
-    template_spec: JSON = {
-        "nodeClassRef": {**KWOK_NODECLASS_REF, "name": nodeclass},
-        "requirements": reqs,
-    }
-    if taints:
-        template_spec["taints"] = list(taints)
-    if expire_after:
-        template_spec["expireAfter"] = expire_after
-    template: JSON = {"spec": template_spec}
-    if labels:
-        template["metadata"] = {"labels": dict(labels)}
-    disruption: JSON = {"consolidationPolicy": policy, "consolidateAfter": consolidate_after}
-    if budgets is not None:
-        disruption["budgets"] = list(budgets)
-    spec: JSON = {"template": template, "disruption": disruption}
-    if limits:
-        spec["limits"] = dict(limits)
-    if weight is not None:
-        spec["weight"] = weight
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+# The e2e NodePools: linux/amd64/on-demand kwok nodes that never consolidate unless a test asks.
+nodepool = partial(kit.nodepool, requirements=LINUX_AMD64_ON_DEMAND, consolidate_after="Never")
 
 
 def deployment(

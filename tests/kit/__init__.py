@@ -16,9 +16,11 @@ from tests.kit.objects import (
     node,
     nodeclaim,
     nodepool,
+    pdb,
     pod,
     pv,
     ready_claim_conditions,
+    served,
     status_of,
 )
 
@@ -32,8 +34,10 @@ __all__ = [
     "node",
     "nodeclaim",
     "nodepool",
+    "pdb",
     "pod",
     "pv",
     "ready_claim_conditions",
+    "served",
     "status_of",
 ]

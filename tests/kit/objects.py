@@ -93,10 +93,14 @@ def nodeclaim(
     requests: Mapping[str, str] | None = None,
     startup_taints: Sequence[Mapping[str, Any]] | None = None,
     annotations: Mapping[str, str] | None = None,
+    deleted: str | None = None,
     status: JSON | None = None,
 ) -> JSON:
-    """A NodeClaim of NodePool `pool` on KWOKNodeClass `nodeclass`."""
+    """A NodeClaim of NodePool `pool` on KWOKNodeClass `nodeclass`; `deleted` is its deletion
+    timestamp."""
     meta: JSON = {"name": name, "labels": {"karpenter.sh/nodepool": pool}}
+    if deleted:
+        meta["deletionTimestamp"] = deleted
     if annotations:
         meta["annotations"] = dict(annotations)
     spec: JSON = {
@@ -127,21 +131,34 @@ def ready_claim_conditions(stamp: str) -> list[JSON]:
 
 
 def pod(
-    name: str,
-    namespace: str,
+    name: str = "p",
+    namespace: str = "default",
     *,
-    node: str | None,
+    node: str | None = None,
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
     owner: JSON | None = None,
     priority_class: str | None = None,
     tolerations: list[JSON] | None = None,
-    grace: int = 30,
+    grace: int | None = 30,
     volumes: list[JSON] | None = None,
     requests: Mapping[str, str] | None = None,
+    created: str | None = None,
+    deleted: str | None = None,
+    spec: Mapping[str, Any] | None = None,
+    status: Mapping[str, Any] | None = None,
 ) -> JSON:
-    """A pod of one pause container; bound to `node` unless it is None."""
+    """A pod of one pause container; bound to `node` unless it is None.
+
+    `grace=None` leaves `terminationGracePeriodSeconds` unset; `created` and `deleted` are the
+    creation and deletion timestamps; `spec` adds spec fields (affinity, nodeSelector, ...) as
+    given; `status` is set as given (the API server leaves it to the kubelet, so only unit tests
+    give it)."""
     meta: JSON = {"name": name, "namespace": namespace, "labels": labels or {"app": name}}
+    if created:
+        meta["creationTimestamp"] = created
+    if deleted:
+        meta["deletionTimestamp"] = deleted
     if annotations:
         meta["annotations"] = annotations
     if owner:
@@ -149,16 +166,50 @@ def pod(
     container: JSON = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
     if requests:
         container["resources"] = {"requests": dict(requests)}
-    spec: JSON = {"containers": [container], "terminationGracePeriodSeconds": grace}
+    pod_spec: JSON = {"containers": [container]}
+    if grace is not None:
+        pod_spec["terminationGracePeriodSeconds"] = grace
     if node:
-        spec["nodeName"] = node
+        pod_spec["nodeName"] = node
     if priority_class:
-        spec["priorityClassName"] = priority_class
+        pod_spec["priorityClassName"] = priority_class
     if tolerations:
-        spec["tolerations"] = tolerations
+        pod_spec["tolerations"] = tolerations
     if volumes:
-        spec["volumes"] = volumes
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+        pod_spec["volumes"] = volumes
+    pod_spec.update(spec or {})
+    obj: JSON = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
+    if status is not None:
+        obj["status"] = dict(status)
+    return obj
+
+
+def pdb(
+    name: str,
+    namespace: str = "default",
+    *,
+    selector: Mapping[str, Any] | None,
+    allowed: int | None = None,
+    min_available: int | str | None = None,
+    unhealthy_policy: str | None = None,
+) -> JSON:
+    """A PodDisruptionBudget; `allowed` sets `status.disruptionsAllowed` (the disruption
+    controller's output, so only unit tests give it). `selector=None` is kept as an explicit null.
+    """
+    spec: JSON = {"selector": None if selector is None else dict(selector)}
+    if min_available is not None:
+        spec["minAvailable"] = min_available
+    if unhealthy_policy:
+        spec["unhealthyPodEvictionPolicy"] = unhealthy_policy
+    obj: JSON = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    if allowed is not None:
+        obj["status"] = {"disruptionsAllowed": allowed}
+    return obj
 
 
 def node(
@@ -168,8 +219,10 @@ def node(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     taints: Sequence[Mapping[str, Any]] | None = None,
+    status: Mapping[str, Any] | None = None,
 ) -> JSON:
-    """A Node (its status is the kubelet's: see `kubetest.node_status`)."""
+    """A Node; `status` is set as given (against an API server it is the kubelet's: see
+    `kubetest.node_status`)."""
     meta: JSON = {"name": name, "labels": dict(labels or {})}
     if annotations:
         meta["annotations"] = dict(annotations)
@@ -178,7 +231,10 @@ def node(
         spec["providerID"] = provider_id
     if taints:
         spec["taints"] = list(taints)
-    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec}
+    obj: JSON = {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec}
+    if status is not None:
+        obj["status"] = dict(status)
+    return obj
 
 
 def pv(
@@ -218,6 +274,15 @@ def pv(
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def served(obj: JSON, *, rv: str = "1", uid: str | None = None) -> JSON:
+    """`obj` as the API server returns it: with a `resourceVersion` and a `uid` (default: its
+    name). Returns `obj`, changed in place."""
+    meta = obj["metadata"]
+    meta["resourceVersion"] = rv
+    meta["uid"] = uid if uid is not None else meta["name"]
+    return obj
 
 
 def conditions(obj: Mapping[str, Any]) -> dict[str, JSON]:

@@ -23,6 +23,7 @@ from karpy.kube.errors import (
 )
 from karpy.kube.faults import FaultInjectingTransport, FaultKind
 from karpy.kube.resources import PODDISRUPTIONBUDGETS, PODS, Resource
+from tests.kit import pod
 
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps", namespaced=True)
 
@@ -47,16 +48,8 @@ def configmap(name: str, namespace: str, **data: str) -> dict[str, Any]:
     }
 
 
-def pod(name: str, namespace: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
-        "spec": {
-            "schedulerName": "none",
-            "containers": [{"name": "c", "image": "registry.example/none"}],
-        },
-    }
+# No scheduler binds these pods: they stay pending.
+UNSCHEDULED = {"schedulerName": "none"}
 
 
 async def faulty_client(
@@ -159,7 +152,7 @@ async def test_list_pages_and_watch_trim_objects_as_they_are_decoded(
 
 
 async def test_status_subresource_and_invalid_causes(client: Client, namespace: str) -> None:
-    await client.create(PODS, pod("s", namespace))
+    await client.create(PODS, pod("s", namespace, spec=UNSCHEDULED))
     patched = await client.patch_status(
         PODS,
         "s",
@@ -182,7 +175,7 @@ async def test_status_subresource_and_invalid_causes(client: Client, namespace: 
 
 
 async def test_eviction_respects_disruption_budgets(client: Client, namespace: str) -> None:
-    await client.create(PODS, pod("free", namespace))
+    await client.create(PODS, pod("free", namespace, spec=UNSCHEDULED))
     await client.evict("free", namespace=namespace)
     gone_or_terminating = True
     try:
@@ -191,7 +184,9 @@ async def test_eviction_respects_disruption_budgets(client: Client, namespace: s
     except NotFoundError:
         pass
     assert gone_or_terminating
-    await client.create(PODS, pod("guarded", namespace, {"app": "guarded"}))
+    await client.create(
+        PODS, pod("guarded", namespace, labels={"app": "guarded"}, spec=UNSCHEDULED)
+    )
     # pending pods may always be evicted: make it a running, ready pod
     await client.patch_status(
         PODS,

@@ -14,6 +14,7 @@ from karpy.kube import PODS
 from karpy.kube.metrics import REGISTRY
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
+from tests.kit import nodepool
 
 JSON = dict[str, Any]
 
@@ -96,37 +97,20 @@ async def test_synced_gate_and_join(env: Env) -> None:
     assert [p["metadata"]["name"] for p in cluster.pods_on_deleting_nodes()] == ["bound"]
 
 
-def _nodepool() -> JSON:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "pool"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                        {
-                            "key": "karpenter.sh/capacity-type",
-                            "operator": "In",
-                            "values": ["on-demand"],
-                        },
-                    ],
-                }
-            },
-            "limits": {"cpu": "100"},
-        },
-    }
-
-
 async def test_one_provisioning_pass(env: Env) -> None:
     env.kubectl.apply(nodeclass())
-    env.kubectl.apply(_nodepool())
+    env.kubectl.apply(
+        nodepool(
+            requirements=[
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            ],
+            limits={"cpu": "100"},
+            # the API's defaults, written out (the kit always sets them)
+            policy="WhenEmptyOrUnderutilized",
+            consolidate_after="0s",
+        )
+    )
     set_ready(env.kubectl, "nodepool", "pool")
     env.kubectl.apply(
         [

@@ -16,59 +16,15 @@ from karpy.kube import NODES, PODS, RealClock
 from karpy.scheduling.resources import parse_resources, pod_requests
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import condition, nodeclass, set_ready
+from tests.kit import nodepool, pod
 
 JSON = dict[str, Any]
 TYPE = "c-4x-amd64-linux"  # 3900m allocatable: three 1-CPU pods
 
 
-def _nodepool() -> JSON:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "pool"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.kwok.sh",
-                        "kind": "KWOKNodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {
-                            "key": "node.kubernetes.io/instance-type",
-                            "operator": "In",
-                            "values": [TYPE],
-                        },
-                        {
-                            "key": "karpenter.sh/capacity-type",
-                            "operator": "In",
-                            "values": ["on-demand"],
-                        },
-                    ],
-                }
-            }
-        },
-    }
-
-
 def _pods(prefix: str, n: int, namespace: str) -> list[JSON]:
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": f"{prefix}-{i}", "namespace": namespace},
-            "spec": {
-                "containers": [
-                    {
-                        "name": "c",
-                        "image": "pause",
-                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                    }
-                ]
-            },
-        }
-        for i in range(n)
+        pod(f"{prefix}-{i}", namespace, requests={"cpu": "1", "memory": "1Gi"}) for i in range(n)
     ]
 
 
@@ -83,7 +39,17 @@ async def test_a_later_batch_plans_onto_an_unregistered_node_only_what_still_fit
     env: Env,
 ) -> None:
     env.kubectl.apply(nodeclass(delay="10m"))
-    env.kubectl.apply(_nodepool())
+    env.kubectl.apply(
+        nodepool(
+            requirements=[
+                {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [TYPE]},
+                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            ],
+            # the API's defaults, written out (the kit always sets them)
+            policy="WhenEmptyOrUnderutilized",
+            consolidate_after="0s",
+        )
+    )
     set_ready(env.kubectl, "nodepool", "pool")
     cluster = env.cluster
     await _until(
@@ -156,9 +122,9 @@ async def test_pods_nominated_to_a_node_count_as_on_their_way(env: Env) -> None:
             "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "20"}},
         }
     )
-    (pod,) = _pods("nominated", 1, env.namespace)
-    pod["spec"]["schedulerName"] = "nobody"  # kube-scheduler leaves it alone
-    await env.client.create(PODS, pod)
+    (nominated,) = _pods("nominated", 1, env.namespace)
+    nominated["spec"]["schedulerName"] = "nobody"  # kube-scheduler leaves it alone
+    await env.client.create(PODS, nominated)
     await env.client.patch_status(
         PODS,
         "nominated-0",

@@ -20,6 +20,7 @@ from karpy.kube.errors import NotFoundError
 from karpy.kube.resources import LEASES
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import condition
+from tests.kit import pod
 
 JSON = dict[str, Any]
 LEASE_NS = "kube-node-lease"
@@ -147,18 +148,7 @@ async def test_a_stopped_kubelet_renews_nothing_until_it_is_back(kubelet: Kubele
     assert condition(await kubelet.env.client.get(NODES, "beat-down"), "Ready") == "True"
 
 
-def _pod(namespace: str, name: str, node: str, **meta: Any) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, **meta},
-        "spec": {
-            "nodeName": node,
-            "terminationGracePeriodSeconds": 30,
-            "tolerations": [{"operator": "Exists"}],
-            "containers": [{"name": "c", "image": "pause"}],
-        },
-    }
+TOLERATE_ALL = [{"operator": "Exists"}]
 
 
 async def test_a_delete_delay_holds_the_pod_until_it_has_passed(kubelet: Kubelet) -> None:
@@ -166,12 +156,21 @@ async def test_a_delete_delay_holds_the_pod_until_it_has_passed(kubelet: Kubelet
     await kubelet.node("stage-delete")
     annotations = {"pod-delete.stage.kwok.x-k8s.io/delay": "20s"}
     await env.client.create(
-        PODS, _pod(env.namespace, "slow", "stage-delete", annotations=annotations)
+        PODS,
+        pod(
+            "slow",
+            env.namespace,
+            node="stage-delete",
+            tolerations=TOLERATE_ALL,
+            annotations=annotations,
+        ),
     )
     key = f"{env.namespace}/slow"
     await kubelet.cached(PODS, key, lambda p: True)
     await env.client.delete(PODS, "slow", namespace=env.namespace)
-    pod = await kubelet.cached(PODS, key, lambda p: bool(p["metadata"].get("deletionTimestamp")))
+    deleting = await kubelet.cached(
+        PODS, key, lambda p: bool(p["metadata"].get("deletionTimestamp"))
+    )
 
     result = await kubelet.sim.reconcile_pod(key)
     assert result is not None and 18 <= (result.requeue_after or 0) <= 21
@@ -180,15 +179,19 @@ async def test_a_delete_delay_holds_the_pod_until_it_has_passed(kubelet: Kubelet
     assert await kubelet.sim.reconcile_pod(key) is None
     with pytest.raises(NotFoundError):
         await env.client.get(PODS, "slow", namespace=env.namespace)
-    assert pod["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert deleting["metadata"]["deletionGracePeriodSeconds"] == 30
 
 
 async def test_unhealthy_pods_run_but_never_become_ready(kubelet: Kubelet) -> None:
     env = kubelet.env
     await kubelet.node("stage-pods")
     labels = {"kwok.x-k8s.io/stage": "unhealthy"}
-    await env.client.create(PODS, _pod(env.namespace, "sick", "stage-pods", labels=labels))
-    await env.client.create(PODS, _pod(env.namespace, "fine", "stage-pods"))
+    await env.client.create(
+        PODS, pod("sick", env.namespace, node="stage-pods", tolerations=TOLERATE_ALL, labels=labels)
+    )
+    await env.client.create(
+        PODS, pod("fine", env.namespace, node="stage-pods", tolerations=TOLERATE_ALL)
+    )
     for name in ("sick", "fine"):
         await kubelet.cached(PODS, f"{env.namespace}/{name}", lambda p: True)
         await kubelet.sim.reconcile_pod(f"{env.namespace}/{name}")

@@ -1,5 +1,5 @@
 """Invalid manifests, each with the field path and message both the apiserver and karpy's Python
-validation must report. One table, run against both (`test_apis_validation.py` and
+validation must report. One table, run against both (`tests/unit/apis/test_validation.py` and
 `tests/integration/test_crds.py`), so the two sides cannot drift apart.
 """
 

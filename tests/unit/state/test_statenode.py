@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
@@ -9,6 +10,8 @@ from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
 from karpy.state import PodViews, StateNode, existing_node
 from karpy.state.pods import is_provisionable, is_reschedulable
+from tests import kit
+from tests.kit import served
 
 CLAIM: dict[str, Any] = {
     "metadata": {"name": "c1", "labels": {"karpenter.sh/nodepool": "p", "from": "claim"}},
@@ -22,26 +25,15 @@ CLAIM: dict[str, Any] = {
 }
 
 
-def _node(labels: dict[str, str], **status: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": "c1", "labels": labels},
-        "spec": {"providerID": "kwok://c1", "taints": [{"key": "boot", "effect": "NoSchedule"}]},
-        "status": status,
-    }
-
-
-def _pod(name: str, *, cpu: str = "1", owner: str | None = None, **meta: Any) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "namespace": "ns", **meta}
-    if owner:
-        metadata["ownerReferences"] = [{"kind": owner, "name": "o", "uid": "u"}]
-    return {
-        "metadata": metadata,
-        "spec": {
-            "nodeName": "c1",
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-        },
-        "status": {"phase": "Running"},
-    }
+# Node c1 of CLAIM, still tainted by its boot.
+c1 = partial(
+    kit.node, "c1", provider_id="kwok://c1", taints=[{"key": "boot", "effect": "NoSchedule"}]
+)
+# A running pod on c1 asking for one CPU.
+pod_on_c1 = partial(
+    kit.pod, namespace="ns", node="c1", requests={"cpu": "1"}, status={"phase": "Running"}
+)
+DAEMONSET = {"kind": "DaemonSet", "name": "o", "uid": "u"}
 
 
 def test_launched_claim_without_node_uses_the_claim() -> None:
@@ -57,7 +49,10 @@ def test_launched_claim_without_node_uses_the_claim() -> None:
 def test_registered_but_uninitialized_fills_gaps_from_the_claim() -> None:
     node = StateNode(
         key="kwok://c1",
-        node=_node({"karpenter.sh/registered": "true", "from": "node"}, allocatable={"cpu": "3"}),
+        node=c1(
+            labels={"karpenter.sh/registered": "true", "from": "node"},
+            status={"allocatable": {"cpu": "3"}},
+        ),
         nodeclaim=CLAIM,
     )
     assert node.registered and not node.initialized
@@ -74,9 +69,9 @@ def test_initialized_node_speaks_for_itself() -> None:
     }
     node = StateNode(
         key="kwok://c1",
-        node=_node({"karpenter.sh/registered": "true"}, allocatable={"cpu": "2"}),
+        node=c1(labels={"karpenter.sh/registered": "true"}, status={"allocatable": {"cpu": "2"}}),
         nodeclaim=claim,
-        pods=(_pod("a"), _pod("ds", cpu="500m", owner="DaemonSet")),
+        pods=(pod_on_c1("a"), pod_on_c1("ds", requests={"cpu": "500m"}, owner=DAEMONSET)),
     )
     assert node.initialized
     assert node.allocatable == {"cpu": 2000}
@@ -96,18 +91,18 @@ def test_deleting_and_marked() -> None:
     assert StateNode(key="k", node=None, nodeclaim=deleting).marked_for_deletion
     assert StateNode(key="k", node=None, nodeclaim=CLAIM, marked=True).marked_for_deletion
     assert not StateNode(key="k", node=None, nodeclaim=CLAIM).marked_for_deletion
-    unmanaged = _node({}, allocatable={"cpu": "1"})
+    unmanaged = c1(status={"allocatable": {"cpu": "1"}})
     assert StateNode(key="c1", node=unmanaged, nodeclaim=None).initialized
 
 
 def test_empty_ignores_daemonsets_and_finished_pods_but_not_do_not_disrupt() -> None:
-    done = _pod("done")
+    done = pod_on_c1("done")
     done["status"]["phase"] = "Succeeded"
     node = StateNode(
-        key="k", node=None, nodeclaim=CLAIM, pods=(_pod("ds", owner="DaemonSet"), done)
+        key="k", node=None, nodeclaim=CLAIM, pods=(pod_on_c1("ds", owner=DAEMONSET), done)
     )
     assert node.is_empty()
-    pinned = _pod("pinned", annotations={"karpenter.sh/do-not-disrupt": "true"})
+    pinned = pod_on_c1("pinned", annotations={"karpenter.sh/do-not-disrupt": "true"})
     node = StateNode(key="k", node=None, nodeclaim=CLAIM, pods=(pinned,))
     assert not node.is_empty()
     assert not is_reschedulable(pinned)
@@ -138,8 +133,7 @@ def test_pod_views_are_cached_by_version_and_pruned() -> None:
     from karpy.state import PodViews
 
     views = PodViews()
-    pod = _pod("a")
-    pod["metadata"].update(uid="u1", resourceVersion="1")
+    pod = served(pod_on_c1("a"), uid="u1")
     first = views.view(pod)
     assert views.view(pod) is first
     views.prune()
@@ -151,16 +145,16 @@ def test_pod_views_are_cached_by_version_and_pruned() -> None:
 
 
 def test_pods_on_their_way_take_room_in_the_simulation() -> None:
-    planned = _pod("planned", cpu="3", uid="planned", resourceVersion="1")
+    planned = served(pod_on_c1("planned", requests={"cpu": "3"}))
     planned["spec"].pop("nodeName")
-    bound = _pod("bound", cpu="500m", uid="bound", resourceVersion="1")
+    bound = served(pod_on_c1("bound", requests={"cpu": "500m"}))
     node = StateNode(key="kwok://c1", node=None, nodeclaim=CLAIM, pods=(bound,), planned=(planned,))
     existing = existing_node(node, PodViews())
     assert sorted(p.name for p in existing.pods) == ["bound", "planned"]
     assert node.available["cpu"] == 3400, "the node's own view counts bound pods only"
 
     def place(cpu: str) -> SchedulingResult:
-        raw = _pod("new", cpu=cpu, uid=f"new-{cpu}", resourceVersion="1")
+        raw = served(pod_on_c1("new", requests={"cpu": cpu}), uid=f"new-{cpu}")
         raw["spec"] = {"containers": raw["spec"]["containers"], "tolerations": [{"key": "t"}]}
         new = pod_view(raw)
         return schedule(SchedulingInput(pods=[new], templates=[], existing_nodes=[existing]))

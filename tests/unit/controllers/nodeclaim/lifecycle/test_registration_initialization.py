@@ -1,13 +1,16 @@
 """NodeClaim lifecycle rules: the registration patch, initialization checks (conditions:
-tests/unit/apis/test_apis_conditions.py)."""
+tests/unit/apis/test_conditions.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from karpy.controllers.nodeclaim.lifecycle.initialization import why_not_initialized
 from karpy.controllers.nodeclaim.lifecycle.registration import registration_patch
+from tests import kit
+from tests.kit import served
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -27,27 +30,26 @@ CLAIM: dict[str, Any] = {
 }
 
 
-def _node(**overrides: Any) -> dict[str, Any]:
-    node: dict[str, Any] = {
-        "metadata": {"name": "n1", "resourceVersion": "7", "labels": {"x": "y"}},
-        "spec": {
-            "providerID": "kwok://n1",
-            "taints": [
-                {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
-                {"key": "dedicated", "effect": "NoSchedule"},
-            ],
-        },
-        "status": {
-            "allocatable": {"cpu": "2", "example.com/gpu": "1"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-    node.update(overrides)
-    return node
+TAINTS = (
+    {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
+    {"key": "dedicated", "effect": "NoSchedule"},
+)
+READY = {"type": "Ready", "status": "True"}
+
+
+# Node n1 of the claim, ready, with a GPU and the unregistered taint.
+n1 = partial(
+    kit.node,
+    "n1",
+    provider_id="kwok://n1",
+    labels={"x": "y"},
+    taints=TAINTS,
+    status={"allocatable": {"cpu": "2", "example.com/gpu": "1"}, "conditions": [READY]},
+)
 
 
 def test_registration_patch_adopts_the_node() -> None:
-    patch = registration_patch(_node(), CLAIM)
+    patch = registration_patch(served(n1(), rv="7"), CLAIM)
     meta = patch["metadata"]
     assert meta["labels"] == {"karpenter.sh/nodepool": "p", "karpenter.sh/registered": "true"}
     assert meta["annotations"] == {"karpenter.sh/nodepool-hash": "1"}
@@ -61,7 +63,7 @@ def test_registration_patch_adopts_the_node() -> None:
 
 
 def test_do_not_sync_taints() -> None:
-    node = _node()
+    node = served(n1(), rv="7")
     node["metadata"]["labels"]["karpenter.sh/do-not-sync-taints"] = "true"
     assert registration_patch(node, CLAIM)["spec"]["taints"] == [
         {"key": "dedicated", "effect": "NoSchedule"}
@@ -69,17 +71,17 @@ def test_do_not_sync_taints() -> None:
 
 
 def test_initialization_waits_for_each_condition_in_order() -> None:
-    not_ready = _node(status={"conditions": [{"type": "Ready", "status": "False"}]})
+    not_ready = served(n1(status={"conditions": [{"type": "Ready", "status": "False"}]}), rv="7")
     assert why_not_initialized(not_ready, CLAIM) == ("NodeNotReady", "Node status is NotReady")
-    tainted = _node()
+    tainted = served(n1(), rv="7")
     tainted["spec"]["taints"].append({"key": "init", "effect": "NoSchedule"})
     assert why_not_initialized(tainted, CLAIM)[0] == "StartupTaintsExist"  # type: ignore[index]
-    assert why_not_initialized(_node(), CLAIM)[0] == "KnownEphemeralTaintsExist"  # type: ignore[index]
-    clean = _node(spec={"providerID": "kwok://n1"})
+    unregistered = served(n1(), rv="7")
+    assert why_not_initialized(unregistered, CLAIM)[0] == "KnownEphemeralTaintsExist"  # type: ignore[index]
+    clean = served(n1(taints=None), rv="7")
     assert why_not_initialized(clean, CLAIM) is None
-    no_gpu = _node(
-        spec={"providerID": "kwok://n1"},
-        status={"allocatable": {"cpu": "2"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    no_gpu = served(
+        n1(taints=None, status={"allocatable": {"cpu": "2"}, "conditions": [READY]}), rv="7"
     )
     assert why_not_initialized(no_gpu, CLAIM) == (
         "ResourceNotRegistered",

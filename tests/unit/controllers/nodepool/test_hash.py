@@ -20,7 +20,7 @@ from karpy.apis.v1.labels import (
 from karpy.controllers.nodepool.hash import hash_annotations, nodepool_hash
 
 GOLDEN: list[dict[str, Any]] = json.loads(
-    (Path(__file__).parent / "nodepool_hash_golden.json").read_text()
+    (Path(__file__).parents[1] / "nodepool_hash_golden.json").read_text()
 )
 BY_NAME = {case["name"]: case for case in GOLDEN}
 

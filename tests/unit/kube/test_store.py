@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from karpy.kube.store import INDEX_NODE_NAME, Store, field_indexer
-
-
-def pod(name: str, node: str | None = None, rv: str = "1", ns: str = "default") -> dict[str, Any]:
-    spec = {"nodeName": node} if node else {}
-    return {
-        "metadata": {"name": name, "namespace": ns, "resourceVersion": rv, "uid": name},
-        "spec": spec,
-    }
+from tests.kit import pod, served
 
 
 def test_index_follows_moves_and_deletes() -> None:
     store = Store(indexers={INDEX_NODE_NAME: field_indexer("spec", "nodeName")})
-    store.upsert(pod("a", "n1"))
-    store.upsert(pod("b", "n1"))
-    store.upsert(pod("c"))
+    store.upsert(served(pod("a", node="n1")))
+    store.upsert(served(pod("b", node="n1")))
+    store.upsert(served(pod("c")))
     assert {p["metadata"]["name"] for p in store.by_index(INDEX_NODE_NAME, "n1")} == {"a", "b"}
-    store.upsert(pod("a", "n2", rv="2"))
+    store.upsert(served(pod("a", node="n2"), rv="2"))
     assert store.index_keys(INDEX_NODE_NAME, "n1") == {"default/b"}
     assert store.index_keys(INDEX_NODE_NAME, "n2") == {"default/a"}
     store.delete("default/b")
@@ -34,7 +25,7 @@ def test_index_follows_moves_and_deletes() -> None:
 
 def test_indexer_added_later_indexes_existing_objects() -> None:
     store = Store()
-    store.upsert(pod("a", "n1"))
+    store.upsert(served(pod("a", node="n1")))
     store.add_indexer("node", field_indexer("spec", "nodeName"))
     assert store.index_keys("node", "n1") == {"default/a"}
     with pytest.raises(ValueError):
@@ -45,7 +36,7 @@ def test_indexer_added_later_indexes_existing_objects() -> None:
 
 def test_multi_valued_index() -> None:
     store = Store(indexers={"labels": lambda o: list((o["metadata"].get("labels") or {}).values())})
-    obj = pod("a")
+    obj = served(pod("a"))
     obj["metadata"]["labels"] = {"x": "1", "y": "2", "z": "1"}
     store.upsert(obj)
     assert store.index_keys("labels", "1") == {"default/a"}
@@ -54,8 +45,20 @@ def test_multi_valued_index() -> None:
 
 def test_replace_reports_added_updated_and_deleted_by_resource_version() -> None:
     store = Store(indexers={INDEX_NODE_NAME: field_indexer("spec", "nodeName")})
-    store.replace([pod("keep", "n1"), pod("change", "n1"), pod("gone", "n1")])
-    diff = store.replace([pod("keep", "n1"), pod("change", "n2", rv="5"), pod("new", "n3")])
+    store.replace(
+        [
+            served(pod("keep", node="n1")),
+            served(pod("change", node="n1")),
+            served(pod("gone", node="n1")),
+        ]
+    )
+    diff = store.replace(
+        [
+            served(pod("keep", node="n1")),
+            served(pod("change", node="n2"), rv="5"),
+            served(pod("new", node="n3")),
+        ]
+    )
     assert [o["metadata"]["name"] for o in diff.added] == ["new"]
     assert [(a["metadata"]["name"], b["spec"]["nodeName"]) for a, b in diff.updated] == [
         ("change", "n2")
@@ -67,8 +70,8 @@ def test_replace_reports_added_updated_and_deleted_by_resource_version() -> None
 
 def test_recreated_object_with_same_version_string_counts_as_update() -> None:
     store = Store()
-    store.upsert(pod("a", rv="7"))
-    replacement = pod("a", rv="7")
+    store.upsert(served(pod("a"), rv="7"))
+    replacement = served(pod("a"), rv="7")
     replacement["metadata"]["uid"] = "another"
     diff = store.replace([replacement])
     assert len(diff.updated) == 1

@@ -10,10 +10,7 @@ from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.controllers.provisioning.provisioner import well_known_labels
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
 from karpy.scheduling.engine.model import NodePoolTemplate
-
-
-def _pod(**spec: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": [], **spec}}
+from tests.kit import pod
 
 
 def _affinity(*exprs: dict[str, Any], fields: bool = False) -> dict[str, Any]:
@@ -42,7 +39,7 @@ def _affinity(*exprs: dict[str, Any], fields: bool = False) -> dict[str, Any]:
     ],
 )
 def test_accepted(spec: dict[str, Any]) -> None:
-    validate_pod(_pod(**spec))
+    validate_pod(pod(namespace="ns", spec=spec))
 
 
 @pytest.mark.parametrize(
@@ -67,19 +64,23 @@ def test_accepted(spec: dict[str, Any]) -> None:
 )
 def test_rejected(spec: dict[str, Any], message: str) -> None:
     with pytest.raises(PodValidationError, match=message):
-        validate_pod(_pod(**spec))
+        validate_pod(pod(namespace="ns", spec=spec))
 
 
 def test_volumes_need_their_claim_and_storage_class() -> None:
-    pod = _pod(volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}])
+    claiming = pod(
+        namespace="ns", volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]
+    )
     claims = {"ns/data": {"spec": {"storageClassName": "fast"}}}
     with pytest.raises(PodValidationError, match='persistentvolumeclaim "ns/data"'):
-        validate_pod(pod, pvc=lambda ns, n: None, storage_class=lambda n: {})
+        validate_pod(claiming, pvc=lambda ns, n: None, storage_class=lambda n: {})
     with pytest.raises(PodValidationError, match='storageclass "fast"'):
-        validate_pod(pod, pvc=lambda ns, n: claims.get(f"{ns}/{n}"), storage_class=lambda n: None)
-    validate_pod(pod, pvc=lambda ns, n: claims.get(f"{ns}/{n}"), storage_class=lambda n: {})
+        validate_pod(
+            claiming, pvc=lambda ns, n: claims.get(f"{ns}/{n}"), storage_class=lambda n: None
+        )
+    validate_pod(claiming, pvc=lambda ns, n: claims.get(f"{ns}/{n}"), storage_class=lambda n: {})
     bound = {"ns/data": {"spec": {"storageClassName": "gone", "volumeName": "pv-1"}}}
-    validate_pod(pod, pvc=lambda ns, n: bound.get(f"{ns}/{n}"), storage_class=lambda n: None)
+    validate_pod(claiming, pvc=lambda ns, n: bound.get(f"{ns}/{n}"), storage_class=lambda n: None)
 
 
 def test_well_known_labels_include_the_labels_the_providers_instance_types_carry() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from karpy.apis.objects import format_time
@@ -15,38 +16,21 @@ from karpy.controllers.node.termination.pods import (
     needs_force_delete,
     tolerates_disrupted_taint,
 )
+from tests import kit
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 JSON = dict[str, Any]
 
 
-def pod(
-    name: str = "p",
-    *,
-    owner: tuple[str, str] | None = None,
-    priority_class: str | None = None,
-    tolerations: list[JSON] | None = None,
-    annotations: dict[str, str] | None = None,
-    deleted: datetime | None = None,
-    phase: str = "Running",
-    grace: int | None = 30,
-    created: datetime = NOW - timedelta(hours=1),
-) -> JSON:
-    meta: JSON = {"name": name, "namespace": "ns", "creationTimestamp": format_time(created)}
-    if owner:
-        meta["ownerReferences"] = [{"apiVersion": owner[0], "kind": owner[1], "name": "o"}]
-    if annotations:
-        meta["annotations"] = annotations
-    if deleted:
-        meta["deletionTimestamp"] = format_time(deleted)
-    spec: JSON = {"nodeName": "n"}
-    if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    if tolerations:
-        spec["tolerations"] = tolerations
-    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+RUNNING: JSON = {"phase": "Running"}
+# The pods of these tests: on node `n`, created an hour ago, running.
+pod = partial(
+    kit.pod, namespace="ns", node="n", created=format_time(NOW - timedelta(hours=1)), status=RUNNING
+)
+
+
+def owned_by(api_version: str, kind: str) -> JSON:
+    return {"apiVersion": api_version, "kind": kind, "name": "o"}
 
 
 def test_an_ordinary_running_pod_is_waited_for_and_evictable() -> None:
@@ -56,12 +40,12 @@ def test_an_ordinary_running_pod_is_waited_for_and_evictable() -> None:
 
 def test_terminal_pods_are_not_waited_for() -> None:
     for phase in ("Succeeded", "Failed"):
-        assert not is_waiting_eviction(pod(phase=phase), NOW)
-        assert not is_evictable(pod(phase=phase), NOW)
+        assert not is_waiting_eviction(pod(status={"phase": phase}), NOW)
+        assert not is_evictable(pod(status={"phase": phase}), NOW)
 
 
 def test_mirror_pods_are_neither_drained_nor_evicted() -> None:
-    mirror = pod(owner=("v1", "Node"))
+    mirror = pod(owner=owned_by("v1", "Node"))
     assert not is_drainable(mirror, NOW)
     assert not is_evictable(mirror, NOW)
 
@@ -82,10 +66,10 @@ def test_pods_tolerating_the_disrupted_taint_are_left_alone() -> None:
 
 
 def test_terminating_pods_are_waited_for_until_stuck_a_minute_past_their_deadline() -> None:
-    recent = pod(deleted=NOW - timedelta(seconds=30))
+    recent = pod(deleted=format_time(NOW - timedelta(seconds=30)))
     assert is_waiting_eviction(recent, NOW)
     assert not is_evictable(recent, NOW)
-    stuck = pod(deleted=NOW - timedelta(seconds=61))
+    stuck = pod(deleted=format_time(NOW - timedelta(seconds=61)))
     assert not is_waiting_eviction(stuck, NOW)
 
 
@@ -107,7 +91,8 @@ def test_do_not_disrupt_durations_run_from_the_pod_start() -> None:
 
 def test_do_not_disrupt_durations_run_from_the_start_time_not_the_creation() -> None:
     created_long_ago = pod(
-        annotations={"karpenter.sh/do-not-disrupt": "30m"}, created=NOW - timedelta(hours=3)
+        annotations={"karpenter.sh/do-not-disrupt": "30m"},
+        created=format_time(NOW - timedelta(hours=3)),
     )
     created_long_ago["status"]["startTime"] = format_time(NOW - timedelta(minutes=10))
     assert has_do_not_disrupt(created_long_ago, NOW)  # started 10 minutes ago: still protected
@@ -117,10 +102,14 @@ def test_do_not_disrupt_durations_run_from_the_start_time_not_the_creation() -> 
 
 def test_tiers_put_workloads_first_then_daemons_then_critical() -> None:
     pods = [
-        pod("critical-ds", owner=("apps/v1", "DaemonSet"), priority_class="system-node-critical"),
-        pod("ds", owner=("apps/v1", "DaemonSet")),
+        pod(
+            "critical-ds",
+            owner=owned_by("apps/v1", "DaemonSet"),
+            priority_class="system-node-critical",
+        ),
+        pod("ds", owner=owned_by("apps/v1", "DaemonSet")),
         pod("critical", priority_class="system-cluster-critical"),
-        pod("app", owner=("apps/v1", "ReplicaSet")),
+        pod("app", owner=owned_by("apps/v1", "ReplicaSet")),
         pod("plain", priority_class="high"),
     ]
     tiers = [[p["metadata"]["name"] for p in tier] for tier in drain_tiers(pods)]
@@ -137,7 +126,7 @@ def test_force_delete_when_the_pod_grace_period_no_longer_fits() -> None:
 
 def test_force_delete_a_terminating_pod_only_if_it_would_outlive_the_deadline() -> None:
     deadline = NOW + timedelta(seconds=20)
-    finishing = pod(deleted=NOW + timedelta(seconds=10))
+    finishing = pod(deleted=format_time(NOW + timedelta(seconds=10)))
     assert not needs_force_delete(finishing, deadline, NOW)
-    lingering = pod(deleted=NOW + timedelta(seconds=40))
+    lingering = pod(deleted=format_time(NOW + timedelta(seconds=40)))
     assert needs_force_delete(lingering, deadline, NOW)

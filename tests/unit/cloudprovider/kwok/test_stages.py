@@ -22,6 +22,7 @@ from karpy.cloudprovider.kwok.stages import (
     parse_go_duration,
 )
 from karpy.scheduling.instancetypes import InstanceType
+from tests.kit import pod
 
 SIZE = "karpenter.kwok.sh/instance-size"
 FAMILY = "karpenter.kwok.sh/instance-family"
@@ -100,23 +101,19 @@ def test_bad_go_durations_name_the_value(text: str) -> None:
         parse_go_duration(text)
 
 
-def _pod(**meta: object) -> dict[str, object]:
-    return {"metadata": {"name": "p", **meta}}
-
-
 def test_a_delete_delay_counts_from_the_deletion_request() -> None:
-    pod = _pod(
+    deleting = pod(
         annotations={"pod-delete.stage.kwok.x-k8s.io/delay": "45s"},
-        deletionTimestamp="2026-01-01T00:00:30Z",
-        deletionGracePeriodSeconds=30,
+        deleted="2026-01-01T00:00:30Z",
     )
-    assert deletion_finishes_at(pod) == datetime(2026, 1, 1, 0, 0, 45, tzinfo=UTC)
-    assert deletion_finishes_at(_pod(deletionTimestamp="2026-01-01T00:00:30Z")) is None
-    not_deleting = _pod(annotations={"pod-delete.stage.kwok.x-k8s.io/delay": "45s"})
+    deleting["metadata"]["deletionGracePeriodSeconds"] = 30
+    assert deletion_finishes_at(deleting) == datetime(2026, 1, 1, 0, 0, 45, tzinfo=UTC)
+    assert deletion_finishes_at(pod(deleted="2026-01-01T00:00:30Z")) is None
+    not_deleting = pod(annotations={"pod-delete.stage.kwok.x-k8s.io/delay": "45s"})
     assert deletion_finishes_at(not_deleting) is None
 
 
 def test_the_unhealthy_stage_is_a_label() -> None:
-    assert is_unhealthy(_pod(labels={"kwok.x-k8s.io/stage": "unhealthy"}))
-    assert not is_unhealthy(_pod(labels={"kwok.x-k8s.io/stage": "healthy"}))
-    assert not is_unhealthy(_pod(annotations={"kwok.x-k8s.io/stage": "unhealthy"}))
+    assert is_unhealthy(pod(labels={"kwok.x-k8s.io/stage": "unhealthy"}))
+    assert not is_unhealthy(pod(labels={"kwok.x-k8s.io/stage": "healthy"}))
+    assert not is_unhealthy(pod(annotations={"kwok.x-k8s.io/stage": "unhealthy"}))

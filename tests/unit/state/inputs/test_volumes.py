@@ -8,15 +8,9 @@ import pytest
 
 from karpy.scheduling.requirements import Requirements
 from karpy.state.inputs import PodViews, VolumeError, VolumeTopology
+from tests.kit import pod, served
 
 ZONE = "topology.kubernetes.io/zone"
-
-
-def _pod(*volumes: dict[str, Any], name: str = "p") -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "ns", "uid": name, "resourceVersion": "1"},
-        "spec": {"containers": [{"name": "c"}], "volumes": list(volumes)},
-    }
 
 
 def _claim_vol(claim: str) -> dict[str, Any]:
@@ -59,7 +53,10 @@ def test_each_node_selector_term_of_a_volume_is_an_alternative() -> None:
     topo = VolumeTopology(
         claims=[_claim("data", volumeName="pv")], volumes=[_pv("pv", ["a"], ["b"])]
     )
-    assert _zones(topo.terms(_pod(_claim_vol("data")))) == [{"a"}, {"b"}]
+    assert _zones(topo.terms(served(pod("p", "ns", volumes=[_claim_vol("data")])))) == [
+        {"a"},
+        {"b"},
+    ]
 
 
 def test_two_volumes_must_both_hold() -> None:
@@ -68,7 +65,7 @@ def test_two_volumes_must_both_hold() -> None:
         volumes=[_pv("pv-x", ["a", "b"])],
         classes=[_class("wffc", ["b", "c"])],
     )
-    (terms,) = topo.terms(_pod(_claim_vol("x"), _claim_vol("y")))
+    (terms,) = topo.terms(served(pod("p", "ns", volumes=[_claim_vol("x"), _claim_vol("y")])))
     assert set(terms[ZONE].values) == {"b"}
 
 
@@ -81,10 +78,12 @@ def test_immediate_classes_and_explicitly_classless_claims_pin_nothing() -> None
         claims=[_claim("i", storageClassName="now"), _claim("none", storageClassName="")],
         classes=[immediate, default],
     )
-    assert topo.terms(_pod(_claim_vol("i"))) == ()
-    assert topo.terms(_pod(_claim_vol("none"))) == ()
+    assert topo.terms(served(pod("p", "ns", volumes=[_claim_vol("i")]))) == ()
+    assert topo.terms(served(pod("p", "ns", volumes=[_claim_vol("none")]))) == ()
     assert _zones(
-        VolumeTopology(claims=[_claim("c")], classes=[default]).terms(_pod(_claim_vol("c")))
+        VolumeTopology(claims=[_claim("c")], classes=[default]).terms(
+            served(pod("p", "ns", volumes=[_claim_vol("c")]))
+        )
     ) == [{"d"}]
 
 
@@ -94,25 +93,27 @@ def test_ephemeral_volume_reads_its_claim_or_else_its_template() -> None:
         "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "wffc"}}},
     }
     classes = [_class("wffc", ["c"])]
-    assert _zones(VolumeTopology(classes=classes).terms(_pod(vol))) == [{"c"}]
+    assert _zones(VolumeTopology(classes=classes).terms(served(pod("p", "ns", volumes=[vol])))) == [
+        {"c"}
+    ]
     created = _claim("p-scratch", volumeName="pv")
     topo = VolumeTopology(claims=[created], volumes=[_pv("pv", ["a"])], classes=classes)
-    assert _zones(topo.terms(_pod(vol))) == [{"a"}]
+    assert _zones(topo.terms(served(pod("p", "ns", volumes=[vol])))) == [{"a"}]
 
 
 def test_a_missing_claim_names_the_field_and_the_claim() -> None:
     with pytest.raises(VolumeError, match=r'spec.volumes\[0\].*"ns/gone" not found'):
-        VolumeTopology().terms(_pod(_claim_vol("gone")))
+        VolumeTopology().terms(served(pod("p", "ns", volumes=[_claim_vol("gone")])))
 
 
 def test_a_view_is_rebuilt_when_its_claim_is_bound_without_a_new_pod_version() -> None:
     views = PodViews()
-    pod = _pod(_claim_vol("data"))
+    claiming = served(pod("p", "ns", volumes=[_claim_vol("data")]))
     before = VolumeTopology(
         claims=[_claim("data", storageClassName="wffc")], classes=[_class("wffc", ["a", "b"])]
     )
     after = VolumeTopology(claims=[_claim("data", volumeName="pv")], volumes=[_pv("pv", ["b"])])
-    first = views.view(pod, volume_terms=before.terms(pod))
-    second = views.view(pod, volume_terms=after.terms(pod))
+    first = views.view(claiming, volume_terms=before.terms(claiming))
+    second = views.view(claiming, volume_terms=after.terms(claiming))
     assert _zones(first.volume_terms) == [{"a", "b"}]
     assert _zones(second.volume_terms) == [{"b"}]

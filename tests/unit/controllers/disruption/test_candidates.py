@@ -15,35 +15,26 @@ from karpy.controllers.disruption.candidates import (
     do_not_disrupt_active,
 )
 from karpy.state import StateNode
+from tests.kit import pdb, pod
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+JSON = dict[str, Any]
 
 
-def pod(
-    annotations: dict[str, str] | None = None,
-    *,
-    labels: dict[str, str] | None = None,
-    start: str | None = "2026-01-01T11:50:00Z",
-    phase: str = "Running",
-    ready: bool = True,
-    deleting: bool = False,
-) -> dict[str, Any]:
-    meta: dict[str, Any] = {
-        "name": "p",
-        "namespace": "ns",
-        "annotations": annotations or {},
-        "labels": labels or {"app": "web"},
-        "creationTimestamp": "2026-01-01T11:00:00Z",
-    }
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T11:59:00Z"
-    status: dict[str, Any] = {
-        "phase": phase,
-        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-    }
-    if start:
-        status["startTime"] = start
-    return {"metadata": meta, "spec": {}, "status": status}
+CREATED = "2026-01-01T11:00:00Z"
+STARTED = "2026-01-01T11:50:00Z"
+WEB = {"app": "web"}
+
+
+READY: JSON = {
+    "phase": "Running",
+    "startTime": STARTED,
+    "conditions": [{"type": "Ready", "status": "True"}],
+}
+NOT_READY: JSON = {**READY, "conditions": [{"type": "Ready", "status": "False"}]}
+SUCCEEDED: JSON = {**READY, "phase": "Succeeded"}
+START_UNKNOWN: JSON = {k: v for k, v in READY.items() if k != "startTime"}
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 
 
 @pytest.mark.parametrize(
@@ -60,65 +51,98 @@ def pod(
     ],
 )
 def test_do_not_disrupt_values(value: str, active: bool) -> None:
-    assert do_not_disrupt_active(pod({"karpenter.sh/do-not-disrupt": value}), NOW) is active
+    assert (
+        do_not_disrupt_active(
+            pod(
+                "p",
+                "ns",
+                labels=WEB,
+                annotations={DO_NOT_DISRUPT: value},
+                created=CREATED,
+                status=READY,
+            ),
+            NOW,
+        )
+        is active
+    )
 
 
 def test_do_not_disrupt_duration_from_creation_when_start_unknown() -> None:
-    annotated = pod({"karpenter.sh/do-not-disrupt": "30m"}, start=None)
+    annotated = pod(
+        "p",
+        "ns",
+        labels=WEB,
+        annotations={DO_NOT_DISRUPT: "30m"},
+        created=CREATED,
+        status=START_UNKNOWN,
+    )
     assert do_not_disrupt_active(annotated, NOW) is False  # created an hour ago
     assert do_not_disrupt_active(annotated, datetime(2026, 1, 1, 11, 10, tzinfo=UTC)) is True
 
 
 def test_finished_or_terminating_pods_do_not_block() -> None:
     annotations = {"karpenter.sh/do-not-disrupt": "true"}
-    assert not do_not_disrupt_active(pod(annotations, phase="Succeeded"), NOW)
-    assert not do_not_disrupt_active(pod(annotations, deleting=True), NOW)
-    assert not do_not_disrupt_active(pod(), NOW)
-
-
-def pdb(
-    name: str, allowed: int, *, selector: dict[str, Any] | None, policy: str | None = None
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"selector": selector}
-    if policy:
-        spec["unhealthyPodEvictionPolicy"] = policy
-    return {
-        "metadata": {"name": name, "namespace": "ns"},
-        "spec": spec,
-        "status": {"disruptionsAllowed": allowed},
-    }
+    assert not do_not_disrupt_active(
+        pod("p", "ns", labels=WEB, annotations=annotations, created=CREATED, status=SUCCEEDED), NOW
+    )
+    assert not do_not_disrupt_active(
+        pod(
+            "p",
+            "ns",
+            labels=WEB,
+            annotations=annotations,
+            created=CREATED,
+            deleted="2026-01-01T11:59:00Z",
+            status=READY,
+        ),
+        NOW,
+    )
+    assert not do_not_disrupt_active(pod("p", "ns", labels=WEB, created=CREATED, status=READY), NOW)
 
 
 def test_pdb_with_no_disruptions_allowed_blocks() -> None:
-    limits = PdbLimits([pdb("web", 0, selector={"matchLabels": {"app": "web"}})])
-    assert limits.blocking(pod()) == 'pdb "ns/web" prevents pod evictions'
-    assert limits.blocking(pod(labels={"app": "db"})) is None
+    limits = PdbLimits([pdb("web", "ns", allowed=0, selector={"matchLabels": {"app": "web"}})])
+    assert (
+        limits.blocking(pod("p", "ns", labels=WEB, created=CREATED, status=READY))
+        == 'pdb "ns/web" prevents pod evictions'
+    )
+    assert (
+        limits.blocking(pod("p", "ns", labels={"app": "db"}, created=CREATED, status=READY)) is None
+    )
 
 
 def test_pdb_allowing_disruptions_does_not_block() -> None:
-    limits = PdbLimits([pdb("web", 1, selector={"matchLabels": {"app": "web"}})])
-    assert limits.blocking(pod()) is None
+    limits = PdbLimits([pdb("web", "ns", allowed=1, selector={"matchLabels": {"app": "web"}})])
+    assert limits.blocking(pod("p", "ns", labels=WEB, created=CREATED, status=READY)) is None
 
 
 def test_unhealthy_pods_pass_with_always_allow() -> None:
     limits = PdbLimits(
-        [pdb("web", 0, selector={"matchLabels": {"app": "web"}}, policy="AlwaysAllow")]
+        [
+            pdb(
+                "web",
+                "ns",
+                allowed=0,
+                selector={"matchLabels": {"app": "web"}},
+                unhealthy_policy="AlwaysAllow",
+            )
+        ]
     )
-    assert limits.blocking(pod(ready=False)) is None
-    assert limits.blocking(pod(ready=True)) is not None
+    assert limits.blocking(pod("p", "ns", labels=WEB, created=CREATED, status=NOT_READY)) is None
+    assert limits.blocking(pod("p", "ns", labels=WEB, created=CREATED, status=READY)) is not None
 
 
 def test_two_pdbs_on_one_pod_block_and_selectors() -> None:
     limits = PdbLimits(
         [
-            pdb("a", 5, selector={"matchLabels": {"app": "web"}}),
-            pdb("b", 5, selector={}),  # empty selector: every pod of the namespace
-            pdb("c", 0, selector=None),  # no selector: no pod
+            pdb("a", "ns", allowed=5, selector={"matchLabels": {"app": "web"}}),
+            pdb("b", "ns", allowed=5, selector={}),  # empty selector: every pod of the namespace
+            pdb("c", "ns", allowed=0, selector=None),  # no selector: no pod
         ]
     )
-    reason = limits.blocking(pod())
+    reason = limits.blocking(pod("p", "ns", labels=WEB, created=CREATED, status=READY))
     assert reason is not None and "multiple pdbs" in reason
-    other_ns = pod()
+    other_ns = pod("p", "ns", labels=WEB, created=CREATED, status=READY)
     other_ns["metadata"]["namespace"] = "elsewhere"
     assert limits.blocking(other_ns) is None
 
@@ -170,7 +194,7 @@ def test_a_node_with_pods_on_their_way_is_not_a_candidate() -> None:
     )
     pdbs = PdbLimits([])
     assert candidate(_empty_node(), nodepools={"pool": pool}, pdbs=pdbs, now=NOW).is_empty()
-    nominated = pod()
+    nominated = pod("p", "ns", labels=WEB, created=CREATED, status=READY)
     nominated["status"]["nominatedNodeName"] = "c1"
     with pytest.raises(NotCandidate, match="nominated"):
         candidate(_empty_node(planned=(nominated,)), nodepools={"pool": pool}, pdbs=pdbs, now=NOW)

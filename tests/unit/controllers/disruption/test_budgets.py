@@ -13,32 +13,18 @@ from karpy.apis.v1 import NodePool
 from karpy.controllers.disruption.budgets import BudgetState, budget_states
 from karpy.kube import FakeClock
 from karpy.state import StateNode
+from tests import kit
 
 MONDAY_10 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 
 
 def pool(name: str, budgets: list[dict[str, Any]]) -> NodePool:
     return NodePool.model_validate(
-        {
-            "metadata": {"name": name},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {
-                            "group": "karpenter.kwok.sh",
-                            "kind": "KWOKNodeClass",
-                            "name": "x",
-                        },
-                        "requirements": [],
-                    }
-                },
-                "disruption": {"consolidateAfter": "0s", "budgets": budgets},
-            },
-        }
+        kit.nodepool(name, nodeclass="x", requirements=[], consolidate_after="0s", budgets=budgets)
     )
 
 
-def node(
+def state_node(
     name: str,
     pool_name: str = "a",
     *,
@@ -49,26 +35,24 @@ def node(
     terminating: bool = False,
     managed: bool = True,
 ) -> StateNode:
+    """A registered node of `pool_name` and its NodeClaim (none when not `managed`)."""
     claim_conditions = [{"type": "Initialized", "status": "True" if initialized else "Unknown"}]
     if terminating:
         claim_conditions.append({"type": "InstanceTerminating", "status": "True"})
-    claim_meta: dict[str, Any] = {"name": name, "labels": {"karpenter.sh/nodepool": pool_name}}
-    if deleting:
-        claim_meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    labels = {"karpenter.sh/nodepool": pool_name, "karpenter.sh/registered": "true"}
+    node = kit.node(
+        name,
+        provider_id=f"kwok://{name}",
+        labels={"karpenter.sh/nodepool": pool_name, "karpenter.sh/registered": "true"},
+        status={"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    )
+    claim = kit.nodeclaim(
+        name,
+        pool=pool_name,
+        deleted="2026-01-01T00:00:00Z" if deleting else None,
+        status={"conditions": claim_conditions},
+    )
     return StateNode(
-        key=f"kwok://{name}",
-        node={
-            "metadata": {"name": name, "labels": labels},
-            "spec": {"providerID": f"kwok://{name}"},
-            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-        },
-        nodeclaim=(
-            {"metadata": claim_meta, "status": {"conditions": claim_conditions}}
-            if managed
-            else None
-        ),
-        marked=marked,
+        key=f"kwok://{name}", node=node, nodeclaim=claim if managed else None, marked=marked
     )
 
 
@@ -83,13 +67,18 @@ def states(
 
 
 def test_count_budget_minus_disrupting_nodes() -> None:
-    nodes = [node("n1"), node("n2"), node("n3", ready=False), node("n4", deleting=True)]
+    nodes = [
+        state_node("n1"),
+        state_node("n2"),
+        state_node("n3", ready=False),
+        state_node("n4", deleting=True),
+    ]
     state = states([pool("a", [{"nodes": "3"}])], nodes)["a"]
     assert (state.nodes, state.disrupting, state.allowed, state.remaining) == (4, 2, 3, 1)
 
 
 def test_marked_for_deletion_uses_budget_and_remaining_never_negative() -> None:
-    nodes = [node("n1", marked=True), node("n2", marked=True), node("n3")]
+    nodes = [state_node("n1", marked=True), state_node("n2", marked=True), state_node("n3")]
     state = states([pool("a", [{"nodes": "1"}])], nodes)["a"]
     assert state.disrupting == 2
     assert state.remaining == 0
@@ -100,17 +89,17 @@ def test_marked_for_deletion_uses_budget_and_remaining_never_negative() -> None:
     [("10%", 10, 1), ("10%", 11, 2), ("34%", 3, 2), ("0%", 5, 0), ("100%", 5, 5)],
 )
 def test_percentages_round_up(percent: str, count: int, allowed: int) -> None:
-    nodes = [node(f"n{i}") for i in range(count)]
+    nodes = [state_node(f"n{i}") for i in range(count)]
     assert states([pool("a", [{"nodes": percent}])], nodes)["a"].allowed == allowed
 
 
 def test_only_initialized_managed_nodes_not_terminating_count() -> None:
     nodes = [
-        node("n1"),
-        node("n2", initialized=False),
-        node("n3", terminating=True),
-        node("n4", managed=False),
-        node("n5", pool_name="other"),
+        state_node("n1"),
+        state_node("n2", initialized=False),
+        state_node("n3", terminating=True),
+        state_node("n4", managed=False),
+        state_node("n5", pool_name="other"),
     ]
     state = states([pool("a", [{"nodes": "100%"}])], nodes)["a"]
     assert state.nodes == 1
@@ -121,7 +110,7 @@ def test_cron_window_in_utc_with_a_fake_clock() -> None:
     business_hours = pool(
         "a", [{"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}, {"nodes": "5"}]
     )
-    nodes = [node(f"n{i}") for i in range(10)]
+    nodes = [state_node(f"n{i}") for i in range(10)]
     assert states([business_hours], nodes, now=clock.wall())["a"].allowed == 5
     clock.advance(60)  # 09:00: the blocking budget starts
     assert states([business_hours], nodes, now=clock.wall())["a"].allowed == 0
@@ -133,7 +122,7 @@ def test_cron_window_in_utc_with_a_fake_clock() -> None:
 
 def test_reasons_select_budgets() -> None:
     p = pool("a", [{"nodes": "0", "reasons": ["Drifted"]}, {"nodes": "2", "reasons": ["Empty"]}])
-    nodes = [node(f"n{i}") for i in range(10)]
+    nodes = [state_node(f"n{i}") for i in range(10)]
     assert states([p], nodes, reason="Empty")["a"].allowed == 2
     assert states([p], nodes, reason="Drifted")["a"].allowed == 0
     assert states([p], nodes, reason="Underutilized")["a"].allowed == 2**31 - 1
@@ -141,7 +130,7 @@ def test_reasons_select_budgets() -> None:
 
 def test_malformed_cron_fails_closed() -> None:
     p = pool("a", [{"nodes": "100%", "schedule": "61 * * * *", "duration": "1h"}])
-    assert states([p], [node("n1")])["a"].allowed == 0
+    assert states([p], [state_node("n1")])["a"].allowed == 0
 
 
 def test_minimum_over_active_budgets_and_default() -> None:
@@ -153,7 +142,7 @@ def test_minimum_over_active_budgets_and_default() -> None:
             {"nodes": "1", "schedule": "0 0 1 1 *", "duration": "1h"},
         ],
     )
-    nodes = [node(f"n{i}") for i in range(10)]
+    nodes = [state_node(f"n{i}") for i in range(10)]
     assert states([p], nodes)["a"].allowed == 3
     default = NodePool.model_validate(
         {
@@ -168,7 +157,7 @@ def test_minimum_over_active_budgets_and_default() -> None:
             },
         }
     )
-    assert states([default], [node(f"n{i}", "d") for i in range(20)])["d"].allowed == 2
+    assert states([default], [state_node(f"n{i}", "d") for i in range(20)])["d"].allowed == 2
 
 
 def test_pools_without_nodes_are_reported() -> None:
