@@ -19,6 +19,7 @@ from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
+from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
@@ -123,6 +124,14 @@ class AWSPlugin:
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
         if not isinstance(provider, AWSCloudProvider):
             raise TypeError(f"the aws plugin cannot manage NodeClasses of {provider.name!r}")
+        if provider.resolver is not None:
+            ctx.add(
+                EC2NodeClassController(
+                    client=ctx.client,
+                    nodeclasses=ctx.cache.informer(EC2NODECLASSES),
+                    resolver=provider.resolver,
+                )
+            )
 
 
 PLUGIN: Final = AWSPlugin()
