@@ -12,6 +12,7 @@ import importlib
 from typing import Any, Final, Protocol
 
 from karpy.cloudprovider.types import CloudProvider
+from karpy.kube.builder import Reconciler
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock
@@ -43,7 +44,7 @@ class PluginContext(Protocol):
     def clock(self) -> Clock: ...
     @property
     def cache(self) -> Cache: ...
-    def add(self, reconciler: Any) -> None: ...
+    def add(self, reconciler: Reconciler[Any]) -> None: ...
     def add_runnable(self, runnable: Runnable, *, leader_only: bool = True) -> None: ...
 
 

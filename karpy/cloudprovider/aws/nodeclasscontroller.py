@@ -17,7 +17,7 @@ from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
 from karpy.apis.descriptors import EC2NODECLASSES
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasshash import hash_annotations
-from karpy.kube import Client, Informer, NotFoundError, Result
+from karpy.kube import Client, Clock, Informer, NotFoundError, RealClock, Result
 from karpy.kube.builder import Builder
 
 __all__ = ["NAME", "EC2NodeClassController"]
@@ -31,8 +31,16 @@ log = structlog.get_logger("karpy.cloudprovider.aws.nodeclass")
 class EC2NodeClassController:
     name: Final = NAME
 
-    def __init__(self, *, client: Client, nodeclasses: Informer, resolver: NodeClassResolver):
+    def __init__(
+        self,
+        *,
+        client: Client,
+        nodeclasses: Informer,
+        resolver: NodeClassResolver,
+        clock: Clock | None = None,
+    ) -> None:
         self.client = client
+        self.clock = clock or RealClock()
         self.nodeclasses = nodeclasses
         self.resolver = resolver
 

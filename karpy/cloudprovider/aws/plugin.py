@@ -130,6 +130,7 @@ class AWSPlugin:
                     client=ctx.client,
                     nodeclasses=ctx.cache.informer(EC2NODECLASSES),
                     resolver=provider.resolver,
+                    clock=ctx.clock,
                 )
             )
 
