@@ -4,11 +4,11 @@ controllers into one manager, and run it until SIGTERM.
 To add an informer, append its resource to `CACHED_RESOURCES` (and grant `list`/`watch` in the
 chart's ClusterRole, `manifests/charts/karpy/templates/clusterrole.yaml`). `_main` fills one
 `ControllerContext` (settings, client, cache, events, clock, cloud provider, cluster state,
-manager) and hands it to each of `REGISTRATIONS`: the informers, the kwok simulator, then every
-area's `register(ctx)` (`karpy.controllers`). Controllers run only on the elected leader; caches
-and the cluster state on every replica. The cloud provider comes from `PROVIDER`: `kwok` (fake
-nodes, with karpy's node/pod simulator on the leader) wrapped in the metrics decorator; `aws` is
-not in this build yet and stops start-up with status 2.
+manager) and hands it to the provider plugin (its own controllers), then to each of
+`REGISTRATIONS`: the informers, then every area's `register(ctx)` (`karpy.controllers`).
+Controllers run only on the elected leader; caches and the cluster state on every replica. The
+cloud provider is the plugin registered for `PROVIDER` (`karpy.cloudprovider.registry`), wrapped
+in the metrics decorator; the operator knows nothing else about it.
 
 Exit status: 0 after a graceful stop, 1 on a fatal error or when the leader lease is lost (the
 process exits at once so a restart comes back as a standby), 2 for invalid settings.
@@ -26,12 +26,9 @@ from collections.abc import Callable
 import structlog
 import uvloop
 
-from karpy.apis.descriptors import CRD_RESOURCES, NODECLAIMS
-from karpy.cloudprovider import faults
-from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
-from karpy.cloudprovider.kwok.provider import KwokCloudProvider
-from karpy.cloudprovider.kwok.simulator import KwokSimulator
+from karpy.apis.descriptors import CRD_RESOURCES
 from karpy.cloudprovider.metrics import MetricsCloudProvider
+from karpy.cloudprovider.registry import ProviderPlugin, ProviderUnavailableError, get_plugin
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers import ControllerContext, register_all
 from karpy.kube.cache import Cache
@@ -55,18 +52,16 @@ from karpy.kube.resources import (
     VOLUMEATTACHMENTS,
     Resource,
 )
-from karpy.scheduling.catalog import CatalogError
-from karpy.scheduling.instancetypes import InstanceType
 from karpy.settings import SETTINGS, Settings, SettingsError, load_settings
 from karpy.state import Cluster, nomination_window
 
 __all__ = [
     "CACHED_RESOURCES",
     "REGISTRATIONS",
-    "ProviderUnavailableError",
+    "ProviderWrapper",
     "add_arguments",
+    "build_provider",
     "register_informers",
-    "register_simulator",
     "run",
 ]
 
@@ -91,79 +86,35 @@ COMPONENT = "karpenter"
 """Event source component and leader-lease name prefix, as Karpenter's."""
 
 
-class ProviderUnavailableError(Exception):
-    """The configured cloud provider cannot run in this build or with these settings."""
-
-
-def instance_types(settings: Settings) -> list[InstanceType]:
-    """The kwok catalogue: INSTANCE_TYPES_FILE_PATH if set, else the built-in 144 types."""
-    path = settings.kwok.instance_types_file_path
-    if path is None:
-        return kwok_instance_types()
-    try:
-        return load_kwok_catalog(path)
-    except CatalogError as exc:
-        raise ProviderUnavailableError(f"INSTANCE_TYPES_FILE_PATH: {exc}") from None
-
-
-def check_provider(settings: Settings) -> None:
-    """Fail fast, before connecting, on a provider this build cannot run."""
-    if settings.provider == "aws":
-        raise ProviderUnavailableError(
-            "PROVIDER=aws: the AWS provider is not available in this build yet; "
-            "use PROVIDER=kwok for local clusters"
-        )
-    if settings.provider == "kwok":
-        instance_types(settings)
-
-
-def build_provider(settings: Settings, *, client: Client, cache: Cache) -> CloudProvider:
-    """The cloud provider of `PROVIDER`, wrapped in the metrics decorator."""
-    check_provider(settings)
-    inner = KwokCloudProvider(client=client, cache=cache, instance_types=instance_types(settings))
-    # Test-only fault injection (KARPY_TEST_PROVIDER_FAULTS); the provider itself when unset.
-    return MetricsCloudProvider(faults.from_env(inner))
-
-
 def register_informers(ctx: ControllerContext) -> None:
     """Create the shared informers (they start with the manager, on every replica)."""
     for resource in CACHED_RESOURCES:
         ctx.informer(resource)
 
 
-def register_simulator(ctx: ControllerContext) -> None:
-    """With the kwok provider, karpy plays the kubelet of its fake nodes (leader only)."""
-    inner = ctx.cloud_provider
-    while isinstance(inner, MetricsCloudProvider | faults.FaultyCloudProvider):
-        inner = inner.inner
-    if not isinstance(inner, KwokCloudProvider):
-        return
-    # The simulator stands in for the kubelets of every kwok node: its requests get their own
-    # budget, so marking a thousand pods Running does not slow karpy's own calls.
-    client = ctx.client
-    simulator_client = Client(
-        client.transport,
-        qps=ctx.settings.kube_client.qps,
-        burst=ctx.settings.kube_client.burst,
-        host=client.host,
-    )
-    simulator = KwokSimulator(
-        client=simulator_client,
-        cache=ctx.cache,
-        provider=inner,
-        nodeclaims=NODECLAIMS,
-        clock=ctx.clock,
-    )
-    for reconciler in simulator.reconcilers():
-        ctx.add(reconciler)
-
-
 REGISTRATIONS: list[Callable[[ControllerContext], None]] = [
     register_informers,
-    register_simulator,
     register_all,
 ]
-"""Run in order at start-up; each may add informers, indexers and runnables."""
+"""Run in order at start-up, after the provider plugin's own registration; each may add
+informers, indexers and runnables."""
+
+ProviderWrapper = Callable[[CloudProvider], CloudProvider]
+"""A decorator applied to the provider the plugin built (tests inject faults with one)."""
+
+
+async def build_provider(
+    plugin: ProviderPlugin,
+    settings: Settings,
+    *,
+    client: Client,
+    cache: Cache,
+    wrap: ProviderWrapper | None = None,
+) -> tuple[CloudProvider, CloudProvider]:
+    """The plugin's provider as built, and as the controllers see it (`wrap`, then metrics)."""
+    inner = await plugin.build(settings, client=client, cache=cache)
+    outer = wrap(inner) if wrap is not None else inner
+    return inner, MetricsCloudProvider(outer)
 
 
 # -- command line ---------------------------------------------------------------------------------
@@ -200,20 +151,22 @@ def _overrides(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, wrap: ProviderWrapper | None = None) -> int:
+    """`karpy run`; `wrap` decorates the provider (a test seam, never set in production)."""
     try:
         settings = load_settings(_overrides(args))
     except SettingsError as exc:
         print(f"karpy run: {exc}", file=sys.stderr)
         return 2
     try:
-        check_provider(settings)
+        plugin = get_plugin(settings.provider)
+        plugin.check(settings)
     except ProviderUnavailableError as exc:
         print(f"karpy run: {exc}", file=sys.stderr)
         return 2
     configure_logging(settings.log_level)
     try:
-        return uvloop.run(_main(settings))
+        return uvloop.run(_main(settings, plugin, wrap))
     except LeaderElectionLostError:
         log.error("leader election lost; exiting")
         logging.shutdown()
@@ -225,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         shutdown_offload()
 
 
-async def _main(settings: Settings) -> int:
+async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrapper | None) -> int:
     identity = f"{settings.leader_election.pod_name}_{uuid.uuid4()}"
     client = await Client.connect(
         kubeconfig=settings.kube_client.kubeconfig,
@@ -271,16 +224,21 @@ async def _main(settings: Settings) -> int:
         clock=manager.clock,
         nomination_window=nomination_window(settings.batch.max_duration.total_seconds()),
     )
+    inner, provider = await build_provider(
+        plugin, settings, client=client, cache=manager.cache, wrap=wrap
+    )
     ctx = ControllerContext(
         settings=settings,
         client=client,
         manager=manager,
         events=events,
         clock=manager.clock,
-        cloud_provider=build_provider(settings, client=client, cache=manager.cache),
+        cloud_provider=provider,
+        nodeclasses=plugin.nodeclasses,
         cluster=cluster,
         identity=identity,
     )
+    plugin.register(ctx, inner)
     for register in REGISTRATIONS:
         register(ctx)
     log.info(

@@ -5,9 +5,9 @@ Node never registers — and the real providers cannot do that. `FaultyCloudProv
 provider and, following a `FaultPlan`, fails or fakes calls before they reach it; everything
 else passes through unchanged.
 
-`karpy run` applies a plan from the environment variable `KARPY_TEST_PROVIDER_FAULTS` (see
-`from_env`). It is deliberately not a setting: it exists for the end-to-end tests, which run a
-real `karpy run` process, and must never be set in a real deployment. Its grammar is a comma-
+`karpy run` itself never applies one: the end-to-end tests start `python -m
+tests.e2e.faulty_karpy run`, which passes `karpy.operator.run` a decorator built by `from_env`
+from the environment variable `KARPY_TEST_PROVIDER_FAULTS`. Its grammar is a comma-
 separated list of `fault[=count]`:
 
 - `create-error=N`: the first N creates raise `CreateError` (the launch is retried);
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 ENV_VAR: Final = "KARPY_TEST_PROVIDER_FAULTS"
-"""Test-only: the fault plan `karpy run` wraps its provider with (unset: no faults)."""
+"""Test-only: the fault plan the e2e entry wraps the provider with (unset: no faults)."""
 ALL: Final = -1
 PHANTOM_PREFIX: Final = "phantom://"
 """ProviderIDs of phantom instances: no provider (nor the kwok node simulator) knows them."""

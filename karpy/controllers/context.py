@@ -43,6 +43,8 @@ class ControllerContext:
     clock: Clock
     cloud_provider: CloudProvider
     cluster: Cluster
+    nodeclasses: tuple[Resource, ...] = ()
+    """The NodeClass kinds the running provider serves (its plugin says which)."""
     identity: str = ""
 
     @property

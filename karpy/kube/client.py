@@ -315,6 +315,11 @@ class Client:
 
     # -- reads ------------------------------------------------------------------------------------
 
+    async def server_version(self) -> JSON:
+        """The apiserver's `/version` (`major`, `minor`, `gitVersion`)."""
+        result: JSON = await self._call("GET", "/version", retry=_Retry.ALWAYS)
+        return result
+
     async def get(
         self,
         resource: Resource,

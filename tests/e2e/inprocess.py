@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from types import TracebackType
 
-from karpy.apis.descriptors import NODECLAIMS
+from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.cloudprovider.kwok.provider import KwokCloudProvider
 from karpy.cloudprovider.kwok.simulator import KwokSimulator
@@ -96,6 +96,7 @@ class InProcessKarpy:
             clock=manager.clock,
             identity=identity,
             cloud_provider=provider,
+            nodeclasses=(KWOKNODECLASSES,),
             cluster=Cluster(
                 manager.cache,
                 clock=manager.clock,

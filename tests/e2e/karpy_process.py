@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from karpy.settings import SETTINGS
+from tests.e2e.faulty_karpy import FAULTS_ENV
 
 __all__ = [
     "KarpyProcess",
@@ -102,6 +103,10 @@ class KarpyProcess:
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
 
+    def entry_module(self) -> str:
+        """`karpy.cli`, or the test entry that wraps the provider in a fault plan."""
+        return "tests.e2e.faulty_karpy" if FAULTS_ENV in self.settings else "karpy.cli"
+
     def environment(self) -> dict[str, str]:
         ours = {spec.env for spec in SETTINGS}
         env = {k: v for k, v in os.environ.items() if not k.startswith("KARPY_") and k not in ours}
@@ -130,7 +135,7 @@ class KarpyProcess:
             log.write(f"\n===== start #{self.starts + 1} of {self.name} =====\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "karpy.cli", "run"],
+                [sys.executable, "-m", self.entry_module(), "run"],
                 cwd=REPO,
                 env=self.environment(),
                 stdout=log,

@@ -6,9 +6,11 @@ import os
 import subprocess
 import sys
 
+_OURS = ("PROVIDER", "KUBECONFIG", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE")
+
 
 def _run(**env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k not in ("PROVIDER", "KUBECONFIG")}
+    clean = {k: v for k, v in os.environ.items() if k not in _OURS}
     return subprocess.run(
         [sys.executable, "-m", "karpy.cli", "run"],
         env={**clean, **env, "KUBECONFIG": "/nonexistent"},
@@ -19,10 +21,16 @@ def _run(**env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_aws_is_not_in_this_build() -> None:
-    proc = _run(PROVIDER="aws", CLUSTER_NAME="demo")
+def test_aws_needs_a_region() -> None:
+    proc = _run(PROVIDER="aws", CLUSTER_NAME="demo", AWS_CONFIG_FILE="/dev/null")
     assert proc.returncode == 2
-    assert "AWS provider is not available in this build" in proc.stderr
+    assert "AWS_REGION" in proc.stderr
+
+
+def test_aws_with_a_region_gets_past_the_checks() -> None:
+    proc = _run(PROVIDER="aws", CLUSTER_NAME="demo", AWS_REGION="us-west-2")
+    assert proc.returncode == 1  # the settings pass; the missing kubeconfig stops it
+    assert "AWS_REGION" not in proc.stderr
 
 
 def test_a_bad_catalogue_stops_start_up(tmp_path: os.PathLike[str]) -> None:

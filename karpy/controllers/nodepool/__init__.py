@@ -9,7 +9,6 @@ from karpy.controllers.nodepool.counter import NodePoolCounterController
 from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
 from karpy.controllers.nodepool.readiness import NodePoolReadinessController
 from karpy.controllers.nodepool.registrationhealth import NodePoolRegistrationHealthController
-from karpy.controllers.nodepool.resources import PROVIDER_NODECLASSES
 from karpy.controllers.nodepool.validation import NodePoolValidationController
 
 __all__ = ["register"]
@@ -17,7 +16,7 @@ __all__ = ["register"]
 
 def register(ctx: ControllerContext) -> None:
     nodepools = ctx.informer(NODEPOOLS)
-    nodeclasses = {r: ctx.informer(r) for r in PROVIDER_NODECLASSES.get(ctx.settings.provider, ())}
+    nodeclasses = {r: ctx.informer(r) for r in ctx.nodeclasses}
     ctx.add(
         NodePoolValidationController(client=ctx.client, nodepools=nodepools, clock=ctx.clock),
     )

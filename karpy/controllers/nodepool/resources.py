@@ -1,8 +1,6 @@
-"""The NodeClass kinds a NodePool may reference, and which of them the running provider serves.
-
-The descriptors themselves live in `karpy.apis.descriptors`; this adds the lookup from a
-nodeClassRef's group and kind, and the choice of NodeClass kind per provider.
-"""
+"""The NodeClass kinds a NodePool may reference, found by a nodeClassRef's group and kind (the
+descriptors live in `karpy.apis.descriptors`; the kinds the running provider serves are its
+plugin's word, `karpy.cloudprovider.registry`)."""
 
 from __future__ import annotations
 
@@ -12,15 +10,10 @@ from typing import Final
 from karpy.apis.descriptors import EC2NODECLASSES, KWOKNODECLASSES
 from karpy.kube import Resource
 
-__all__ = ["NODECLASSES", "PROVIDER_NODECLASSES", "nodeclass_resource"]
+__all__ = ["NODECLASSES", "nodeclass_resource"]
 
 NODECLASSES: Final = (KWOKNODECLASSES, EC2NODECLASSES)
 """Every NodeClass kind karpy knows."""
-PROVIDER_NODECLASSES: Final[dict[str, tuple[Resource, ...]]] = {
-    "kwok": (KWOKNODECLASSES,),
-    "aws": (EC2NODECLASSES,),
-}
-"""The NodeClass kinds each provider serves (Karpenter's `GetSupportedNodeClasses`)."""
 
 
 def nodeclass_resource(

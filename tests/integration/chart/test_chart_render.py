@@ -35,6 +35,10 @@ KWOK_ONLY = {
     ("kube-node-lease", "coordination.k8s.io", "leases", "create", ""),
     ("kube-node-lease", "coordination.k8s.io", "leases", "patch", ""),
 }
+AWS_ONLY = {
+    ("", "karpenter.k8s.aws", "ec2nodeclasses", "patch", ""),
+    ("", "karpenter.k8s.aws", "ec2nodeclasses/status", "patch", ""),
+}
 
 
 def settings_of(docs: list[JSON]) -> Settings:
@@ -384,6 +388,7 @@ def test_rbac_follows_the_provider(helm: Helm) -> None:
     aws_rules, kwok_rules = all_rules(aws), all_rules(kwok)
     assert not aws_rules & KWOK_ONLY
     assert kwok_rules - aws_rules == KWOK_ONLY
+    assert aws_rules - kwok_rules == AWS_ONLY
     # kwok's Lease rights are in kube-node-lease only; the leader Lease only in the release
     # namespace and only by name (besides create, which cannot be limited by name)
     node_lease = by_kind(kwok)[("Role", "karpenter-karpy-kwok")]

@@ -1,0 +1,138 @@
+"""The AWS provider's plugin: EC2NodeClass, the EC2 cloud provider built from the settings, and
+the EC2NodeClass controller.
+
+Settings: `CLUSTER_NAME` (required), `CLUSTER_ENDPOINT` (default: the apiserver karpy talks to),
+`VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`, `ISOLATED_VPC`; the SDK's own environment gives
+the region (`AWS_REGION` or `AWS_DEFAULT_REGION`, required), credentials and `AWS_ENDPOINT_URL`
+(a moto server, a VPC endpoint).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Final
+
+from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
+from karpy.apis.descriptors import EC2NODECLASSES
+from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
+from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
+from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
+from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
+from karpy.cloudprovider.aws.pricing import PricingProvider
+from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
+from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
+from karpy.cloudprovider.registry import PluginContext, ProviderUnavailableError
+from karpy.cloudprovider.types import CloudProvider
+from karpy.kube.cache import Cache
+from karpy.kube.client import Client
+from karpy.kube.errors import NotFoundError
+from karpy.kube.resources import Resource
+from karpy.settings import Settings
+
+__all__ = ["PLUGIN", "AWSPlugin", "kubernetes_version", "region_of"]
+
+
+def region_of(environ: Mapping[str, str]) -> str:
+    """The SDK's region: `AWS_REGION`, else `AWS_DEFAULT_REGION`."""
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or ""
+    if not region.strip():
+        raise ProviderUnavailableError(
+            "AWS_REGION (or AWS_DEFAULT_REGION) is required with PROVIDER=aws"
+        )
+    return region.strip()
+
+
+def kubernetes_version(version: Mapping[str, object]) -> str:
+    """`1.33` from the apiserver's `/version` (minor versions may carry a `+`)."""
+    major = str(version.get("major", "")).rstrip("+")
+    minor = str(version.get("minor", "")).rstrip("+")
+    return f"{major}.{minor}"
+
+
+def build_aws_provider(
+    settings: Settings,
+    *,
+    clients: AWSClients,
+    cluster_endpoint: str,
+    kubernetes_version: str,
+    nodeclass_of: NodeClassLookup,
+) -> AWSCloudProvider:
+    """The provider and its parts, from the settings (no API call yet)."""
+    unavailable = UnavailableOfferings()
+    instance_types = InstanceTypeProvider(
+        clients,
+        PricingProvider(clients, isolated_vpc=settings.aws.isolated_vpc),
+        unavailable,
+        vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
+        reserved_enis=settings.aws.reserved_enis,
+    )
+    instances = AWSInstances(
+        clients,
+        ClusterInfo(name=settings.cluster_name, endpoint=cluster_endpoint),
+        unavailable=unavailable,
+    )
+    resolver = NodeClassResolver(
+        clients, cluster_name=settings.cluster_name, kubernetes_version=kubernetes_version
+    )
+    return AWSCloudProvider(
+        nodeclass_of=nodeclass_of,
+        instance_types=instance_types,
+        instances=instances,
+        resolver=resolver,
+    )
+
+
+class AWSPlugin:
+    """EC2 instances for NodeClaims of EC2NodeClasses."""
+
+    @property
+    def name(self) -> str:
+        return "aws"
+
+    @property
+    def nodeclasses(self) -> tuple[Resource, ...]:
+        return (EC2NODECLASSES,)
+
+    def check(self, settings: Settings) -> None:
+        region_of(os.environ)
+
+    async def build(self, settings: Settings, *, client: Client, cache: Cache) -> CloudProvider:
+        clients = AWSClients(
+            region_of(os.environ), endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None
+        )
+        informer = cache.informer(EC2NODECLASSES)
+
+        async def nodeclass_of(name: str) -> EC2NodeClass | None:
+            found = informer.get(name)
+            if found is None:
+                try:
+                    found = await client.get(EC2NODECLASSES, name)
+                except NotFoundError:
+                    return None
+            return EC2NodeClass.model_validate(found)
+
+        return build_aws_provider(
+            settings,
+            clients=clients,
+            cluster_endpoint=settings.aws.cluster_endpoint or f"https://{client.host}",
+            kubernetes_version=kubernetes_version(await client.server_version()),
+            nodeclass_of=nodeclass_of,
+        )
+
+    def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
+        if not isinstance(provider, AWSCloudProvider):
+            raise TypeError(f"the aws plugin cannot manage NodeClasses of {provider.name!r}")
+        if provider.resolver is not None:
+            ctx.add(
+                EC2NodeClassController(
+                    client=ctx.client,
+                    nodeclasses=ctx.cache.informer(EC2NODECLASSES),
+                    resolver=provider.resolver,
+                    clock=ctx.clock,
+                )
+            )
+
+
+PLUGIN: Final = AWSPlugin()

@@ -1,0 +1,102 @@
+"""The AWS `CloudProvider`: finds a NodeClaim's EC2NodeClass and instance types, then hands the
+launch, reads and terminations to `AWSInstances`.
+
+The EC2NodeClass comes from `nodeclass_of` (in `karpy run`, the informer cache with an API read
+as fallback), already resolved by the EC2NodeClass controller: its status carries the subnets,
+security groups, AMIs and instance profile a launch needs, and its `Ready` condition gates it.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Final
+
+from karpy.apis.aws.v1 import labels as aws
+from karpy.apis.aws.v1.ec2nodeclass import KIND, EC2NodeClass
+from karpy.apis.v1 import NodeClaim, NodePool
+from karpy.apis.v1.common import NodeClassReference
+from karpy.cloudprovider.aws.instances import AWSInstances
+from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
+from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
+from karpy.cloudprovider.types import (
+    InsufficientCapacityError,
+    NodeClassNotReadyError,
+    RepairPolicy,
+)
+from karpy.scheduling.instancetypes import InstanceType
+
+__all__ = ["REPAIR_POLICIES", "AWSCloudProvider", "NodeClassLookup"]
+
+NodeClassLookup = Callable[[str], Awaitable[EC2NodeClass | None]]
+"""The EC2NodeClass of a name, or None when there is none."""
+
+REPAIR_POLICIES: Final = (
+    RepairPolicy("Ready", "False", timedelta(minutes=30)),
+    RepairPolicy("Ready", "Unknown", timedelta(minutes=30)),
+)
+"""A kubelet that has not been Ready for 30 minutes (Karpenter's AWS provider's policy)."""
+
+
+class AWSCloudProvider:
+    """EC2 instances for NodeClaims whose nodeClassRef is an EC2NodeClass."""
+
+    def __init__(
+        self,
+        *,
+        nodeclass_of: NodeClassLookup,
+        instance_types: InstanceTypeProvider,
+        instances: AWSInstances,
+        resolver: NodeClassResolver | None = None,
+    ) -> None:
+        self.nodeclass_of = nodeclass_of
+        self.resolver = resolver
+        """What the EC2NodeClass controller resolves classes with (the plugin adds it)."""
+        self.instance_types = instance_types
+        self.instances = instances
+
+    @property
+    def name(self) -> str:
+        return "aws"
+
+    async def _nodeclass(self, ref: NodeClassReference) -> EC2NodeClass:
+        if ref.group_name() != aws.GROUP or ref.kind != KIND:
+            raise NodeClassNotReadyError(
+                f"nodeClassRef {ref.group_name()}/{ref.kind} is not served by the aws provider"
+            )
+        nodeclass = await self.nodeclass_of(ref.name)
+        if nodeclass is None:
+            raise InsufficientCapacityError(f'EC2NodeClass "{ref.name}" not found')
+        if nodeclass.metadata.deletion_timestamp is not None:
+            raise NodeClassNotReadyError(f'EC2NodeClass "{ref.name}" is terminating')
+        return nodeclass
+
+    async def create(self, claim: NodeClaim) -> NodeClaim:
+        nodeclass = await self._nodeclass(claim.spec.node_class_ref)
+        types = await self.instance_types.for_nodeclass(nodeclass)
+        return await self.instances.create(claim, nodeclass, types)
+
+    async def delete(self, claim: NodeClaim) -> None:
+        await self.instances.delete(claim)
+
+    async def get(self, provider_id: str) -> NodeClaim:
+        return await self.instances.get(provider_id)
+
+    async def list(self) -> builtins.list[NodeClaim]:
+        return await self.instances.list()
+
+    async def get_instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
+        """The types of the NodePool's EC2NodeClass; none while it is missing or not served."""
+        try:
+            nodeclass = await self._nodeclass(nodepool.spec.template.spec.node_class_ref)
+        except (InsufficientCapacityError, NodeClassNotReadyError):
+            return []
+        return await self.instance_types.for_nodeclass(nodeclass)
+
+    async def is_drifted(self, claim: NodeClaim) -> str | None:
+        # Drift (AMI, subnet, security group, NodeClass hash) is not detected yet.
+        return None
+
+    def repair_policies(self) -> builtins.list[RepairPolicy]:
+        return list(REPAIR_POLICIES)

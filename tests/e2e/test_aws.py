@@ -1,0 +1,171 @@
+"""`karpy run` with PROVIDER=aws against a moto server on the local control plane.
+
+The moto server runs in the test process and is seeded by `hack/aws/moto_seed.py`; the
+EC2NodeClass and NodePool are the examples under `manifests/examples/aws/`. A pending pod
+becomes a NodeClaim launched as an EC2 instance; the test then plays the instance's kubelet
+(it registers a Node with the instance's providerID and reports it Ready), so the NodeClaim
+reaches Initialized and the scheduler binds the pod; deleting the NodeClaim terminates the
+instance.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from kubetest import Kubectl
+from moto.server import ThreadedMotoServer
+
+from tests.e2e.conftest import KarpyFactory
+from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "manifests" / "examples" / "aws"
+REGION = "us-east-1"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+
+
+@pytest.fixture
+def moto() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def ec2_instances(endpoint: str) -> dict[str, dict[str, Any]]:
+    ec2 = boto3.client("ec2", endpoint_url=endpoint, region_name=REGION, **_lower(CREDENTIALS))
+    return {
+        i["InstanceId"]: i for r in ec2.describe_instances()["Reservations"] for i in r["Instances"]
+    }
+
+
+def _lower(env: dict[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in env.items()}
+
+
+def register_node(kubectl: Kubectl, claim: dict[str, Any]) -> str:
+    """What the instance's kubelet does: a Node with the instance's providerID, the
+    `karpenter.sh/unregistered` taint and the NodeClaim's labels, then a Ready status."""
+    status = claim["status"]
+    name = f"ip-{status['providerID'].rsplit('/', 1)[-1]}.ec2.internal"
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {**claim["metadata"]["labels"], "kubernetes.io/hostname": name},
+            },
+            "spec": {
+                "providerID": status["providerID"],
+                "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
+            },
+        }
+    )
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "lastHeartbeatTime": claim["metadata"]["creationTimestamp"],
+        "lastTransitionTime": claim["metadata"]["creationTimestamp"],
+    }
+    patch = {
+        "status": {
+            "capacity": status["capacity"],
+            "allocatable": status["allocatable"],
+            "conditions": [ready],
+        }
+    }
+    kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(patch))
+    return name
+
+
+def test_a_pending_pod_launches_an_ec2_instance_that_joins_and_is_terminated(
+    karpy_factory: KarpyFactory, kubectl: Kubectl, namespace: str, moto: str
+) -> None:
+    seeded = subprocess.run(
+        [sys.executable, str(REPO / "hack/aws/moto_seed.py"), "--endpoint-url", moto],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    ami = seeded.stdout.strip()
+    karpy_factory(
+        {
+            "PROVIDER": "aws",
+            "CLUSTER_NAME": "demo",
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": moto,
+            "AWS_CONFIG_FILE": "/dev/null",
+            **CREDENTIALS,
+        }
+    )
+    nodeclass = (EXAMPLES / "moto-ec2nodeclass.yaml").read_text().replace("AMI_ID", ami)
+    kubectl.apply(nodeclass)
+    kubectl.apply((EXAMPLES / "nodepool.yaml").read_text())
+    wait_nodepool_ready(kubectl, "default")
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "web",
+                        "image": "nginx",
+                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                    }
+                ],
+            },
+        }
+    )
+
+    def launched() -> dict[str, Any] | None:
+        for claim in nodeclaims(kubectl):
+            if (claim.get("status") or {}).get("providerID", "").startswith("aws:///"):
+                return claim
+        return None
+
+    claim = wait_for(launched, timeout=120, message="a NodeClaim with an EC2 providerID")
+    instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
+    instance = ec2_instances(moto)[instance_id]
+    tags = {t["Key"]: t["Value"] for t in instance["Tags"]}
+    assert tags["karpenter.sh/nodeclaim"] == claim["metadata"]["name"]
+    assert tags["karpenter.sh/nodepool"] == "default"
+    assert tags["kubernetes.io/cluster/demo"] == "owned"
+    assert tags["managed-by"] == "karpy"
+    labels = claim["metadata"]["labels"]
+    assert instance["InstanceType"] == labels["node.kubernetes.io/instance-type"]
+    assert instance["InstanceType"].split(".")[0][0] in "cmr"  # the NodePool's categories
+
+    node = register_node(kubectl, claim)
+
+    def initialized() -> bool:
+        found = kubectl.json("get", "nodeclaim", claim["metadata"]["name"])
+        state = condition(found, "Initialized")
+        return state is not None and state.get("status") == "True"
+
+    wait_for(initialized, timeout=60, message="NodeClaim Initialized")
+    wait_for(
+        lambda: kubectl.json("get", "pod", "web", "-n", namespace)["spec"].get("nodeName") == node,
+        timeout=60,
+        message="pod bound to the new Node",
+    )
+
+    # No container runtime: finish the pod as its kubelet would, then delete the NodeClaim.
+    kubectl("delete", "pod", "web", "-n", namespace, "--grace-period=0", "--force")
+    kubectl("delete", "nodeclaim", claim["metadata"]["name"], timeout=90)
+    state = ec2_instances(moto)[instance_id]["State"]["Name"]
+    assert state in ("shutting-down", "terminated")
