@@ -111,7 +111,7 @@ def test_a_pending_pod_launches_an_ec2_instance_that_joins_and_is_terminated(
             **CREDENTIALS,
         }
     )
-    nodeclass = (EXAMPLES / "moto-ec2nodeclass.yaml").read_text().replace("AMI_ID", ami)
+    nodeclass = (REPO / "hack/aws/moto-ec2nodeclass.yaml").read_text().replace("AMI_ID", ami)
     kubectl.apply(nodeclass)
     kubectl.apply((EXAMPLES / "nodepool.yaml").read_text())
     wait_nodepool_ready(kubectl, "default")
