@@ -15,7 +15,7 @@ from karpy.scheduling.engine.model import SchedulingInput
 from karpy.scheduling.engine.pools import PoolContext, bits
 from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["PoolLimits", "consume", "mask_within"]
+__all__ = ["PoolLimits", "consume", "limits_left", "mask_within"]
 
 _NODES = limits.NODES
 
@@ -24,7 +24,7 @@ class PoolLimits:
     """Remaining limits per pool (None: unlimited), and the types that fit in them."""
 
     def __init__(self, pools: Sequence[PoolContext], inp: SchedulingInput) -> None:
-        self.remaining = _initial(pools, inp)
+        self.remaining = limits_left(pools, inp)
         self.masks: list[int] = []
         for pool in pools:
             left = self.remaining[pool.index]
@@ -52,7 +52,8 @@ class PoolLimits:
         )
 
 
-def _initial(pools: Sequence[PoolContext], inp: SchedulingInput) -> list[dict[str, int] | None]:
+def limits_left(pools: Sequence[PoolContext], inp: SchedulingInput) -> list[dict[str, int] | None]:
+    """What is left of each pool's limits (None: unlimited) after the nodes it already has."""
     usage: dict[str, dict[str, int]] = {}
     if inp.pool_usage is not None:
         usage = {k: dict(v) for k, v in inp.pool_usage.items()}

@@ -16,9 +16,9 @@ from karpy.apis.v1.labels import (
     LABEL_HOSTNAME,
     LABEL_TOPOLOGY_ZONE,
 )
-from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.existing import Admission, ExistingNodes
 from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
+from karpy.scheduling.engine.pool_limits import limits_left
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.pods import DO_NOT_SCHEDULE, PodView
@@ -27,8 +27,6 @@ from karpy.scheduling.resources import CPU, MEMORY, PODS
 from karpy.scheduling.taints import Toleration
 
 __all__ = ["Option", "PodClass", "Problem", "build"]
-
-_NODES = pool_limits.NODES
 
 
 @dataclass(eq=False)
@@ -187,28 +185,6 @@ def _fixed(opt_reqs: Requirements, alt: Requirements) -> bool:
     return True
 
 
-def _pool_left(inp: SchedulingInput, pools: list[PoolContext]) -> dict[int, dict[str, int] | None]:
-    usage: dict[str, dict[str, int]] = {}
-    if inp.pool_usage is not None:
-        usage = {k: dict(v) for k, v in inp.pool_usage.items()}
-    else:
-        for n in inp.existing_nodes:
-            if n.nodepool:
-                acc = usage.setdefault(n.nodepool, {})
-                for name, amount in (n.capacity or n.allocatable).items():
-                    acc[name] = acc.get(name, 0) + amount
-                acc[_NODES] = acc.get(_NODES, 0) + 1
-    out: dict[int, dict[str, int] | None] = {}
-    for pool in pools:
-        lim = pool.template.limits
-        if lim is None:
-            out[pool.index] = None
-            continue
-        used = usage.get(pool.name, {})
-        out[pool.index] = {k: v - used.get(k, 0) for k, v in lim.items()}
-    return out
-
-
 def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
     """The problem, or why the batch is out of the exact planner's reach."""
     names = {CPU, MEMORY, PODS}
@@ -269,7 +245,7 @@ def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
         options=options,
         cluster=cluster,
         existing_ok=existing_ok,
-        pool_left=_pool_left(inp, pools),
+        pool_left=dict(zip((pool.index for pool in pools), limits_left(pools, inp), strict=True)),
         pools=pools,
     )
 
