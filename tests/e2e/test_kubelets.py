@@ -78,6 +78,10 @@ def test_kwok_nodes_stay_ready_and_keep_their_pods(
     }
     assert len(set(placed.values())) == 2
 
+    # The simulator writes a new node's first Lease on its next 1 s tick, which can come after
+    # kube-scheduler has bound pods there.
+    for name in set(placed.values()):
+        wait_until(lambda n=name: _lease(kubectl, n), timeout=15, message=f"the Lease of {name}")
     renewals: dict[str, set[str]] = {name: set() for name in placed.values()}
     deadline = time.monotonic() + 3 * GRACE + 5
     while time.monotonic() < deadline:
