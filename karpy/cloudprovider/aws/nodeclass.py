@@ -243,13 +243,7 @@ class NodeClassResolver:
         for term in spec.subnet_selector_terms:
             if term.tags and not term.id:
                 filter_sets.append(filters_for_tags(term.tags))
-        found: dict[str, Mapping[str, Any]] = {}
-        async with self._clients.client("ec2") as ec2:
-            paginator = ec2.get_paginator("describe_subnets")
-            for filters in filter_sets:
-                async for page in paginator.paginate(Filters=filters):
-                    for subnet in page.get("Subnets") or ():
-                        found[str(subnet["SubnetId"])] = subnet
+        found = await self._describe_each("describe_subnets", "Subnets", "SubnetId", filter_sets)
         ordered = sorted(
             found.values(),
             key=lambda s: (-int(s.get("AvailableIpAddressCount") or 0), str(s["SubnetId"])),
@@ -262,6 +256,19 @@ class NodeClassResolver:
             )
             for s in ordered
         ]
+
+    async def _describe_each(
+        self, operation: str, result_key: str, id_key: str, filter_sets: list[list[dict[str, Any]]]
+    ) -> dict[str, Mapping[str, Any]]:
+        """Every object any filter set matches, once each by id (terms are ORed)."""
+        found: dict[str, Mapping[str, Any]] = {}
+        async with self._clients.client("ec2") as ec2:
+            paginator = ec2.get_paginator(operation)
+            for filters in filter_sets:
+                async for page in paginator.paginate(Filters=filters):
+                    for item in page.get(result_key) or ():
+                        found[str(item[id_key])] = item
+        return found
 
     async def security_groups(self, spec: EC2NodeClassSpec) -> list[SecurityGroupStatus]:
         """Security groups of every term, by id."""
@@ -276,13 +283,9 @@ class NodeClassResolver:
         for term in terms:
             if term.tags and not term.id and not term.name:
                 filter_sets.append(filters_for_tags(term.tags))
-        found: dict[str, Mapping[str, Any]] = {}
-        async with self._clients.client("ec2") as ec2:
-            paginator = ec2.get_paginator("describe_security_groups")
-            for filters in filter_sets:
-                async for page in paginator.paginate(Filters=filters):
-                    for group in page.get("SecurityGroups") or ():
-                        found[str(group["GroupId"])] = group
+        found = await self._describe_each(
+            "describe_security_groups", "SecurityGroups", "GroupId", filter_sets
+        )
         return [
             SecurityGroupStatus(id=gid, name=found[gid].get("GroupName")) for gid in sorted(found)
         ]
