@@ -1,5 +1,6 @@
-"""`disruption`: the singleton loop that voluntarily removes nodes (for now: empty nodes),
-within NodePool disruption budgets, after Karpenter's validation delay."""
+"""`disruption`: the singleton loop that voluntarily removes nodes through its methods
+(emptiness, drift, consolidation), within NodePool disruption budgets, after Karpenter's
+validation delay; and `disruption.queue`, which runs the commands."""
 
 from __future__ import annotations
 
@@ -10,18 +11,33 @@ from karpy.controllers.disruption.controller import (
     VALIDATION_DELAY,
     DisruptionController,
 )
+from karpy.controllers.disruption.events import DedupingEvents
+from karpy.controllers.disruption.methods import Emptiness, Method
+from karpy.controllers.disruption.orchestration import OrchestrationQueue, QueueController
 from karpy.kube.resources import PODDISRUPTIONBUDGETS
 
 __all__ = ["NAME", "POLLING_PERIOD", "VALIDATION_DELAY", "DisruptionController", "register"]
 
 
+def methods(ctx: ControllerContext, events: DedupingEvents) -> list[Method]:
+    """The methods in Karpenter's order: emptiness, drift, multi-node consolidation,
+    single-node consolidation."""
+    return [Emptiness(events=events)]
+
+
 def register(ctx: ControllerContext) -> None:
-    ctx.add(
-        DisruptionController(
-            client=ctx.client,
-            cluster=ctx.cluster,
-            events=ctx.events,
-            pdbs=ctx.informer(PODDISRUPTIONBUDGETS),
-            clock=ctx.clock,
-        )
+    events = DedupingEvents(ctx.events, clock=ctx.clock)
+    queue = OrchestrationQueue(
+        client=ctx.client, cluster=ctx.cluster, events=events, clock=ctx.clock
     )
+    controller = DisruptionController(
+        client=ctx.client,
+        cluster=ctx.cluster,
+        events=ctx.events,
+        pdbs=ctx.informer(PODDISRUPTIONBUDGETS),
+        clock=ctx.clock,
+        methods=methods(ctx, events),
+        queue=queue,
+    )
+    ctx.add(controller)
+    ctx.add(QueueController(queue))

@@ -182,9 +182,14 @@ def candidate(
     nodepools: Mapping[str, NodePool],
     pdbs: PdbLimits,
     now: datetime,
-    in_flight: Sequence[str] = (),
+    in_flight: Sequence[str] | frozenset[str] = (),
+    graceful: bool = True,
 ) -> Candidate:
-    """`node` as a candidate, or `NotCandidate` saying why it is not one."""
+    """`node` as a candidate, or `NotCandidate` saying why it is not one.
+
+    A graceful method (emptiness, consolidation) always respects do-not-disrupt pods and PDBs;
+    an eventual one (drift) lets a NodeClaim with `terminationGracePeriod` through, since its
+    drain is bounded anyway."""
     if not node.managed:
         raise NotCandidate("node isn't managed by karpenter", publish=False)
     if node.node is None:
@@ -206,6 +211,8 @@ def candidate(
     pool = nodepools.get(pool_name)
     if pool is None:
         raise NotCandidate(f"NodePool {quoted(pool_name)} not found")
+    if not graceful and ((node.nodeclaim or {}).get("spec") or {}).get("terminationGracePeriod"):
+        return Candidate(node=node, nodepool=pool)
     for pod in node.pods:
         if do_not_disrupt_active(pod, now):
             raise NotCandidate(

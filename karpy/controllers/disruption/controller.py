@@ -1,38 +1,32 @@
-"""`disruption`: the singleton loop that removes empty nodes within their NodePools' budgets.
+"""`disruption`: the singleton loop that runs the disruption methods within budgets.
 
-Every 10 seconds (at once again after it acted), once cluster state has synced:
+Every 10 seconds (at once again after a method acted), once cluster state has synced:
 
-1. Crash recovery: a node left with the `karpenter.sh/disrupted` taint or a NodeClaim left with
-   the `DisruptionReason` condition, that no command is disrupting and that is not being deleted,
-   gets them removed (a restart between marking and deleting leaves them behind).
-2. Emptiness: candidates (see `candidates`) that are `Consolidatable` and empty, in NodePools
-   whose consolidation is not disabled, are taken oldest first, as many per NodePool as its
-   budget for reason `Empty` still allows. After the validation delay (15 s, as Karpenter's) the
-   choice is re-checked: every node must still be an empty, consolidatable candidate within a
-   freshly computed budget; the rest are dropped.
-3. The command: the nodes are tainted `karpenter.sh/disrupted:NoSchedule` and their NodeClaims
-   get `DisruptionReason=True` (reason `Empty`), they are marked for deletion in cluster state,
-   and their NodeClaims are deleted; the termination controllers drain them.
+1. Crash recovery of marks: a node left with the `karpenter.sh/disrupted` taint or a NodeClaim
+   left with the `DisruptionReason` condition, that no command owns (neither running here nor
+   persisted on the NodeClaim for the queue to recover) and that is not being deleted, gets them
+   removed.
+2. The methods, in Karpenter's order (emptiness, drift, multi-node consolidation, single-node
+   consolidation); the first that yields a command wins the pass. For each: the candidates
+   (see `candidates`) the method's `should_disrupt` accepts, the budgets for its reason, its
+   `compute`; for methods that need it, after the validation delay (15 s, as Karpenter's), its
+   `validate` on freshly built candidates and budgets, which may drop the command.
+3. The command goes to the orchestration queue (`orchestration`), which marks, launches the
+   replacements, waits for them and deletes the candidates.
 """
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 import pydantic
 import structlog
 
-from karpy.apis.conditions import Conditions
-from karpy.apis.descriptors import NODECLAIMS
-from karpy.apis.objects import get_condition, is_condition_true, is_deleting
+from karpy.apis.objects import get_condition, is_deleting
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
-from karpy.apis.v1.labels import TAINT_DISRUPTED_KEY, TAINT_EFFECT_NO_SCHEDULE
-from karpy.controllers.common.metrics import NODECLAIMS_DISRUPTED_TOTAL
-from karpy.controllers.common.status import patch_status
 from karpy.controllers.disruption import metrics
 from karpy.controllers.disruption.budgets import BudgetState, budget_states
 from karpy.controllers.disruption.candidates import (
@@ -40,7 +34,6 @@ from karpy.controllers.disruption.candidates import (
     NotCandidate,
     PdbLimits,
     candidate,
-    quoted,
 )
 from karpy.controllers.disruption.events import (
     DedupingEvents,
@@ -48,17 +41,15 @@ from karpy.controllers.disruption.events import (
     involved_nodeclaim,
     involved_nodepool,
 )
-from karpy.kube import (
-    NODES,
-    Client,
-    Clock,
-    ConflictError,
-    EventRecorder,
-    Informer,
-    NotFoundError,
-    RealClock,
-    Result,
+from karpy.controllers.disruption.methods import Command, Emptiness, Method
+from karpy.controllers.disruption.methods.emptiness import CONSOLIDATION_TYPE_EMPTY
+from karpy.controllers.disruption.orchestration import OrchestrationQueue
+from karpy.controllers.disruption.orchestration.marks import (
+    has_disrupted_taint,
+    set_disrupted_taint,
+    set_disruption_reason,
 )
+from karpy.kube import Client, Clock, EventRecorder, Informer, RealClock, Result
 from karpy.kube.builder import Builder, singleton
 from karpy.state import Cluster, StateNode
 
@@ -74,31 +65,20 @@ NAME: Final = "disruption"
 POLLING_PERIOD: Final = 10.0
 VALIDATION_DELAY: Final = 15.0
 UNSYNCED_RETRY: Final = 1.0
-CONSOLIDATION_TYPE_EMPTY: Final = "empty"
-DECISION_DELETE: Final = "delete"
 REASON_DISRUPTION_BLOCKED: Final = "DisruptionBlocked"
-REASON_UNCONSOLIDATABLE: Final = "Unconsolidatable"
-REASON_DISRUPTION_TERMINATING: Final = "DisruptionTerminating"
-PATCH_ATTEMPTS: Final = 3
 
 log = structlog.get_logger("karpy.controllers.disruption")
 
 JSON = dict[str, Any]
 
 
-def _name(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("name") or "")
-
-
-def _has_disrupted_taint(node: Mapping[str, Any] | None) -> bool:
-    return any(
-        t.get("key") == TAINT_DISRUPTED_KEY
-        for t in ((node or {}).get("spec") or {}).get("taints") or ()
-    )
+def _uid(obj: Mapping[str, Any] | None) -> str:
+    meta = (obj or {}).get("metadata") or {}
+    return str(meta.get("uid") or meta.get("name") or "")
 
 
 class DisruptionController:
-    """Emptiness within budgets, with Karpenter's validation delay, events, logs and metrics."""
+    """Runs the methods in order, validates, and hands the first command to the queue."""
 
     name: Final = NAME
 
@@ -112,6 +92,8 @@ class DisruptionController:
         clock: Clock | None = None,
         validation_delay: float = VALIDATION_DELAY,
         polling_period: float = POLLING_PERIOD,
+        methods: Sequence[Method] | None = None,
+        queue: OrchestrationQueue | None = None,
     ) -> None:
         self.client = client
         self.cluster = cluster
@@ -120,8 +102,12 @@ class DisruptionController:
         self.pdbs = pdbs
         self.validation_delay = validation_delay
         self.polling_period = polling_period
-        self._in_flight: set[str] = set()
-        """Nodes (by key) a command is marking or deleting right now: the orchestration queue."""
+        self.methods: list[Method] = (
+            list(methods) if methods is not None else [Emptiness(events=self.events)]
+        )
+        self.queue = queue or OrchestrationQueue(
+            client=client, cluster=cluster, events=self.events, clock=self.clock
+        )
 
     def setup(self, builder: Builder[str]) -> None:
         singleton(builder)
@@ -133,20 +119,76 @@ class DisruptionController:
             log.debug("waiting on cluster sync")
             return Result(requeue_after=UNSYNCED_RETRY)
         await self.clear_stale_disruptions()
-        if await self.emptiness():
-            return Result(requeue_after=0.0)
+        for method in self.methods:
+            if await self.run(method):
+                return Result(requeue_after=0.0)
         return Result(requeue_after=self.polling_period)
+
+    async def run(self, method: Method) -> bool:
+        """One method's turn: True when it started a command."""
+        candidates, budgets = self.prepare(method, publish=True)
+        if not candidates:
+            return False
+        command = await method.compute(candidates, budgets)
+        if command.is_noop:
+            return False
+        if method.needs_validation:
+            validated = await self.validate(method, command)
+            if validated is None:
+                return False
+            command = validated
+        return await self.queue.start(command)
+
+    async def validate(self, method: Method, command: Command) -> Command | None:
+        """The command after the validation delay, or None when it no longer holds."""
+        await self.clock.sleep(self.validation_delay)
+        if not self.cluster.synced():
+            return None
+        candidates, budgets = self.prepare(method, publish=False)
+        valid = await method.validate(command, candidates, budgets)
+        dropped = len(command.candidates) - len(valid.candidates)
+        if dropped > 0:
+            metrics.FAILED_VALIDATIONS_TOTAL.labels(method.consolidation_type).inc(dropped)
+        if valid.is_noop:
+            log.debug(
+                "abandoning disruption attempt due to pod churn, command is no longer valid",
+                reason=method.reason.lower(),
+                **{"consolidation-type": method.consolidation_type},
+            )
+            return None
+        return valid
+
+    def prepare(self, method: Method, *, publish: bool) -> tuple[list[Candidate], dict[str, int]]:
+        """The method's candidates and what each NodePool's budget for its reason allows."""
+        now = self.clock.wall()
+        nodes = self.cluster.nodes()
+        nodepools = self.nodepools()
+        found = self.candidates(
+            nodes, nodepools, now=now, publish=publish, graceful=method.graceful
+        )
+        eligible = [c for c in found if method.should_disrupt(c)]
+        reason = method.reason.lower()
+        metrics.ELIGIBLE_NODES.labels(reason).set(len(eligible))
+        states = budget_states(nodes, nodepools, reason=method.reason, now=now)
+        for name, state in states.items():
+            metrics.ALLOWED_DISRUPTIONS.labels(name, reason).set(state.remaining)
+        if publish:
+            self._blocked_pools(eligible, states, nodepools, method.reason)
+        return eligible, {name: state.remaining for name, state in states.items()}
 
     # -- crash recovery ---------------------------------------------------------------------------
 
     async def clear_stale_disruptions(self) -> None:
         """Remove the disrupted taint and `DisruptionReason` left on nodes nothing is disrupting."""
+        busy = self.queue.busy()
         for node in self.cluster.nodes():
-            if not node.managed or node.key in self._in_flight or node.marked_for_deletion:
+            if not node.managed or node.key in busy or node.marked_for_deletion:
                 continue
             if node.node is not None and is_deleting(node.node):
                 continue
-            tainted = _has_disrupted_taint(node.node)
+            if self.queue.owns(node.nodeclaim):
+                continue  # a persisted command: the queue finishes or rolls it back
+            tainted = has_disrupted_taint(node.node)
             marked = get_condition(node.nodeclaim, cond.NODECLAIM_DISRUPTION_REASON)
             if not tainted and marked is None:
                 continue
@@ -156,9 +198,9 @@ class DisruptionController:
                 NodeClaim={"name": node.nodeclaim_name},
             )
             if tainted and node.node_name:
-                await self._set_disrupted_taint(node.node_name, present=False)
+                await set_disrupted_taint(self.client, node.node_name, present=False)
             if marked is not None and node.nodeclaim_name:
-                await self._set_disruption_reason(node.nodeclaim_name, None)
+                await set_disruption_reason(self.client, self.clock, node.nodeclaim_name, None)
 
     # -- candidates -------------------------------------------------------------------------------
 
@@ -179,9 +221,11 @@ class DisruptionController:
         *,
         now: datetime,
         publish: bool,
+        graceful: bool = True,
     ) -> list[Candidate]:
         """Nodes that may be disrupted now; for the others, a `DisruptionBlocked` event."""
         pdbs = PdbLimits(self.pdbs.list() if self.pdbs is not None else ())
+        busy = self.queue.busy()
         out: list[Candidate] = []
         for node in nodes:
             try:
@@ -191,7 +235,8 @@ class DisruptionController:
                         nodepools=nodepools,
                         pdbs=pdbs,
                         now=now,
-                        in_flight=tuple(self._in_flight),
+                        in_flight=busy,
+                        graceful=graceful,
                     )
                 )
             except NotCandidate as blocked:
@@ -215,270 +260,25 @@ class DisruptionController:
                 dedupe=(_uid(node.nodeclaim),),
             )
 
-    def should_disrupt_empty(self, c: Candidate, *, publish: bool) -> bool:
-        """Emptiness's filter: consolidation enabled, the node empty and Consolidatable."""
-        if c.nodepool.spec.disruption.consolidate_after_duration() is None:
-            if publish:
-                message = f"NodePool {quoted(c.nodepool_name)} has consolidation disabled"
-                for obj, ref in (
-                    (c.node.node, involved_node(c.node.node)),
-                    (c.node.nodeclaim, involved_nodeclaim(c.node.nodeclaim)),
-                ):
-                    self.events.publish(
-                        ref,
-                        reason=REASON_UNCONSOLIDATABLE,
-                        message=message,
-                        dedupe=(_uid(obj),),
-                        window=900.0,
-                    )
-            return False
-        if c.nodepool.is_static:
-            return False
-        if not is_condition_true(c.node.nodeclaim, cond.NODECLAIM_CONSOLIDATABLE):
-            return False
-        return c.is_empty()
-
-    # -- emptiness --------------------------------------------------------------------------------
-
-    def _budgets(
-        self, nodes: Sequence[StateNode], nodepools: Mapping[str, NodePool], *, now: datetime
-    ) -> dict[str, BudgetState]:
-        states = budget_states(nodes, nodepools, reason=cond.DISRUPTION_REASON_EMPTY, now=now)
-        reason = cond.DISRUPTION_REASON_EMPTY.lower()
-        for name, state in states.items():
-            metrics.ALLOWED_DISRUPTIONS.labels(name, reason).set(state.remaining)
-        return states
-
-    def _select(
+    def _blocked_pools(
         self,
-        empty: Sequence[Candidate],
+        eligible: Sequence[Candidate],
         budgets: Mapping[str, BudgetState],
-        *,
         nodepools: Mapping[str, NodePool],
-        publish: bool,
-    ) -> list[Candidate]:
-        remaining = {name: state.remaining for name, state in budgets.items()}
-        chosen: list[Candidate] = []
-        blocked: set[str] = set()
-        for c in sorted(empty, key=lambda c: (c.created, c.name)):
-            if remaining.get(c.nodepool_name, 0) <= 0:
-                blocked.add(c.nodepool_name)
+        reason: str,
+    ) -> None:
+        """`DisruptionBlocked` on NodePools with eligible nodes and a budget of zero."""
+        for name in sorted({c.nodepool_name for c in eligible}):
+            state = budgets.get(name)
+            if state is None or state.allowed != 0:
                 continue
-            remaining[c.nodepool_name] -= 1
-            chosen.append(c)
-        if publish:
-            for name in sorted(blocked):
-                if budgets[name].allowed == 0:
-                    pool = nodepools[name]
-                    self.events.publish(
-                        involved_nodepool(
-                            {"metadata": {"name": name, "uid": pool.metadata.uid or ""}}
-                        ),
-                        reason=REASON_DISRUPTION_BLOCKED,
-                        message=(
-                            "No allowed disruptions for disruption reason "
-                            f"{cond.DISRUPTION_REASON_EMPTY} due to blocking budget"
-                        ),
-                        dedupe=(pool.metadata.uid or name, cond.DISRUPTION_REASON_EMPTY),
-                        window=60.0,
-                    )
-        return chosen
-
-    def _empty_candidates(self, *, publish: bool) -> tuple[list[Candidate], dict[str, BudgetState]]:
-        now = self.clock.wall()
-        nodes = self.cluster.nodes()
-        nodepools = self.nodepools()
-        found = self.candidates(nodes, nodepools, now=now, publish=publish)
-        empty = [c for c in found if self.should_disrupt_empty(c, publish=publish)]
-        metrics.ELIGIBLE_NODES.labels(cond.DISRUPTION_REASON_EMPTY.lower()).set(len(empty))
-        budgets = self._budgets(nodes, nodepools, now=now)
-        return self._select(empty, budgets, nodepools=nodepools, publish=publish), budgets
-
-    async def emptiness(self) -> bool:
-        """Delete empty nodes within budget; True when a command was started."""
-        chosen, _ = self._empty_candidates(publish=True)
-        if not chosen:
-            return False
-        await self.clock.sleep(self.validation_delay)
-        if not self.cluster.synced():
-            return False
-        still, _ = self._empty_candidates(publish=False)
-        keys = {c.key for c in chosen}
-        valid = [c for c in still if c.key in keys]
-        if len(valid) < len(chosen):
-            metrics.FAILED_VALIDATIONS_TOTAL.labels(CONSOLIDATION_TYPE_EMPTY).inc(
-                len(chosen) - len(valid)
-            )
-        if not valid:
-            log.debug(
-                "abandoning empty node consolidation attempt due to pod churn, command is no "
-                "longer valid"
-            )
-            return False
-        await self.delete(valid, reason=cond.DISRUPTION_REASON_EMPTY)
-        return True
-
-    # -- the command ------------------------------------------------------------------------------
-
-    async def delete(self, candidates: Sequence[Candidate], *, reason: str) -> None:
-        """Mark the candidates disrupted and delete their NodeClaims."""
-        command_id = str(uuid.uuid4())
-        log.info(
-            f"disrupting node(s) via {DECISION_DELETE}",
-            **{
-                "command-id": command_id,
-                "reason": reason.lower(),
-                "decision": DECISION_DELETE,
-                "disrupted-node-count": len(candidates),
-                "replacement-node-count": 0,
-                "pod-count": 0,
-                "disrupted-nodes": [
-                    {
-                        "Node": {"name": c.node.node_name},
-                        "NodeClaim": {"name": c.nodeclaim_name},
-                        "NodePool": {"name": c.nodepool_name},
-                        "capacity-type": c.capacity_type,
-                        "instance-type": c.instance_type,
-                    }
-                    for c in candidates
-                ],
-            },
-        )
-        metrics.DECISIONS_TOTAL.labels(
-            DECISION_DELETE, reason.lower(), CONSOLIDATION_TYPE_EMPTY
-        ).inc()
-        keys = [c.key for c in candidates]
-        self._in_flight.update(keys)
-        try:
-            marked: list[Candidate] = []
-            for c in candidates:
-                if await self._mark_disrupted(c, reason):
-                    marked.append(c)
-            self.cluster.mark_for_deletion(*(c.key for c in marked))
-            for c in marked:
-                await self._delete_nodeclaim(c, reason)
-        finally:
-            self._in_flight.difference_update(keys)
-
-    async def _mark_disrupted(self, c: Candidate, reason: str) -> bool:
-        try:
-            if c.node.node_name:
-                await self._set_disrupted_taint(c.node.node_name, present=True)
-            await self._set_disruption_reason(c.nodeclaim_name, reason)
-        except (NotFoundError, ConflictError) as exc:
-            log.info(
-                "could not mark node as disrupted; leaving it",
-                Node={"name": c.node.node_name},
-                error=str(exc),
-            )
-            await self._unmark(c)
-            return False
-        return True
-
-    async def _unmark(self, c: Candidate) -> None:
-        try:
-            if c.node.node_name:
-                await self._set_disrupted_taint(c.node.node_name, present=False)
-            await self._set_disruption_reason(c.nodeclaim_name, None)
-        except (NotFoundError, ConflictError):
-            pass
-        self.cluster.unmark_for_deletion(c.key)
-
-    async def _delete_nodeclaim(self, c: Candidate, reason: str) -> None:
-        claim = c.node.nodeclaim or {}
-        uid = ((claim.get("metadata") or {}).get("uid")) or None
-        try:
-            await self.client.delete(NODECLAIMS, c.nodeclaim_name, uid=uid)
-        except NotFoundError:
-            return
-        except ConflictError:  # a new NodeClaim took the name: not ours to delete
-            await self._unmark(c)
-            return
-        title = reason[:1].upper() + reason[1:]
-        if c.node.node is not None:
+            pool = nodepools[name]
             self.events.publish(
-                involved_node(c.node.node),
-                reason=REASON_DISRUPTION_TERMINATING,
-                message=f"Disrupting Node: {title}",
-                dedupe=(_uid(c.node.node), reason),
+                involved_nodepool({"metadata": {"name": name, "uid": pool.metadata.uid or ""}}),
+                reason=REASON_DISRUPTION_BLOCKED,
+                message=(
+                    f"No allowed disruptions for disruption reason {reason} due to blocking budget"
+                ),
+                dedupe=(pool.metadata.uid or name, reason),
+                window=60.0,
             )
-        self.events.publish(
-            involved_nodeclaim(claim),
-            reason=REASON_DISRUPTION_TERMINATING,
-            message=f"Disrupting NodeClaim: {title}",
-            dedupe=(_uid(claim), reason),
-        )
-        NODECLAIMS_DISRUPTED_TOTAL.labels(reason.lower(), c.nodepool_name, c.capacity_type).inc()
-
-    # -- writes with optimistic locking ---------------------------------------------------------
-
-    async def _set_disrupted_taint(self, node_name: str, *, present: bool) -> None:
-        await _retry_update(
-            lambda: self.client.get(NODES, node_name),
-            lambda node: self._patch_taints(node, present=present),
-        )
-
-    async def _patch_taints(self, node: JSON, *, present: bool) -> None:
-        taints = list((node.get("spec") or {}).get("taints") or ())
-        has = any(t.get("key") == TAINT_DISRUPTED_KEY for t in taints)
-        if has == present:
-            return
-        if present:
-            taints.append({"key": TAINT_DISRUPTED_KEY, "effect": TAINT_EFFECT_NO_SCHEDULE})
-        else:
-            taints = [t for t in taints if t.get("key") != TAINT_DISRUPTED_KEY]
-        meta = node.get("metadata") or {}
-        await self.client.patch(
-            NODES,
-            _name(node),
-            {
-                "metadata": {"resourceVersion": meta.get("resourceVersion")},
-                "spec": {"taints": taints or None},
-            },
-        )
-
-    async def _set_disruption_reason(self, claim_name: str, reason: str | None) -> None:
-        if not claim_name:
-            return
-
-        async def patch(claim: JSON) -> None:
-            conditions = Conditions.of(claim, now=self.clock.wall())
-            if reason is None:
-                conditions.remove(cond.NODECLAIM_DISRUPTION_REASON)
-            else:
-                conditions.set(
-                    cond.NODECLAIM_DISRUPTION_REASON,
-                    cond.STATUS_TRUE,
-                    reason=reason,
-                    message=reason,
-                )
-            if not conditions.differs_from(claim):
-                return
-            await patch_status(
-                self.client,
-                resource=NODECLAIMS,
-                obj=claim,
-                status={"conditions": conditions.items},
-            )
-
-        await _retry_update(lambda: self.client.get(NODECLAIMS, claim_name), patch)
-
-
-def _uid(obj: Mapping[str, Any] | None) -> str:
-    meta = (obj or {}).get("metadata") or {}
-    return str(meta.get("uid") or meta.get("name") or "")
-
-
-async def _retry_update(
-    fetch: Callable[[], Awaitable[JSON]],
-    apply: Callable[[JSON], Awaitable[None]],
-) -> None:
-    """Read fresh and write with the read's resourceVersion; retry on conflicts."""
-    for attempt in range(PATCH_ATTEMPTS):
-        obj = await fetch()
-        try:
-            await apply(obj)
-            return
-        except ConflictError:
-            if attempt == PATCH_ATTEMPTS - 1:
-                raise

@@ -11,6 +11,7 @@ __all__ = [
     "DECISIONS_TOTAL",
     "ELIGIBLE_NODES",
     "FAILED_VALIDATIONS_TOTAL",
+    "QUEUE_FAILURES_TOTAL",
 ]
 
 DECISIONS_TOTAL = Counter(
@@ -39,5 +40,12 @@ FAILED_VALIDATIONS_TOTAL = Counter(
     "Number of candidates that were selected for disruption but failed validation. Labeled by "
     "consolidation type.",
     ["consolidation_type"],
+    registry=REGISTRY,
+)
+QUEUE_FAILURES_TOTAL = Counter(
+    "karpenter_voluntary_disruption_queue_failures_total",
+    "Number of times commands to disrupt nodes have failed. Labeled by decision, reason and "
+    "consolidation type.",
+    ["decision", "reason", "consolidation_type"],
     registry=REGISTRY,
 )

@@ -1,0 +1,21 @@
+"""Disruption methods: one module each behind the `Method` protocol (`base`)."""
+
+from karpy.controllers.disruption.methods.base import (
+    DECISION_DELETE,
+    DECISION_REPLACE,
+    Budgets,
+    Command,
+    Method,
+    within_budgets,
+)
+from karpy.controllers.disruption.methods.emptiness import Emptiness
+
+__all__ = [
+    "DECISION_DELETE",
+    "DECISION_REPLACE",
+    "Budgets",
+    "Command",
+    "Emptiness",
+    "Method",
+    "within_budgets",
+]

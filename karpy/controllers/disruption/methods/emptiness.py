@@ -1,0 +1,101 @@
+"""Emptiness: delete empty nodes (only DaemonSet, static, finished or terminating pods left)
+that have been `Consolidatable`, in NodePools whose consolidation is not disabled, oldest first,
+as many per NodePool as its budget for reason `Empty` allows, in one command.
+
+Validation after the delay keeps the nodes that are still empty, consolidatable candidates within
+a freshly computed budget (a pod that arrived meanwhile drops its node)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from karpy.apis.objects import is_condition_true
+from karpy.apis.v1 import conditions as cond
+from karpy.controllers.disruption.candidates import Candidate, quoted
+from karpy.controllers.disruption.events import DedupingEvents, involved_node, involved_nodeclaim
+from karpy.controllers.disruption.methods.base import Budgets, Command, within_budgets
+
+__all__ = [
+    "CONSOLIDATION_TYPE_EMPTY",
+    "REASON_UNCONSOLIDATABLE",
+    "Emptiness",
+    "consolidation_enabled",
+]
+
+CONSOLIDATION_TYPE_EMPTY: Final = "empty"
+REASON_UNCONSOLIDATABLE: Final = "Unconsolidatable"
+UNCONSOLIDATABLE_WINDOW: Final = 900.0
+
+
+def _uid(obj: Mapping[str, Any] | None) -> str:
+    meta = (obj or {}).get("metadata") or {}
+    return str(meta.get("uid") or meta.get("name") or "")
+
+
+def consolidation_enabled(c: Candidate, events: DedupingEvents | None) -> bool:
+    """The NodePool's `consolidateAfter` is not `Never`; otherwise say so on the node and
+    NodeClaim (at most every 15 minutes)."""
+    if c.nodepool.spec.disruption.consolidate_after_duration() is not None:
+        return True
+    if events is not None:
+        message = f"NodePool {quoted(c.nodepool_name)} has consolidation disabled"
+        for obj, ref in (
+            (c.node.node, involved_node(c.node.node)),
+            (c.node.nodeclaim, involved_nodeclaim(c.node.nodeclaim)),
+        ):
+            events.publish(
+                ref,
+                reason=REASON_UNCONSOLIDATABLE,
+                message=message,
+                dedupe=(_uid(obj),),
+                window=UNCONSOLIDATABLE_WINDOW,
+            )
+    return False
+
+
+def _oldest_first(candidates: Sequence[Candidate]) -> list[Candidate]:
+    return sorted(candidates, key=lambda c: (c.created, c.name))
+
+
+class Emptiness:
+    """The first method: empty, consolidatable nodes go, within the `Empty` budget."""
+
+    reason: Final = cond.DISRUPTION_REASON_EMPTY
+    consolidation_type: Final = CONSOLIDATION_TYPE_EMPTY
+    needs_validation: Final = True
+    graceful: Final = True
+
+    def __init__(self, *, events: DedupingEvents | None = None) -> None:
+        self.events = events
+
+    def should_disrupt(self, candidate: Candidate) -> bool:
+        if not consolidation_enabled(candidate, self.events):
+            return False
+        if candidate.nodepool.is_static:
+            return False
+        if not is_condition_true(candidate.node.nodeclaim, cond.NODECLAIM_CONSOLIDATABLE):
+            return False
+        return candidate.is_empty()
+
+    async def compute(self, candidates: Sequence[Candidate], budgets: Budgets) -> Command:
+        chosen = within_budgets(_oldest_first(candidates), budgets)
+        return self._command(chosen)
+
+    async def validate(
+        self, command: Command, candidates: Sequence[Candidate], budgets: Budgets
+    ) -> Command:
+        keys = command.keys()
+        still = [c for c in _oldest_first(candidates) if c.key in keys]
+        return self._command(within_budgets(still, budgets))
+
+    def _command(self, chosen: Sequence[Candidate]) -> Command:
+        if not chosen:
+            return Command()
+        return Command(
+            candidates=tuple(chosen),
+            reason=self.reason,
+            consolidation_type=self.consolidation_type,
+            savings=None,
+            pods=0,
+        )

@@ -1,0 +1,11 @@
+"""The orchestration queue: runs disruption commands (mark, launch replacements, wait, delete),
+rolls them back on failure, and finishes or rolls back those a previous leader left behind."""
+
+from karpy.controllers.disruption.orchestration.queue import (
+    COMMAND_TIMEOUT,
+    QUEUE_NAME,
+    OrchestrationQueue,
+    QueueController,
+)
+
+__all__ = ["COMMAND_TIMEOUT", "QUEUE_NAME", "OrchestrationQueue", "QueueController"]
