@@ -141,6 +141,7 @@ def node_for(
     capacity: Mapping[str, int],
     allocatable: Mapping[str, int],
     now: str,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The Node object of a kwok instance, as a booted kubelet registers it: Ready, still
     tainted `karpenter.sh/unregistered` until karpy registers it."""
@@ -154,7 +155,7 @@ def node_for(
         "metadata": {
             "name": name,
             "labels": all_labels,
-            "annotations": {ANNOTATION_NODECLAIM_UID: claim_uid},
+            "annotations": {**(annotations or {}), ANNOTATION_NODECLAIM_UID: claim_uid},
         },
         "spec": {
             "providerID": provider_id_of(name),

@@ -23,6 +23,7 @@ from karpy.apis.kwok.v1alpha1.kwoknodeclass import KIND
 from karpy.apis.objects import format_time, is_condition_true, is_deleting
 from karpy.apis.v1 import NodeClaim, NodePool, conditions
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
+from karpy.cloudprovider.kwok.drift import ANNOTATION_NODECLASS_HASH, nodeclass_hash
 from karpy.cloudprovider.kwok.instances import (
     ANNOTATION_NODECLAIM_UID,
     PROVIDER_ID_PREFIX,
@@ -144,6 +145,7 @@ class KwokCloudProvider:
             capacity=choice.instance_type.capacity,
             allocatable=choice.instance_type.allocatable,
             now=format_time(datetime.now(UTC)),
+            annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass)},
         )
         if self.registration_delay(nodeclass) <= timedelta(0):
             launched = self._adopt(claim, await self.create_node(node))
@@ -276,7 +278,23 @@ class KwokCloudProvider:
         return self.types_for(nodeclass)
 
     async def is_drifted(self, claim: NodeClaim) -> str | None:
-        return None
+        """`NodeClassDrift` when the KWOKNodeClass's spec hash differs from the one stamped on
+        the instance's Node at launch (Nodes without a stamp never drift)."""
+        provider_id = (claim.status.provider_id if claim.status else None) or ""
+        name = node_name_of(provider_id)
+        node = self.nodes.get(name) if name else None
+        stamped = (((node or {}).get("metadata") or {}).get("annotations") or {}).get(
+            ANNOTATION_NODECLASS_HASH
+        )
+        if not stamped:
+            return None
+        ref = claim.spec.node_class_ref
+        if ref.group_name() != GROUP or ref.kind != KIND:
+            return None
+        nodeclass = await self.nodeclass(ref.name)
+        if nodeclass is None:
+            return None
+        return None if nodeclass_hash(nodeclass) == stamped else conditions.REASON_NODECLASS_DRIFT
 
     def repair_policies(self) -> builtins.list[RepairPolicy]:
         return [

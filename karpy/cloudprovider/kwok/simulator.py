@@ -43,6 +43,7 @@ from karpy.apis.objects import (
     parse_time,
 )
 from karpy.apis.v1 import conditions
+from karpy.cloudprovider.kwok.drift import ANNOTATION_NODECLASS_HASH, nodeclass_hash
 from karpy.cloudprovider.kwok.heartbeat import NodeHeartbeats
 from karpy.cloudprovider.kwok.instances import (
     PROVIDER_ID_PREFIX,
@@ -150,6 +151,7 @@ class KwokSimulator:
             capacity=parse_resources(status.get("capacity"), field="status.capacity"),
             allocatable=parse_resources(status.get("allocatable"), field="status.allocatable"),
             now=format_time(self.clock.wall()),
+            annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass)},
         )
         await self.provider.create_node(node)
         log.info("created kwok node", Node={"name": node_name}, NodeClaim={"name": name})

@@ -12,7 +12,7 @@ from karpy.controllers.disruption.controller import (
     DisruptionController,
 )
 from karpy.controllers.disruption.events import DedupingEvents
-from karpy.controllers.disruption.methods import Emptiness, Method
+from karpy.controllers.disruption.methods import Drift, Emptiness, Method
 from karpy.controllers.disruption.orchestration import OrchestrationQueue, QueueController
 from karpy.kube.resources import PODDISRUPTIONBUDGETS
 
@@ -22,7 +22,11 @@ __all__ = ["NAME", "POLLING_PERIOD", "VALIDATION_DELAY", "DisruptionController",
 def methods(ctx: ControllerContext, events: DedupingEvents) -> list[Method]:
     """The methods in Karpenter's order: emptiness, drift, multi-node consolidation,
     single-node consolidation."""
-    return [Emptiness(events=events)]
+    return [
+        Emptiness(events=events),
+        Drift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider),
+        # multi-node and single-node consolidation (consolidation/) come here, in that order
+    ]
 
 
 def register(ctx: ControllerContext) -> None:

@@ -8,6 +8,7 @@ from karpy.controllers.disruption.methods.base import (
     Method,
     within_budgets,
 )
+from karpy.controllers.disruption.methods.drift import Drift
 from karpy.controllers.disruption.methods.emptiness import Emptiness
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "DECISION_REPLACE",
     "Budgets",
     "Command",
+    "Drift",
     "Emptiness",
     "Method",
     "within_budgets",

@@ -1,5 +1,5 @@
-"""`nodeclaim.disruption`: the cheap per-NodeClaim marking the disruption loop reads
-(`Consolidatable`)."""
+"""`nodeclaim.disruption` and `nodeclaim.drift`: the cheap per-NodeClaim marking the disruption
+loop reads (`Consolidatable`, `Drifted`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,16 @@ from karpy.controllers.nodeclaim.disruption.consolidatable import (
     ConsolidatableController,
     consolidatable_at,
 )
+from karpy.controllers.nodeclaim.disruption.drift import DRIFT_NAME, DriftController
 
-__all__ = ["NAME", "ConsolidatableController", "consolidatable_at", "register"]
+__all__ = [
+    "DRIFT_NAME",
+    "NAME",
+    "ConsolidatableController",
+    "DriftController",
+    "consolidatable_at",
+    "register",
+]
 
 
 def register(ctx: ControllerContext) -> None:
@@ -20,6 +28,16 @@ def register(ctx: ControllerContext) -> None:
             client=ctx.client,
             nodeclaims=ctx.informer(NODECLAIMS),
             nodepools=ctx.informer(NODEPOOLS),
+            clock=ctx.clock,
+        )
+    )
+    ctx.add(
+        DriftController(
+            client=ctx.client,
+            nodeclaims=ctx.informer(NODECLAIMS),
+            nodepools=ctx.informer(NODEPOOLS),
+            cloud_provider=ctx.cloud_provider,
+            nodeclasses=[ctx.informer(r) for r in ctx.nodeclasses],
             clock=ctx.clock,
         )
     )

@@ -1,0 +1,76 @@
+"""Where the pods of nodes about to be disrupted would go: the provisioner's scheduling engine on
+a snapshot of the cluster without those nodes. Pods that fit on the remaining nodes need nothing;
+the others need the new NodeClaims of the result (the command's replacements)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection, Sequence
+from typing import Any
+
+import pydantic
+import structlog
+
+from karpy.apis.objects import is_condition_true, is_deleting
+from karpy.apis.v1 import NodePool, conditions
+from karpy.cloudprovider.types import CloudProvider
+from karpy.kube.offload import run_off_loop
+from karpy.scheduling.engine.model import NodePoolTemplate, SchedulingResult
+from karpy.scheduling.engine.scheduler import schedule
+from karpy.state import Cluster, ClusterSnapshot
+from karpy.state.inputs import build_input
+
+__all__ = ["nodepool_templates", "simulate", "simulate_without"]
+
+log = structlog.get_logger("karpy.controllers.disruption")
+
+JSON = dict[str, Any]
+
+
+async def nodepool_templates(
+    cluster: Cluster, cloud_provider: CloudProvider
+) -> list[NodePoolTemplate]:
+    """The NodePools replacements may come from: Ready, not deleting, not static."""
+    out: list[NodePoolTemplate] = []
+    for raw in cluster.nodepools():
+        if is_deleting(raw) or not is_condition_true(raw, conditions.CONDITION_READY):
+            continue
+        if (raw.get("spec") or {}).get("replicas") is not None:
+            continue
+        try:
+            types = await cloud_provider.get_instance_types(NodePool.model_validate(raw))
+            out.append(NodePoolTemplate.from_nodepool(raw, types))
+        except (pydantic.ValidationError, ValueError) as err:
+            log.error(
+                "skipping nodepool",
+                NodePool={"name": (raw.get("metadata") or {}).get("name")},
+                error=str(err),
+            )
+    return out
+
+
+def simulate(
+    snapshot: ClusterSnapshot,
+    without: Collection[str],
+    pods: Sequence[JSON],
+    templates: Sequence[NodePoolTemplate],
+) -> SchedulingResult:
+    """Schedule `pods` on the snapshot's nodes minus those whose key is in `without`."""
+    kept = dataclasses.replace(
+        snapshot, nodes=tuple(n for n in snapshot.nodes if n.key not in without)
+    )
+    built = build_input(kept.objects(pods, templates))
+    result = schedule(built.input)
+    result.errors.update(built.errors)
+    return result
+
+
+async def simulate_without(
+    cluster: Cluster,
+    cloud_provider: CloudProvider,
+    without: Collection[str],
+    pods: Sequence[JSON],
+) -> SchedulingResult:
+    """`simulate` on a fresh snapshot, off the event loop."""
+    templates = await nodepool_templates(cluster, cloud_provider)
+    return await run_off_loop(simulate, cluster.snapshot(), without, pods, templates)
