@@ -228,6 +228,8 @@ class DisruptionController:
         busy = self.queue.busy()
         out: list[Candidate] = []
         for node in nodes:
+            if self.queue.owns(node.nodeclaim):
+                continue  # in a command persisted by a previous leader, not yet adopted
             try:
                 out.append(
                     candidate(

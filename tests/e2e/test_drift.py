@@ -1,0 +1,285 @@
+"""End to end: drift with a real `karpy run` (kwok provider) on the session control plane.
+
+- Editing the NodePool template (a label) drifts its nodes (`NodePoolDrifted`); each is replaced:
+  its replacement NodeClaim is Initialized before the old NodeClaim starts deleting, one node at
+  a time under a one-node budget, and the pods end on the new nodes.
+- Changing the KWOKNodeClass drifts the nodes launched from it (`NodeClassDrift`).
+- A replacement that never registers (the fault plan `never-register`) is deleted by the
+  registration timeout; the command is rolled back: the old node loses its taint and
+  `DisruptionReason` and stays.
+- kill -9 of karpy after it launched a replacement: the next karpy adopts the persisted command,
+  waits for the replacement and deletes the old node; no second replacement is launched.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+from kubetest import Kubectl
+
+from karpy.cloudprovider.faults import ENV_VAR
+from tests.e2e.conftest import KarpyFactory, PoolFactory
+from tests.e2e.karpy_process import KarpyProcess
+from tests.e2e.support import (
+    condition,
+    deployment,
+    kwok_nodeclass,
+    nodeclaims,
+    nodepool,
+    nodes,
+    wait_bound,
+    wait_for,
+)
+
+pytestmark = pytest.mark.timeout(600)
+JSON = dict[str, Any]
+POOL = "drift"
+APP = "drifty"
+ONE_PER_NODE = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"app": APP}},
+                "topologyKey": "kubernetes.io/hostname",
+            }
+        ]
+    }
+}
+REPLACEMENT_FOR = "karpy.sh/disruption-replacement-for"
+
+
+def _is_true(obj: JSON, type_: str) -> bool:
+    found = condition(obj, type_)
+    return found is not None and found.get("status") == "True"
+
+
+class ClaimWatcher:
+    """Polls NodeClaims and records, per name, when it was first seen Initialized and when first
+    seen deleting (monotonic seconds)."""
+
+    def __init__(self, kubectl: Kubectl) -> None:
+        self.kubectl = kubectl
+        self.initialized: dict[str, float] = {}
+        self.deleting: dict[str, float] = {}
+        self.annotations: dict[str, dict[str, str]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ClaimWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                claims = nodeclaims(self.kubectl)
+            except Exception:  # a transient kubectl failure is not a finding
+                time.sleep(0.2)
+                continue
+            now = time.monotonic()
+            for c in claims:
+                name = c["metadata"]["name"]
+                self.annotations[name] = dict(c["metadata"].get("annotations") or {})
+                if _is_true(c, "Initialized"):
+                    self.initialized.setdefault(name, now)
+                if c["metadata"].get("deletionTimestamp"):
+                    self.deleting.setdefault(name, now)
+            time.sleep(0.2)
+
+
+def _claims(kubectl: Kubectl) -> list[JSON]:
+    return [
+        c
+        for c in nodeclaims(kubectl)
+        if c["metadata"]["labels"].get("karpenter.sh/nodepool") == POOL
+    ]
+
+
+def _live(kubectl: Kubectl) -> set[str]:
+    return {
+        c["metadata"]["name"]
+        for c in _claims(kubectl)
+        if not c["metadata"].get("deletionTimestamp")
+    }
+
+
+def _start_two(kubectl: Kubectl, namespace: str, kwok_pool: PoolFactory, **pool: Any) -> set[str]:
+    kwok_pool(POOL, budgets=[{"nodes": "1"}], **pool)
+    kubectl.apply(deployment(APP, namespace, replicas=2, cpu="500m", affinity=ONE_PER_NODE))
+    wait_bound(kubectl, namespace, 2, timeout=180)
+    found: set[str] = wait_for(
+        lambda: (
+            len(live := _live(kubectl)) == 2
+            and all(_is_true(c, "Initialized") for c in _claims(kubectl))
+            and live
+        ),
+        timeout=120,
+        message="two initialized nodes",
+    )
+    return found
+
+
+def _assert_replaced_in_order(watcher: ClaimWatcher, original: set[str]) -> None:
+    new = [n for n in watcher.initialized if n not in original]
+    assert len(new) >= 2, (watcher.initialized, original)
+    for old in original:
+        assert old in watcher.deleting, f"{old} never deleted"
+        ready_before = [n for n in new if watcher.initialized[n] <= watcher.deleting[old]]
+        assert ready_before, f"{old} started deleting before any replacement was initialized"
+
+
+def test_nodepool_template_edit_replaces_nodes_after_their_replacements_initialize(
+    kubectl: Kubectl, namespace: str, karpy: KarpyProcess, kwok_pool: PoolFactory
+) -> None:
+    original = _start_two(kubectl, namespace, kwok_pool)
+    with ClaimWatcher(kubectl) as watcher:
+        kubectl.apply(
+            nodepool(POOL, nodeclass=POOL, budgets=[{"nodes": "1"}], labels={"team": "blue"})
+        )
+        wait_for(
+            lambda: any(
+                (condition(c, "Drifted") or {}).get("reason") == "NodePoolDrifted"
+                for c in _claims(kubectl)
+            ),
+            timeout=120,
+            message="a NodeClaim marked Drifted (NodePoolDrifted)",
+        )
+        wait_for(
+            lambda: not (_live(kubectl) & original) and len(_live(kubectl)) == 2,
+            timeout=300,
+            message="both drifted nodes replaced",
+        )
+        wait_bound(kubectl, namespace, 2, timeout=120)
+    _assert_replaced_in_order(watcher, original)
+    by_start = sorted(watcher.deleting[o] for o in original)
+    assert by_start[1] - by_start[0] > 0.5, "the one-node budget let both go at once"
+    for n in nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}"):
+        assert n["metadata"]["labels"].get("team") == "blue"
+        assert not any(t["key"] == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or ())
+    drifted = [
+        s
+        for s in karpy.metrics()
+        if s.name == "karpenter_nodeclaims_disrupted_total" and s.labels.get("reason") == "drifted"
+    ]
+    assert sum(s.value for s in drifted) == 2
+    decisions = [
+        s
+        for s in karpy.metrics()
+        if s.name == "karpenter_voluntary_disruption_decisions_total"
+        and s.labels.get("reason") == "drifted"
+        and s.labels.get("decision") == "replace"
+    ]
+    assert sum(s.value for s in decisions) == 2
+
+
+def test_kwoknodeclass_change_drifts_and_replaces_its_nodes(
+    kubectl: Kubectl, namespace: str, karpy: KarpyProcess, kwok_pool: PoolFactory
+) -> None:
+    original = _start_two(kubectl, namespace, kwok_pool)
+    with ClaimWatcher(kubectl) as watcher:
+        changed = kwok_nodeclass(POOL)
+        changed["spec"]["maxPods"] = 50
+        kubectl.apply(changed)
+        wait_for(
+            lambda: any(
+                (condition(c, "Drifted") or {}).get("reason") == "NodeClassDrift"
+                for c in _claims(kubectl)
+            ),
+            timeout=120,
+            message="a NodeClaim marked Drifted (NodeClassDrift)",
+        )
+        wait_for(
+            lambda: not (_live(kubectl) & original) and len(_live(kubectl)) == 2,
+            timeout=300,
+            message="both drifted nodes replaced",
+        )
+    _assert_replaced_in_order(watcher, original)
+    for c in _claims(kubectl):
+        assert condition(c, "Drifted") is None, c["metadata"]["name"]
+
+
+def test_replacement_that_never_registers_is_rolled_back(
+    kubectl: Kubectl, namespace: str, karpy_factory: KarpyFactory, kwok_pool: PoolFactory
+) -> None:
+    first = karpy_factory()
+    original = _start_two(kubectl, namespace, kwok_pool)
+    first.stop()
+    # From now on no launch registers; the registration timeout deletes the replacement.
+    karpy = karpy_factory({ENV_VAR: "never-register", "REGISTRATION_TIMEOUT": "40s"})
+    kubectl.apply(nodepool(POOL, nodeclass=POOL, budgets=[{"nodes": "1"}], labels={"team": "red"}))
+    wait_for(
+        lambda: karpy.log_lines("rolling back"),
+        timeout=240,
+        message="the command rolled back",
+    )
+    # No further attempt: a budget of zero (budgets are not part of the template hash).
+    kubectl.apply(nodepool(POOL, nodeclass=POOL, budgets=[{"nodes": "0"}], labels={"team": "red"}))
+    wait_for(
+        lambda: (
+            all(
+                not any(t["key"] == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or ())
+                for n in nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}")
+            )
+            and all(
+                condition(c, "DisruptionReason") is None
+                for c in _claims(kubectl)
+                if c["metadata"]["name"] in original
+            )
+        ),
+        timeout=180,
+        message="taint and DisruptionReason removed",
+    )
+    assert original <= _live(kubectl)
+    failures = [
+        s
+        for s in karpy.metrics()
+        if s.name == "karpenter_voluntary_disruption_queue_failures_total" and s.value > 0
+    ]
+    assert failures, "no queue failure counted"
+
+
+def test_kill_9_mid_command_the_next_karpy_finishes_it(
+    kubectl: Kubectl, namespace: str, karpy_factory: KarpyFactory, kwok_pool: PoolFactory
+) -> None:
+    karpy = karpy_factory()
+    original = _start_two(kubectl, namespace, kwok_pool)
+    # New instances take 25 s to register: time to kill karpy while it waits.
+    slow = kwok_nodeclass(POOL, delay="25s")
+    with ClaimWatcher(kubectl) as watcher:
+        kubectl.apply(slow)  # also drifts the nodes (NodeClassDrift)
+        wait_for(
+            lambda: karpy.log_lines("created replacement nodeclaim"),
+            timeout=180,
+            message="a replacement launched",
+        )
+        karpy.kill()
+        tainted = [
+            n["metadata"]["name"]
+            for n in nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}")
+            if any(t["key"] == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or ())
+        ]
+        assert len(tainted) == 1, tainted
+        karpy.start()
+        karpy.wait_ready()
+        wait_for(
+            lambda: tainted[0] not in _live(kubectl),
+            timeout=240,
+            message="the next karpy deletes the old node",
+        )
+        assert karpy.log_lines("resuming a disruption command")
+    replacements: dict[str, list[str]] = {}
+    for name, notes in watcher.annotations.items():
+        if REPLACEMENT_FOR in notes:
+            replacements.setdefault(notes[REPLACEMENT_FOR], []).append(name)
+    assert replacements and all(len(v) == 1 for v in replacements.values()), replacements
+    assert tainted[0] in watcher.deleting
+    first_command = next(n for names in replacements.values() for n in names)
+    assert len(original) == 2
+    assert watcher.initialized.get(first_command, float("inf")) <= watcher.deleting[tainted[0]]

@@ -1,0 +1,92 @@
+"""The Drifted reasons on constructed objects: NodePool hash (only between equal hash versions),
+requirements, instance type or offering gone, and the kwok NodeClass hash."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.cloudprovider.kwok.drift import nodeclass_hash
+from karpy.controllers.nodeclaim.disruption.drift import (
+    instance_type_missing,
+    nodepool_drifted,
+    requirements_drifted,
+)
+from karpy.scheduling.instancetypes import InstanceType, Offering
+from tests.kit import kwok_nodeclass, nodepool
+
+JSON = dict[str, Any]
+HASH = "karpenter.sh/nodepool-hash"
+VERSION = "karpenter.sh/nodepool-hash-version"
+
+
+def _stamped(obj: JSON, hash_: str | None, version: str | None) -> JSON:
+    notes = {k: v for k, v in ((HASH, hash_), (VERSION, version)) if v is not None}
+    return {**obj, "metadata": {**obj["metadata"], "annotations": notes}}
+
+
+def _claim(labels: dict[str, str]) -> JSON:
+    return {"metadata": {"name": "c", "labels": labels}}
+
+
+def test_nodepool_hash_drift_only_between_equal_versions() -> None:
+    pool = nodepool("pool")
+    claim = _claim({})
+    assert nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "2", "v3"))
+    assert not nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "1", "v3"))
+    assert not nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "2", "v2"))
+    assert not nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "2", None))
+    assert not nodepool_drifted(_stamped(pool, "1", None), _stamped(claim, "2", "v3"))
+
+
+def test_requirements_drift_when_labels_no_longer_satisfy_the_pool() -> None:
+    pool = nodepool(
+        "pool",
+        requirements=[
+            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        ],
+    )
+    ok = {"karpenter.sh/capacity-type": "on-demand", "kubernetes.io/arch": "amd64", "x": "y"}
+    assert not requirements_drifted(pool, _claim(ok))
+    assert requirements_drifted(pool, _claim({**ok, "karpenter.sh/capacity-type": "spot"}))
+    assert requirements_drifted(pool, _claim({"karpenter.sh/capacity-type": "on-demand"}))
+    not_in = nodepool("pool", requirements=[{"key": "team", "operator": "NotIn", "values": ["a"]}])
+    assert not requirements_drifted(not_in, _claim({}))
+    assert requirements_drifted(not_in, _claim({"team": "a"}))
+
+
+def test_instance_type_or_offering_gone() -> None:
+    types = [
+        InstanceType(
+            name="m",
+            capacity={"cpu": 1000},
+            offerings=[Offering(zone="z1", capacity_type="on-demand", price=1.0)],
+        )
+    ]
+    base = {"node.kubernetes.io/instance-type": "m", "topology.kubernetes.io/zone": "z1"}
+    assert not instance_type_missing(
+        types, _claim({**base, "karpenter.sh/capacity-type": "on-demand"})
+    )
+    assert not instance_type_missing(
+        types, _claim({**base, "karpenter.sh/capacity-type": "reserved"})
+    )
+    assert instance_type_missing(types, _claim({**base, "karpenter.sh/capacity-type": "spot"}))
+    assert instance_type_missing(
+        types,
+        _claim(
+            {**base, "topology.kubernetes.io/zone": "z2", "karpenter.sh/capacity-type": "on-demand"}
+        ),
+    )
+    assert instance_type_missing(
+        types, _claim({**base, "node.kubernetes.io/instance-type": "gone"})
+    )
+
+
+def test_kwok_nodeclass_hash_follows_the_spec_only() -> None:
+    a = kwok_nodeclass("a")
+    b = kwok_nodeclass("b")
+    assert nodeclass_hash(a) == nodeclass_hash(b)  # names and metadata do not count
+    slow = kwok_nodeclass("a", delay="5s")
+    assert nodeclass_hash(slow) != nodeclass_hash(a)
+    reordered = {**slow, "spec": {"maxPods": None, **slow["spec"]}}
+    assert nodeclass_hash(reordered) == nodeclass_hash(slow)
