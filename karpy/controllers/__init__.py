@@ -26,6 +26,7 @@ def registrars() -> list[Registrar]:
         nodepool,
         provisioning,
     )
+    from karpy.controllers.node import health as node_health
     from karpy.controllers.node import termination as node_termination
     from karpy.controllers.nodeclaim import disruption as nodeclaim_disruption
     from karpy.controllers.nodeclaim import expiration, lifecycle, podevents
@@ -39,6 +40,7 @@ def registrars() -> list[Registrar]:
         nodeclaim_disruption.register,
         podevents.register,
         node_termination.register,
+        node_health.register,
         nodepool.register,
         disruption.register,
         garbagecollection.register,

@@ -102,6 +102,11 @@ def _claims(kubectl: Kubectl) -> list[JSON]:
     ]
 
 
+def _without(claims: list[JSON], names: set[str]) -> list[JSON] | None:
+    """`claims` once none of `names` is among them."""
+    return None if any(c["metadata"]["name"] in names for c in claims) else claims
+
+
 def _live(kubectl: Kubectl) -> set[str]:
     return {
         c["metadata"]["name"]
@@ -160,7 +165,12 @@ def test_nodepool_template_edit_replaces_nodes_after_their_replacements_initiali
     _assert_replaced_in_order(watcher, original)
     by_start = sorted(watcher.deleting[o] for o in original)
     assert by_start[1] - by_start[0] > 0.5, "the one-node budget let both go at once"
-    for n in nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}"):
+    settled = wait_for(
+        lambda: len(ns := nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}")) == 2 and ns,
+        timeout=120,
+        message="the old nodes gone",
+    )
+    for n in settled:
         assert n["metadata"]["labels"].get("team") == "blue"
         assert not any(t["key"] == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or ())
     drifted = [
@@ -201,7 +211,12 @@ def test_kwoknodeclass_change_drifts_and_replaces_its_nodes(
             message="both drifted nodes replaced",
         )
     _assert_replaced_in_order(watcher, original)
-    for c in _claims(kubectl):
+    remaining = wait_for(
+        lambda: _without(_claims(kubectl), original),
+        timeout=120,
+        message="the old NodeClaims gone",
+    )
+    for c in remaining:
         assert condition(c, "Drifted") is None, c["metadata"]["name"]
 
 

@@ -105,8 +105,12 @@ class DisruptionController:
         self.methods: list[Method] = (
             list(methods) if methods is not None else [Emptiness(events=self.events)]
         )
-        self.queue = queue or OrchestrationQueue(
-            client=client, cluster=cluster, events=self.events, clock=self.clock
+        self.queue = (
+            queue
+            if queue is not None
+            else OrchestrationQueue(
+                client=client, cluster=cluster, events=self.events, clock=self.clock
+            )
         )
 
     def setup(self, builder: Builder[str]) -> None:
