@@ -50,6 +50,7 @@ from karpy.controllers.disruption.consolidation import (
 )
 from karpy.scheduling import format_resources
 from karpy.scheduling.engine import NodePoolTemplate, schedule
+from karpy.scheduling.engine.model import PreferencePolicy
 from karpy.scheduling.selectors import LabelSelector, SelectorError
 from karpy.state import pods as podutil
 from karpy.state.inputs import ClusterObjects, PodViews, build_input, state_nodes
@@ -227,7 +228,9 @@ class Replay:
         now: datetime | None = None,
         spot_to_spot: bool = False,
         min_savings: float = 0.0,
+        preference_policy: PreferencePolicy = "Respect",
     ) -> None:
+        self.preference_policy: PreferencePolicy = preference_policy
         self.nodepools = {p.name: p for p in nodepools}
         self.templates = list(templates)
         self.pdbs = list(pdbs)
@@ -272,6 +275,7 @@ class Replay:
             spot_to_spot=self.spot_to_spot,
             min_savings=self.min_savings,
             views=self.views,
+            preference_policy=self.preference_policy,
         )
 
     def cost(self, snapshot: Snapshot) -> tuple[float, int]:
@@ -300,6 +304,7 @@ class Replay:
                 templates=self.templates,
             ),
             views=PodViews(),
+            preference_policy=self.preference_policy,
         )
         result = schedule(built.input)
         return result.cost, result.lower_bound

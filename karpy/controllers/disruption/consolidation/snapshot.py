@@ -18,6 +18,7 @@ from karpy.apis.v1 import NodePool
 from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
 from karpy.controllers.disruption.candidates import PdbLimits
 from karpy.scheduling.engine import ExistingNode, NodePoolTemplate, SchedulingInput
+from karpy.scheduling.engine.model import PreferencePolicy
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.resources import CPU, ResourceMap
@@ -104,6 +105,7 @@ def build_snapshot(
     spot_to_spot: bool = False,
     min_savings: float = 0.0,
     views: PodViews | None = None,
+    preference_policy: PreferencePolicy = "Respect",
 ) -> Snapshot:
     """A snapshot of these objects; unreadable pending pods are left out (`unreadable`)."""
     views = views if views is not None else PodViews()
@@ -116,6 +118,7 @@ def build_snapshot(
             templates=templates,
         ),
         views=views,
+        preference_policy=preference_policy,
     )
     inp = built.input
     inp.exact_seconds = 0.0  # a consolidation search runs many simulations; packing suffices
