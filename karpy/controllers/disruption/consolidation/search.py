@@ -21,7 +21,7 @@ first) and only take nodes their NodePool's `Underutilized` budget still allows.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -72,7 +72,7 @@ def budget_remaining(
 
 
 def within_budget(
-    candidates: Iterable[ConsolidationCandidate], remaining: dict[str, int]
+    candidates: Iterable[ConsolidationCandidate], remaining: Mapping[str, int]
 ) -> list[ConsolidationCandidate]:
     """The candidates, in order, while their NodePool's budget lasts."""
     left = dict(remaining)
@@ -157,7 +157,7 @@ class _Prefilter:
     def requests(self, candidates: Sequence[ConsolidationCandidate]) -> ResourceMap:
         need: ResourceMap = {}
         for c in candidates:
-            for view in self.snapshot.views.views(c.pods):
+            for view in self.snapshot.moving_views(c.pods):
                 for k, v in view.requests.items():
                     need[k] = need.get(k, 0) + v
         return need
@@ -218,14 +218,17 @@ def multi_node(
     snapshot: Snapshot,
     candidates: Sequence[ConsolidationCandidate],
     *,
+    budgets: Mapping[str, int] | None = None,
     timeout: float = MULTI_NODE_TIMEOUT,
     clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[Decision | None, SearchStats]:
-    """The best command that takes two or more nodes (None if there is none)."""
+    """The best command that takes two or more nodes (None if there is none). `budgets`:
+    NodePool -> nodes it may still lose (default: from the snapshot, reason `Underutilized`)."""
     stats = SearchStats()
     start = clock()
     deadline = start + timeout
-    pool = within_budget(candidates, budget_remaining(snapshot))
+    remaining = dict(budgets) if budgets is not None else budget_remaining(snapshot)
+    pool = within_budget(candidates, remaining)
     stats.considered = len(pool)
     if len(pool) < 2:
         return None, stats
@@ -296,15 +299,16 @@ def single_node(
     snapshot: Snapshot,
     candidates: Sequence[ConsolidationCandidate],
     *,
+    budgets: Mapping[str, int] | None = None,
     timeout: float = SINGLE_NODE_TIMEOUT,
     first: bool = True,
     clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[list[Decision], SearchStats]:
     """Commands that each take one node: the first found (`first`), or one per candidate that
-    consolidates (every candidate evaluated)."""
+    consolidates (every candidate evaluated). `budgets` as for `multi_node`."""
     stats = SearchStats()
     start = clock()
-    remaining = budget_remaining(snapshot)
+    remaining = dict(budgets) if budgets is not None else budget_remaining(snapshot)
     pre = _Prefilter(snapshot)
     out: list[Decision] = []
     for c in round_robin(candidates):

@@ -34,6 +34,7 @@ from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import ResourceMap
+from karpy.state import pods as podutil
 from karpy.state.inputs import NODES_RESOURCE
 
 __all__ = [
@@ -160,7 +161,7 @@ def run_schedule(
     gone = {c.name for c in candidates}
     moving: list[PodView] = []
     for c in candidates:
-        moving.extend(snapshot.views.views(c.pods))
+        moving.extend(snapshot.moving_views(c.pods))
     base = snapshot.base
     inp = dataclasses.replace(
         base,
@@ -189,7 +190,7 @@ def simulate(
     tens of nodes instead of every node of a large cluster.
     """
     if narrow and not snapshot.repelling and not snapshot.base.pods:
-        views = [v for c in candidates for v in snapshot.views.views(c.pods)]
+        views = [v for c in candidates for v in snapshot.moving_views(c.pods)]
         if not any(_constrained(v) for v in views):
             need: ResourceMap = {}
             for v in views:
@@ -209,6 +210,11 @@ def _decide(
     moving: Sequence[PodView],
 ) -> Decision | Infeasible:
     keys = {p.key for p in moving}
+    unreadable = [
+        podutil.pod_key(p) for c in candidates for p in c.pods if podutil.pod_key(p) not in keys
+    ]
+    if unreadable:
+        return Infeasible(f"pod {unreadable[0]} cannot be simulated")
     for key in sorted(keys):
         if key in result.errors:
             return Infeasible(f"pod {key} would not schedule: {result.errors[key]}")

@@ -20,10 +20,16 @@ from karpy.controllers.disruption.candidates import PdbLimits
 from karpy.scheduling.engine import ExistingNode, NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.model import PreferencePolicy
 from karpy.scheduling.instancetypes import InstanceType
-from karpy.scheduling.pods import PodView
+from karpy.scheduling.pods import PodError, PodView
 from karpy.scheduling.resources import CPU, ResourceMap
 from karpy.state import StateNode
-from karpy.state.inputs import ClusterObjects, PodViews, build_input
+from karpy.state.inputs import (
+    ClusterObjects,
+    PodViews,
+    VolumeError,
+    VolumeTopology,
+    build_input,
+)
 
 __all__ = ["Snapshot", "build_snapshot", "node_price"]
 
@@ -61,10 +67,18 @@ class Snapshot:
     """Some existing pod has pod anti-affinity: moving pods may be kept off nodes by pods
     anywhere in its topology domain, so no simulation may leave nodes out."""
 
-    def pod_view(self, pod: JSON) -> PodView | None:
-        """The engine's view of a bound pod (cached), or None if it cannot be read."""
-        views = self.views.views([pod])
-        return views[0] if views else None
+    volumes: VolumeTopology = field(default_factory=VolumeTopology)
+
+    def moving_views(self, pods: Sequence[JSON]) -> list[PodView]:
+        """The engine's views of pods that would move, with their volumes' topology (a pod
+        whose volume pins it to a zone must stay in that zone); unreadable ones left out."""
+        out: list[PodView] = []
+        for pod in pods:
+            try:
+                out.append(self.views.view(pod, volume_terms=self.volumes.terms(pod)))
+            except (PodError, VolumeError, ValueError):
+                continue
+        return out
 
 
 def node_price(node: StateNode, template: NodePoolTemplate | None) -> float | None:
@@ -100,6 +114,9 @@ def build_snapshot(
     pending: Sequence[JSON] = (),
     daemonsets: Sequence[JSON] = (),
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    claims: Sequence[JSON] = (),
+    volumes: Sequence[JSON] = (),
+    storage_classes: Sequence[JSON] = (),
     now: datetime,
     in_flight: frozenset[str] = frozenset(),
     spot_to_spot: bool = False,
@@ -115,6 +132,9 @@ def build_snapshot(
             nodes=nodes,
             daemonsets=daemonsets,
             namespaces=dict(namespaces or {}),
+            claims=claims,
+            volumes=volumes,
+            storage_classes=storage_classes,
             templates=templates,
         ),
         views=views,
@@ -145,6 +165,7 @@ def build_snapshot(
         spot_to_spot=spot_to_spot,
         min_savings=min_savings,
         unreadable=built.errors,
+        volumes=VolumeTopology(claims=claims, volumes=volumes, classes=storage_classes),
         free=free,
         roomiest=tuple(sorted(free, key=lambda n: (-free[n].get(CPU, 0), n))),
         repelling=repelling,
