@@ -2,6 +2,10 @@
 
     karpy simulate -f scenario.yaml [-f more.json] [--instance-types catalog.json|aws[:REGION]]
                    [-o json|yaml|table]
+    karpy simulate --disruption -f cluster.yaml [--spot-to-spot] [--min-savings SHARE]
+
+With `--disruption` the scenario is a cluster snapshot (nodes, pods bound to them, NodePools,
+PDBs) and the output is what voluntary disruption would do to it (`karpy.simulation.disruption`).
 
 Exit status: 0 with a plan (even when some pods cannot be scheduled: they are listed with the
 reason), 2 when the input is invalid (one line on standard error names the file, document and
@@ -21,7 +25,7 @@ from karpy.scheduling.engine import schedule, warm_up
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.simulation.documents import DEFAULT_MAX_PODS
 from karpy.simulation.output import write_plan
-from karpy.simulation.scenario import ScenarioError, load_scenario
+from karpy.simulation.scenario import Scenario, ScenarioError, load_scenario
 
 __all__ = ["EXIT_WITHOUT_CLEANUP", "add_arguments", "run"]
 
@@ -71,6 +75,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="treat preferred affinities and ScheduleAnyway spreads as Karpenter does",
     )
     parser.add_argument(
+        "--disruption",
+        action="store_true",
+        help="show what emptiness and consolidation would do to the scenario's nodes and pods",
+    )
+    parser.add_argument(
+        "--spot-to-spot",
+        action="store_true",
+        help="with --disruption: the SpotToSpotConsolidation feature gate is on",
+    )
+    parser.add_argument(
+        "--min-savings",
+        type=_share,
+        default=0.0,
+        metavar="SHARE",
+        help="with --disruption: share of the nodes' price a replacement must save, in [0, 1) "
+        "(default 0: strictly cheaper, as Karpenter)",
+    )
+    parser.add_argument(
+        "--max-rounds",
+        type=_positive_int,
+        default=1000,
+        metavar="N",
+        help="with --disruption: stop after N commands (default 1000)",
+    )
+    parser.add_argument(
         "--min-values-policy",
         choices=("Strict", "BestEffort"),
         default="Strict",
@@ -96,6 +125,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in [0, 1)")
     return value
 
 
@@ -143,10 +182,39 @@ def _simulate(args: argparse.Namespace) -> int:
     gc.enable()
     for warning in scenario.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    if args.disruption:
+        return _disruption(args, scenario)
     inp = scenario.input
     inp.preference_policy = args.preference_policy
     inp.min_values_policy = args.min_values_policy
     warm_up()
     result = schedule(inp)
     write_plan(sys.stdout, inp, result, args.output)
+    return 0
+
+
+def _disruption(args: argparse.Namespace, scenario: Scenario) -> int:
+    # the controllers' modules are only needed here: plain `karpy simulate` does not load them
+    from karpy.simulation.disruption import Replay, plan_disruption
+    from karpy.simulation.disruption_output import write_disruption
+
+    objects = scenario.objects
+    if objects is None:  # pragma: no cover - load_scenario always sets it
+        return _invalid("the scenario has no objects")
+    replay = Replay(
+        nodepools=objects.nodepools,
+        templates=objects.templates,
+        nodes=objects.nodes,
+        nodeclaims=objects.nodeclaims,
+        pods=objects.pods,
+        pdbs=objects.pdbs,
+        daemonsets=objects.daemonsets,
+        namespaces=objects.namespaces,
+        spot_to_spot=args.spot_to_spot,
+        min_savings=args.min_savings,
+        preference_policy=args.preference_policy,
+    )
+    warm_up()
+    plan = plan_disruption(replay, max_rounds=args.max_rounds)
+    write_disruption(sys.stdout, plan, args.output)
     return 0

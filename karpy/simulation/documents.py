@@ -35,7 +35,7 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # status fields the engine's inputs read (karpy.state): the rest of a status is dropped
 _STATUS_KEPT = {
-    "Pod": frozenset({"phase", "nominatedNodeName"}),
+    "Pod": frozenset({"phase", "nominatedNodeName", "startTime"}),
     "Node": frozenset({"phase", "allocatable", "capacity", "conditions"}),
 }
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.apis.errors import ValidationError
-from karpy.apis.v1 import validate_nodepool
+from karpy.apis.v1 import NodePool, validate_nodepool
 from karpy.scheduling import InstanceType, ResourceError, TaintError
 from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
 from karpy.simulation.documents import DEFAULT_MAX_PODS, Document, ScenarioError, read_documents
@@ -23,7 +23,7 @@ from karpy.state.inputs import ClusterObjects, InputError, build_input, state_no
 from karpy.state.pods import node_name as pod_node_name
 from karpy.state.pods import pod_key
 
-__all__ = ["Scenario", "ScenarioError", "load_scenario", "read_documents"]
+__all__ = ["Scenario", "ScenarioError", "ScenarioObjects", "load_scenario", "read_documents"]
 
 WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController")
 USED = frozenset(
@@ -38,15 +38,32 @@ USED = frozenset(
         "StorageClass",
         "EC2NodeClass",
         "KWOKNodeClass",
+        "PodDisruptionBudget",
         *WORKLOADS,
     }
 )
+
+
+@dataclass(frozen=True)
+class ScenarioObjects:
+    """The scenario's objects as read (for `--disruption`, which replays changes on them)."""
+
+    nodepools: list[NodePool]
+    templates: list[NodePoolTemplate]
+    nodes: list[dict[str, Any]]
+    nodeclaims: list[dict[str, Any]]
+    pods: list[dict[str, Any]]
+    """Bound and pending pods alike."""
+    pdbs: list[dict[str, Any]]
+    daemonsets: list[dict[str, Any]]
+    namespaces: dict[str, dict[str, str]]
 
 
 @dataclass
 class Scenario:
     input: SchedulingInput
     warnings: list[str] = field(default_factory=list)
+    objects: ScenarioObjects | None = None
 
 
 def _require_name(doc: Document) -> None:
@@ -98,6 +115,8 @@ def load_scenario(
     """Read the files and build the scheduler's input; raise `ScenarioError` on bad input."""
     warnings: list[str] = []
     nodepools: list[tuple[Document, NodePoolTemplate]] = []
+    models: list[NodePool] = []
+    pdbs: list[dict[str, Any]] = []
     pod_docs: list[tuple[Document, dict[str, Any]]] = []
     daemon_docs: list[Document] = []
     node_docs: list[Document] = []
@@ -123,6 +142,7 @@ def load_scenario(
             if model.name in seen_pools:
                 raise ScenarioError(f"{doc.where()}: metadata.name: duplicate NodePool")
             seen_pools.add(model.name)
+            models.append(model)
             try:
                 nodepools.append(
                     (doc, NodePoolTemplate.from_nodepool(model.to_dict(), instance_types))
@@ -152,6 +172,8 @@ def load_scenario(
             volumes.append(doc.obj)
         elif kind == "StorageClass":
             classes.append(doc.obj)
+        elif kind == "PodDisruptionBudget":
+            pdbs.append(_namespaced(doc))
     where: dict[tuple[str, str], str] = {}
     pending: list[dict[str, Any]] = []
     bound: list[dict[str, Any]] = []
@@ -203,7 +225,20 @@ def load_scenario(
         raise ScenarioError(f"{at}: {err.detail}") from None
     except ResourceError as err:
         raise ScenarioError(str(err)) from None
-    return Scenario(input=built.input, warnings=warnings)
+    return Scenario(
+        input=built.input,
+        warnings=warnings,
+        objects=ScenarioObjects(
+            nodepools=models,
+            templates=[t for _, t in nodepools],
+            nodes=[dict(doc.obj) for doc in node_docs],
+            nodeclaims=[dict(doc.obj) for doc in claim_docs],
+            pods=[*bound, *pending],
+            pdbs=pdbs,
+            daemonsets=[_namespaced(doc) for doc in daemon_docs],
+            namespaces=namespaces,
+        ),
+    )
 
 
 def _namespaced(doc: Document) -> dict[str, Any]:
