@@ -9,14 +9,20 @@ here exactly when it matches in the apiserver.
 from __future__ import annotations
 
 import functools
+import os
+import re
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import celpy
+import lark
 import re2  # type: ignore[import-untyped]
 from celpy import celtypes
 from celpy.adapter import json_to_cel
+from celpy.celparser import CELParser
 
 __all__ = ["CelError", "CelProgram", "compile_rule", "search"]
 
@@ -145,8 +151,57 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "matches": _matches,
 }
 
-_ENV = celpy.Environment()
+_ENV: celpy.Environment | None = None
 _ENV_LOCK = threading.Lock()
+
+
+def parser_cache_file() -> Path | None:
+    """Where the built CEL parser is kept between runs: `$XDG_CACHE_HOME/karpy` (or
+    `~/.cache/karpy`); None when that cannot be created (a read-only home), and then every
+    process builds its own."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base, "karpy")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if not os.access(folder, os.W_OK):
+        return None
+    version = f"{lark.__version__}-py{sys.version_info[0]}{sys.version_info[1]}"
+    return folder / f"cel-parser-lark-{version}.cache"
+
+
+def _build_parser() -> lark.Lark:
+    """cel-python's CEL grammar with cel-python's own options, built once and then read back
+    from `parser_cache_file()`: building the LALR tables takes about a quarter of a second at
+    every start, reading them a few milliseconds. Lark checks the cache against a digest of
+    the grammar, the options and its own version, and rebuilds when any of them changed."""
+    grammar = (Path(celpy.__file__).parent / "cel.lark").read_text()
+    cache = parser_cache_file()
+    return lark.Lark(
+        grammar,
+        parser="lalr",
+        start="expr",
+        debug=True,
+        g_regex_flags=re.M,
+        lexer_callbacks={"IDENT": CELParser.ambiguous_literals},
+        propagate_positions=True,
+        maybe_placeholders=False,
+        priority="invert",
+        tree_class=lark.Tree,
+        cache=str(cache) if cache is not None else False,
+    )
+
+
+def _environment() -> celpy.Environment:
+    """The CEL environment, made at the first compile (callers hold `_ENV_LOCK`): importing
+    this module costs nothing until a rule is compiled."""
+    global _ENV
+    if _ENV is None:
+        if CELParser.CEL_PARSER is None:
+            CELParser.CEL_PARSER = _build_parser()
+        _ENV = celpy.Environment()
+    return _ENV
 
 
 class CelProgram:
@@ -156,8 +211,9 @@ class CelProgram:
         self.expression = expression
         try:
             with _ENV_LOCK:
-                ast = _ENV.compile(expression)
-                self._runner = _ENV.program(ast, functions=FUNCTIONS)
+                env = _environment()
+                ast = env.compile(expression)
+                self._runner = env.program(ast, functions=FUNCTIONS)
         except Exception as exc:
             raise CelError(f"cannot compile CEL rule {expression!r}: {exc}") from exc
 

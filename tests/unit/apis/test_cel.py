@@ -68,3 +68,64 @@ def test_syntax_errors_fail_at_compile_time() -> None:
 
 def test_compiled_rules_are_cached() -> None:
     assert compile_rule("self == 1") is compile_rule("self == 1")
+
+
+def _crd_rules() -> list[str]:
+    """Every CEL rule of every CRD karpy ships."""
+    import yaml
+
+    from karpy.apis.crds import render_all
+
+    rules: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            rules.extend(v["rule"] for v in node.get("x-kubernetes-validations") or ())
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for doc in yaml.safe_load_all(render_all()):
+        walk(doc)
+    return rules
+
+
+def test_cached_parser_parses_every_crd_rule_as_cel_python_does(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parser karpy builds (and reads back from its cache file) gives the same trees as
+    the one cel-python builds itself, for every rule the CRDs carry."""
+    from celpy.celparser import CELParser
+
+    from karpy.apis import cel
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = cel.parser_cache_file()
+    assert cache is not None and cache.parent == tmp_path / "karpy"
+    built = cel._build_parser()
+    assert cache.stat().st_size > 0
+    read_back = cel._build_parser()
+    monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+    CELParser()
+    own = CELParser.CEL_PARSER
+    assert own is not None
+    rules = _crd_rules()
+    assert len(rules) > 20
+    for rule in rules:
+        expected = own.parse(rule)
+        assert built.parse(rule) == expected, rule
+        assert read_back.parse(rule) == expected, rule
+
+
+def test_parser_without_a_writable_cache_folder(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from karpy.apis import cel
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    assert cel.parser_cache_file() is None
+    assert cel._build_parser().parse("self.size() > 0") is not None
