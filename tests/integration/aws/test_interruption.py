@@ -484,3 +484,46 @@ async def test_a_crash_between_the_deletion_and_the_message_delete_replays_harml
     assert restarted.is_unavailable("spot", TYPE, ZONE)
     assert env.disrupted == [("spot-a", "spot_interrupted")]  # no second deletion
     assert disruption_reason(kubectl, "spot-a") == "spot_interrupted"
+
+
+class ReceiveConcurrency:
+    """botocore hooks counting ReceiveMessage calls in flight at once."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.most = 0
+
+    def hook(self, service: str, client: Any) -> None:
+        if service != "sqs":
+            return
+
+        def before(**_: Any) -> None:
+            self.now += 1
+            self.most = max(self.most, self.now)
+
+        def after(**_: Any) -> None:
+            self.now -= 1
+
+        client.meta.events.register("before-call.sqs.ReceiveMessage", before)
+        client.meta.events.register("after-call.sqs.ReceiveMessage", after)
+
+
+async def test_a_deep_queue_is_read_with_several_receives_in_flight(env: Env) -> None:
+    deleted = sample("karpenter_interruption_deleted_messages_total")
+    entries = [
+        {"Id": str(i), "MessageBody": body(rebalance_recommendation(f"i-{i:04x}"))}
+        for i in range(10)
+    ]
+    for _ in range(12):
+        sqs(env.endpoint).send_message_batch(QueueUrl=env.url, Entries=entries)
+    receives = ReceiveConcurrency()
+    env.start(
+        env.handler(UnavailableOfferings()),
+        clients=AWSClients(REGION, endpoint_url=env.endpoint, on_client=receives.hook),
+    )
+    await env.drained(within=60)
+    await eventually(
+        lambda: sample("karpenter_interruption_deleted_messages_total") == deleted + 120,
+        what="120 messages deleted",
+    )
+    assert receives.most >= 2

@@ -2,9 +2,9 @@
 and hands each message to the `MessageHandler`.
 
 - Receives batches of 10 with a 20 s wait and does not wait for a batch to be handled before
-  polling again, so a deep queue is read back to back; at most `max_in_flight` messages are
-  held at once (more would outlive their visibility timeout) and `parallelism` are handled
-  concurrently.
+  polling again; while batches come back full, up to `polls` receives are in flight. At most
+  `max_in_flight` messages are held at once (more would outlive their visibility timeout) and
+  `parallelism` are handled concurrently.
 - A message is deleted only after it was handled (its NodeClaim deletion accepted): a crash in
   between leaves it in the queue and SQS redelivers it, which is harmless. Unreadable messages
   are logged (first bytes), counted and deleted, so one cannot block the queue. A message whose
@@ -44,10 +44,20 @@ LOGGED_BODY_BYTES: Final = 256
 """How much of an unreadable body goes into the log."""
 
 _T = TypeVar("_T")
+_E = TypeVar("_E", bound=BaseException)
 
 
 class _Stopped(Exception):
     pass
+
+
+def _first(group: BaseExceptionGroup[_E], kind: type[_E]) -> _E:
+    """The first exception of `kind` in a (possibly nested) group."""
+    for exc in group.exceptions:
+        found: _E = _first(exc, kind) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, kind):
+            return found
+    raise group
 
 
 async def _unless_stopped(call: Awaitable[_T], stop: asyncio.Event) -> _T:
@@ -76,6 +86,7 @@ class InterruptionController:
         handler: MessageHandler,
         clock: Clock,
         parallelism: int = 10,
+        polls: int = 3,
         max_in_flight: int = 100,
         wait_seconds: int = 20,
         visibility_timeout: int = 20,
@@ -92,6 +103,8 @@ class InterruptionController:
         self._room = asyncio.Semaphore(max_in_flight)
         self._tasks: set[asyncio.Task[None]] = set()
         self._watching = False
+        self.polls = max(polls, 1)
+        self._deep = asyncio.Event()
 
     def __repr__(self) -> str:
         return f"InterruptionController(queue={self.queue_name!r})"
@@ -108,14 +121,15 @@ class InterruptionController:
                             visibility_timeout=self.visibility_timeout,
                         )
                         await self._poll(queue, stop)
-                except _Stopped:
-                    break
-                except QueueError as exc:
-                    self._report(exc)
-                except Exception as exc:  # an SDK or network failure outside the calls
+                except* QueueError as group:
+                    self._report(_first(group, QueueError))
+                except* Exception as group:  # an SDK or network failure outside the calls
+                    exc = _first(group, Exception)
                     self._report(
                         QueueError(self.queue_name, "connect", type(exc).__name__, str(exc))
                     )
+                if stop.is_set():
+                    break
                 delay = self.backoff.next()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), timeout=delay)
@@ -139,23 +153,39 @@ class InterruptionController:
         )
 
     async def _poll(self, queue: SQSQueue, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            await _unless_stopped(self._room.acquire(), stop)
-            try:
-                batch = await _unless_stopped(queue.receive(), stop)
-            except BaseException:
-                self._room.release()
-                raise
-            if not self._watching:
-                self._watching = True
-                self.backoff.reset()
-                log.info("watching interruption queue", queue=self.queue_name)
-            self._room.release()
-            for message in batch:
+        """Run the pollers until `stop` (returns) or a queue call fails (raises)."""
+        self._deep = asyncio.Event()
+        async with asyncio.TaskGroup() as group:
+            for index in range(self.polls):
+                group.create_task(self._poller(queue, stop, extra=index > 0))
+
+    async def _poller(self, queue: SQSQueue, stop: asyncio.Event, *, extra: bool) -> None:
+        """One receive loop. The first always polls; the `extra` ones only while batches come
+        back full, so a deep queue has several receives in flight and an idle one has one."""
+        try:
+            while not stop.is_set():
+                if extra:
+                    await _unless_stopped(self._deep.wait(), stop)
                 await _unless_stopped(self._room.acquire(), stop)
-                task = asyncio.create_task(self._process(queue, message))
-                self._tasks.add(task)
-                task.add_done_callback(self._done)
+                try:
+                    batch = await _unless_stopped(queue.receive(), stop)
+                finally:
+                    self._room.release()
+                if not self._watching:
+                    self._watching = True
+                    self.backoff.reset()
+                    log.info("watching interruption queue", queue=self.queue_name)
+                if len(batch) >= queue.batch:
+                    self._deep.set()
+                else:
+                    self._deep.clear()
+                for message in batch:
+                    await _unless_stopped(self._room.acquire(), stop)
+                    task = asyncio.create_task(self._process(queue, message))
+                    self._tasks.add(task)
+                    task.add_done_callback(self._done)
+        except _Stopped:
+            return
 
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
