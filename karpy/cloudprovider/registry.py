@@ -9,6 +9,7 @@ about it. Plugins are imported on first use, so running kwok never loads the AWS
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 from karpy.cloudprovider.types import CloudProvider
@@ -16,6 +17,7 @@ from karpy.kube.builder import Reconciler
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock
+from karpy.kube.events import EventRecorder
 from karpy.kube.manager import Runnable
 from karpy.kube.resources import Resource
 from karpy.settings import Settings
@@ -44,6 +46,12 @@ class PluginContext(Protocol):
     def clock(self) -> Clock: ...
     @property
     def cache(self) -> Cache: ...
+    @property
+    def events(self) -> EventRecorder: ...
+    def count_disrupted(self, claim: Mapping[str, Any], reason: str) -> None:
+        """Count a NodeClaim the plugin's controllers deleted (nodeclaims_disrupted_total)."""
+        ...
+
     def add(self, reconciler: Reconciler[Any]) -> None: ...
     def add_runnable(self, runnable: Runnable, *, leader_only: bool = True) -> None: ...
 

@@ -11,10 +11,12 @@ and the cluster state run on every replica.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from karpy.cloudprovider.types import CloudProvider
+from karpy.controllers.common.metrics import count_disrupted
 from karpy.kube.builder import Reconciler, build
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
@@ -61,6 +63,10 @@ class ControllerContext:
     def informer(self, resource: Resource) -> Informer:
         """The process's shared informer of `resource` (created on first use)."""
         return self.manager.cache.informer(resource)
+
+    def count_disrupted(self, claim: Mapping[str, Any], reason: str) -> None:
+        """Count a NodeClaim deleted by a provider's controller (interruption)."""
+        count_disrupted(claim, reason)
 
     def add(self, reconciler: Reconciler[Any]) -> None:
         """Build `reconciler`'s controller and run it with the manager."""

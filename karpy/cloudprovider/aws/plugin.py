@@ -2,7 +2,8 @@
 the EC2NodeClass controller.
 
 Settings: `CLUSTER_NAME` (required), `CLUSTER_ENDPOINT` (default: the apiserver karpy talks to),
-`VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`, `ISOLATED_VPC`; the SDK's own environment gives
+`VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`, `ISOLATED_VPC`, `INTERRUPTION_QUEUE` (the
+interruption reconciler runs only when it is set); the SDK's own environment gives
 the region (`AWS_REGION` or `AWS_DEFAULT_REGION`, required), credentials and `AWS_ENDPOINT_URL`
 (a moto server, a VPC endpoint).
 """
@@ -13,11 +14,14 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
+import structlog
+
 from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
 from karpy.apis.descriptors import EC2NODECLASSES
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
+from karpy.cloudprovider.aws.interruption import InterruptionController, MessageHandler
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.pricing import PricingProvider
@@ -33,6 +37,8 @@ from karpy.settings import Settings
 
 __all__ = ["PLUGIN", "AWSPlugin", "kubernetes_version", "region_of"]
 
+log = structlog.get_logger("karpy.cloudprovider.aws")
+
 
 def region_of(environ: Mapping[str, str]) -> str:
     """The SDK's region: `AWS_REGION`, else `AWS_DEFAULT_REGION`."""
@@ -42,6 +48,13 @@ def region_of(environ: Mapping[str, str]) -> str:
             "AWS_REGION (or AWS_DEFAULT_REGION) is required with PROVIDER=aws"
         )
     return region.strip()
+
+
+def clients_from_env() -> AWSClients:
+    """Clients for the SDK's region and endpoint (`AWS_ENDPOINT_URL`: moto, a VPC endpoint)."""
+    return AWSClients(
+        region_of(os.environ), endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None
+    )
 
 
 def kubernetes_version(version: Mapping[str, object]) -> str:
@@ -99,9 +112,7 @@ class AWSPlugin:
         region_of(os.environ)
 
     async def build(self, settings: Settings, *, client: Client, cache: Cache) -> CloudProvider:
-        clients = AWSClients(
-            region_of(os.environ), endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None
-        )
+        clients = clients_from_env()
         informer = cache.informer(EC2NODECLASSES)
 
         async def nodeclass_of(name: str) -> EC2NodeClass | None:
@@ -133,6 +144,24 @@ class AWSPlugin:
                     clock=ctx.clock,
                 )
             )
+        queue = ctx.settings.aws.interruption_queue.strip()
+        if not queue:
+            log.info("interruption handling is off: INTERRUPTION_QUEUE is not set")
+            return
+        handler = MessageHandler(
+            client=ctx.client,
+            cache=ctx.cache,
+            events=ctx.events,
+            unavailable=provider.instances.unavailable,
+            clock=ctx.clock,
+            on_disrupted=ctx.count_disrupted,
+        )
+        ctx.add_runnable(
+            InterruptionController(
+                clients=clients_from_env(), queue=queue, handler=handler, clock=ctx.clock
+            ),
+            leader_only=True,
+        )
 
 
 PLUGIN: Final = AWSPlugin()

@@ -1,0 +1,274 @@
+"""`karpy run` with PROVIDER=aws and INTERRUPTION_QUEUE against moto on the local control plane:
+a spot interruption warning for the instance running a Deployment's pods drains it within the
+PodDisruptionBudget, the pods run on a replacement that avoided the interrupted offering, and
+the interrupted NodeClaim and instance are gone.
+
+moto runs no kubelets, so `Kubelets` plays them in a thread: a Node for every launched
+NodeClaim (providerID, labels, Ready, renewed heartbeats), bound pods Running and Ready, and pods
+being deleted finished at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import boto3
+from kubetest import Kubectl, now_rfc3339
+
+from karpy.apis.descriptors import NODECLAIMS
+from karpy.kube import NODES, PODS, Cache, Client, KubeError
+from tests.e2e.conftest import KarpyFactory
+from tests.e2e.support import deployment, nodeclaims, wait_for, wait_nodepool_ready
+from tests.e2e.test_aws import CREDENTIALS, REGION, REPO, _lower, ec2_instances
+from tests.e2e.test_aws import moto as moto  # the moto server fixture
+from tests.integration.termination.support import FakeKubelet
+from tests.kit import pdb
+from tests.kit.interruption import body, spot_interruption
+
+JSON = dict[str, Any]
+QUEUE = "demo"
+REPLICAS = 3
+HEARTBEAT_SECONDS = 10.0
+
+
+class Kubelets:
+    """The kubelets of the EC2 instances karpy launches, in a thread with its own loop."""
+
+    def __init__(self, kubeconfig: str) -> None:
+        self.kubeconfig = kubeconfig
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kubelets", daemon=True)
+
+    def __enter__(self) -> Kubelets:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        asyncio.run(self._main())
+
+    async def _main(self) -> None:
+        client = await Client.connect(kubeconfig=self.kubeconfig)
+        cache = Cache(client)
+        claims = cache.informer(NODECLAIMS)
+        nodes = cache.informer(NODES)
+        kubelet = FakeKubelet(client, cache.informer(PODS))
+        stop = asyncio.Event()
+        task = asyncio.create_task(cache.start(stop))
+        await cache.wait_for_sync()
+        beats: dict[str, float] = {}
+        try:
+            while not self._stop.is_set():
+                for claim in claims.list():
+                    provider_id = str((claim.get("status") or {}).get("providerID") or "")
+                    if not provider_id.startswith("aws:///") or claim["metadata"].get(
+                        "deletionTimestamp"
+                    ):
+                        continue
+                    name = f"ip-{provider_id.rsplit('/', 1)[-1]}.ec2.internal"
+                    if name in kubelet.nodes:
+                        continue
+                    kubelet.nodes.add(name)
+                    try:
+                        await self._register(client, name, claim)
+                    except KubeError as exc:
+                        self.errors.append(f"registering {name}: {exc}")
+                        kubelet.nodes.discard(name)
+                now = time.monotonic()
+                for name in list(kubelet.nodes):
+                    if nodes.get(name) is None or now - beats.get(name, 0.0) < HEARTBEAT_SECONDS:
+                        continue
+                    beats[name] = now
+                    with contextlib.suppress(KubeError):
+                        await self._ready(client, name, None)
+                await asyncio.sleep(0.3)
+        finally:
+            await kubelet.close()
+            stop.set()
+            await task
+            await client.close()
+
+    async def _register(self, client: Client, name: str, claim: JSON) -> None:
+        status = claim["status"]
+        await client.create(
+            NODES,
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "labels": {**claim["metadata"]["labels"], "kubernetes.io/hostname": name},
+                },
+                "spec": {
+                    "providerID": status["providerID"],
+                    "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
+                },
+            },
+        )
+        await self._ready(client, name, status)
+
+    async def _ready(self, client: Client, name: str, status: JSON | None) -> None:
+        stamp = now_rfc3339()
+        patch: JSON = {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "KubeletReady",
+                    "lastHeartbeatTime": stamp,
+                    "lastTransitionTime": stamp,
+                }
+            ]
+        }
+        if status is not None:
+            patch["capacity"] = status["capacity"]
+            patch["allocatable"] = status["allocatable"]
+        await client.patch_status(NODES, name, {"status": patch})
+
+
+def instance_of(claim: JSON) -> str:
+    return str(claim["status"]["providerID"]).rsplit("/", 1)[-1]
+
+
+def offering(claim: JSON) -> tuple[str, str]:
+    labels = claim["metadata"]["labels"]
+    return labels["node.kubernetes.io/instance-type"], labels["topology.kubernetes.io/zone"]
+
+
+def ready_pods(kubectl: Kubectl, namespace: str) -> list[JSON]:
+    items: list[JSON] = kubectl.json("get", "pods", "-n", namespace, "-l", "app=web")["items"]
+    return [
+        p
+        for p in items
+        if not p["metadata"].get("deletionTimestamp")
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in (p.get("status") or {}).get("conditions") or ()
+        )
+    ]
+
+
+NODEPOOL: JSON = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "spot"},
+    "spec": {
+        "template": {
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": "default",
+                },
+                "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                    {
+                        "key": "karpenter.k8s.aws/instance-category",
+                        "operator": "In",
+                        "values": ["c", "m", "r"],
+                    },
+                    {
+                        "key": "karpenter.k8s.aws/instance-generation",
+                        "operator": "Gt",
+                        "values": ["4"],
+                    },
+                ],
+            }
+        },
+        "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "10m"},
+    },
+}
+
+
+def test_a_spot_interruption_moves_the_pods_to_a_replacement_within_the_pdb(
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str, moto: str
+) -> None:
+    seeded = subprocess.run(
+        [sys.executable, str(REPO / "hack/aws/moto_seed.py"), "--endpoint-url", moto],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    sqs = boto3.client("sqs", endpoint_url=moto, region_name=REGION, **_lower(CREDENTIALS))
+    url = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
+    karpy = karpy_factory(
+        {
+            "PROVIDER": "aws",
+            "CLUSTER_NAME": "demo",
+            "INTERRUPTION_QUEUE": QUEUE,
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": moto,
+            "AWS_CONFIG_FILE": "/dev/null",
+            **CREDENTIALS,
+        }
+    )
+    nodeclass = (REPO / "hack/aws/moto-ec2nodeclass.yaml").read_text()
+    kubectl.apply(nodeclass.replace("AMI_ID", seeded.stdout.strip()))
+    kubectl.apply(NODEPOOL)
+    wait_nodepool_ready(kubectl, "spot")
+    budget = pdb("web", namespace, selector={"matchLabels": {"app": "web"}})
+    budget["spec"]["maxUnavailable"] = 1
+    kubectl.apply(budget)
+    kubectl.apply(deployment("web", namespace, replicas=REPLICAS, cpu="500m", memory="512Mi"))
+
+    with Kubelets(kubeconfig) as kubelets:
+        wait_for(
+            lambda: len(ready_pods(kubectl, namespace)) == REPLICAS,
+            timeout=180,
+            message="the Deployment's pods Running on EC2 nodes",
+        )
+        pods = ready_pods(kubectl, namespace)
+        node = pods[0]["spec"]["nodeName"]
+        claim = next(c for c in nodeclaims(kubectl) if f"ip-{instance_of(c)}.ec2.internal" == node)
+        assert claim["metadata"]["labels"]["karpenter.sh/capacity-type"] == "spot"
+        interrupted = instance_of(claim)
+        on_node = sum(1 for p in pods if p["spec"]["nodeName"] == node)
+
+        started = time.monotonic()
+        sqs.send_message(QueueUrl=url, MessageBody=body(spot_interruption(interrupted)))
+        lowest = REPLICAS
+
+        def moved() -> bool:
+            nonlocal lowest
+            ready = ready_pods(kubectl, namespace)
+            lowest = min(lowest, len(ready))
+            names = {c["metadata"]["name"] for c in nodeclaims(kubectl)}
+            return (
+                len(ready) == REPLICAS
+                and all(p["spec"]["nodeName"] != node for p in ready)
+                and claim["metadata"]["name"] not in names
+            )
+
+        wait_for(moved, timeout=240, message="the pods Running elsewhere and the NodeClaim gone")
+        seconds = time.monotonic() - started
+        assert not kubelets.errors, kubelets.errors
+
+    # maxUnavailable 1: never more than one pod short while the node drained.
+    assert lowest >= REPLICAS - 1, f"{lowest} Ready pods at one point"
+    assert ec2_instances(moto)[interrupted]["State"]["Name"] in ("shutting-down", "terminated")
+    replacements = [c for c in nodeclaims(kubectl) if not c["metadata"].get("deletionTimestamp")]
+    assert replacements
+    for replacement in replacements:
+        assert offering(replacement) != offering(claim), "the replacement reused the offering"
+    attrs = sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    assert attrs == {
+        "ApproximateNumberOfMessages": "0",
+        "ApproximateNumberOfMessagesNotVisible": "0",
+    }
+    assert karpy.log_lines("initiating delete from interruption message")
+    print(f"{on_node} pods interrupted: all {REPLICAS} Ready elsewhere after {seconds:.1f} s")
