@@ -25,6 +25,7 @@ def registrars() -> list[Registrar]:
         metrics,
         nodepool,
         provisioning,
+        schedulingconfig,
     )
     from karpy.controllers.node import termination as node_termination
     from karpy.controllers.nodeclaim import disruption as nodeclaim_disruption
@@ -40,6 +41,7 @@ def registrars() -> list[Registrar]:
         podevents.register,
         node_termination.register,
         nodepool.register,
+        schedulingconfig.register,
         disruption.register,
         garbagecollection.register,
         metrics.register,
