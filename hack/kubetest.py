@@ -34,6 +34,7 @@ CLUSTER_SCOPED_TEST_KINDS = (
     "nodes",
     "ec2nodeclasses.karpenter.k8s.aws",
     "kwoknodeclasses.karpenter.kwok.sh",
+    "schedulingconfigs.karpenter.sh",
 )
 
 

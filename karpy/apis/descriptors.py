@@ -13,10 +13,18 @@ from typing import Any, Final
 from karpy.apis.aws.v1.ec2nodeclass import EC2NODECLASS
 from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
 from karpy.apis.resource import CustomResource
-from karpy.apis.v1 import NODECLAIM, NODEPOOL
+from karpy.apis.v1 import NODECLAIM, NODEPOOL, SCHEDULINGCONFIG
 from karpy.kube.resources import Resource
 
-__all__ = ["CRD_RESOURCES", "EC2NODECLASSES", "KWOKNODECLASSES", "NODECLAIMS", "NODEPOOLS", "of"]
+__all__ = [
+    "CRD_RESOURCES",
+    "EC2NODECLASSES",
+    "KWOKNODECLASSES",
+    "NODECLAIMS",
+    "NODEPOOLS",
+    "SCHEDULINGCONFIGS",
+    "of",
+]
 
 
 def of(custom: CustomResource[Any]) -> Resource:
@@ -34,4 +42,5 @@ NODEPOOLS: Final = of(NODEPOOL)
 NODECLAIMS: Final = of(NODECLAIM)
 KWOKNODECLASSES: Final = of(KWOKNODECLASS)
 EC2NODECLASSES: Final = of(EC2NODECLASS)
-CRD_RESOURCES: Final = (NODEPOOLS, NODECLAIMS, KWOKNODECLASSES, EC2NODECLASSES)
+SCHEDULINGCONFIGS: Final = of(SCHEDULINGCONFIG)
+CRD_RESOURCES: Final = (NODEPOOLS, NODECLAIMS, KWOKNODECLASSES, EC2NODECLASSES, SCHEDULINGCONFIGS)

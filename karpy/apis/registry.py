@@ -12,12 +12,14 @@ from karpy.apis.resource import CustomResource
 from karpy.apis.schema import K8sModel
 from karpy.apis.v1.nodeclaim import NODECLAIM
 from karpy.apis.v1.nodepool import NODEPOOL
+from karpy.apis.v1.schedulingconfig import SCHEDULINGCONFIG
 
 RESOURCES: Final[tuple[CustomResource[Any], ...]] = (
     NODEPOOL,
     NODECLAIM,
     EC2NODECLASS,
     KWOKNODECLASS,
+    SCHEDULINGCONFIG,
 )
 BY_TYPE: Final[dict[tuple[str, str], CustomResource[Any]]] = {
     (r.api_version, r.kind): r for r in RESOURCES

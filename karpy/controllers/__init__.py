@@ -25,6 +25,7 @@ def registrars() -> list[Registrar]:
         metrics,
         nodepool,
         provisioning,
+        schedulingconfig,
     )
     from karpy.controllers.node import health as node_health
     from karpy.controllers.node import termination as node_termination
@@ -42,6 +43,7 @@ def registrars() -> list[Registrar]:
         node_termination.register,
         node_health.register,
         nodepool.register,
+        schedulingconfig.register,
         disruption.register,
         garbagecollection.register,
         metrics.register,

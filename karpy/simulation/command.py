@@ -72,7 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--preference-policy",
         choices=("Respect", "Ignore"),
         default="Respect",
-        help="treat preferred affinities and ScheduleAnyway spreads as Karpenter does",
+        help="treat preferred affinities and ScheduleAnyway spreads as Karpenter does (a "
+        "'default' SchedulingConfig in the scenario that sets preferencePolicy wins)",
     )
     parser.add_argument(
         "--disruption",
@@ -103,7 +104,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-values-policy",
         choices=("Strict", "BestEffort"),
         default="Strict",
-        help="what to do when minValues cannot be met",
+        help="what to do when minValues cannot be met (a 'default' SchedulingConfig in the "
+        "scenario that sets minValuesPolicy wins)",
     )
 
 
@@ -170,7 +172,13 @@ def run(args: argparse.Namespace) -> int:
 def _simulate(args: argparse.Namespace) -> int:
     try:
         types = _catalog(args.instance_types)
-        scenario = load_scenario(args.files, instance_types=types, max_pods=args.max_pods)
+        scenario = load_scenario(
+            args.files,
+            instance_types=types,
+            max_pods=args.max_pods,
+            preference_policy=args.preference_policy,
+            min_values_policy=args.min_values_policy,
+        )
     except (ScenarioError, CatalogError) as err:
         return _invalid(str(err))
     except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
@@ -185,10 +193,9 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.disruption:
         return _disruption(args, scenario)
     inp = scenario.input
-    inp.preference_policy = args.preference_policy
-    inp.min_values_policy = args.min_values_policy
     warm_up()
     result = schedule(inp)
+    result.errors = scenario.explain(result.errors)
     write_plan(sys.stdout, inp, result, args.output)
     return 0
 

@@ -3,23 +3,32 @@
 A scenario is any mix of Kubernetes objects in YAML or JSON files (multi-document, or `List`s).
 Kinds the simulation uses are validated, then turned into scheduler inputs by
 `karpy.state.inputs`, exactly as the provisioner turns the live cluster's objects; workloads
-are expanded into the pods their controllers would create (named `<workload>-<index>`); every
-other kind is skipped with a warning, so manifests can be fed as they are. Invalid input raises
-`ScenarioError` naming the file, the document and the field.
+are expanded into the pods their controllers would create (named `<workload>-<index>`);
+SchedulingConfigs (karpy's extension) constrain the NodePools and set the policies as they do
+in a cluster; every other kind is skipped with a warning, so manifests can be fed as they are.
+Invalid input raises `ScenarioError` naming the file, the document and the field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from karpy.apis.errors import ValidationError
-from karpy.apis.v1 import NodePool, validate_nodepool
+from karpy.apis.v1 import NodePool, validate_nodepool, validate_schedulingconfig
 from karpy.scheduling import InstanceType, ResourceError, TaintError
 from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
+from karpy.scheduling.engine.model import MinValuesPolicy, PreferencePolicy
 from karpy.simulation.documents import DEFAULT_MAX_PODS, Document, ScenarioError, read_documents
-from karpy.state.inputs import ClusterObjects, InputError, build_input, state_nodes
+from karpy.state.inputs import (
+    ClusterObjects,
+    InputError,
+    NodeClassKey,
+    build_input,
+    nodepool_nodeclass,
+    state_nodes,
+)
 from karpy.state.pods import node_name as pod_node_name
 from karpy.state.pods import pod_key
 
@@ -29,6 +38,7 @@ WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "Rep
 USED = frozenset(
     {
         "NodePool",
+        "SchedulingConfig",
         "Pod",
         "Node",
         "NodeClaim",
@@ -64,6 +74,8 @@ class Scenario:
     input: SchedulingInput
     warnings: list[str] = field(default_factory=list)
     objects: ScenarioObjects | None = None
+    explain: Callable[[Mapping[str, str]], dict[str, str]] = dict
+    """A plan's pod errors with the SchedulingConfigs that ruled pods out (`Inputs.explain`)."""
 
 
 def _require_name(doc: Document) -> None:
@@ -111,12 +123,17 @@ def load_scenario(
     *,
     instance_types: Sequence[InstanceType],
     max_pods: int = DEFAULT_MAX_PODS,
+    preference_policy: PreferencePolicy = "Respect",
+    min_values_policy: MinValuesPolicy = "Strict",
 ) -> Scenario:
-    """Read the files and build the scheduler's input; raise `ScenarioError` on bad input."""
+    """Read the files and build the scheduler's input; raise `ScenarioError` on bad input.
+    The policies are the settings'; a `default` SchedulingConfig in the scenario wins."""
     warnings: list[str] = []
     nodepools: list[tuple[Document, NodePoolTemplate]] = []
     models: list[NodePool] = []
     pdbs: list[dict[str, Any]] = []
+    nodeclasses: dict[str, NodeClassKey | None] = {}
+    configs: dict[str, dict[str, Any]] = {}
     pod_docs: list[tuple[Document, dict[str, Any]]] = []
     daemon_docs: list[Document] = []
     node_docs: list[Document] = []
@@ -143,12 +160,21 @@ def load_scenario(
                 raise ScenarioError(f"{doc.where()}: metadata.name: duplicate NodePool")
             seen_pools.add(model.name)
             models.append(model)
+            nodeclasses[model.name] = nodepool_nodeclass(doc.obj)
             try:
                 nodepools.append(
                     (doc, NodePoolTemplate.from_nodepool(model.to_dict(), instance_types))
                 )
             except (ValueError, TaintError) as err:
                 raise ScenarioError(f"{doc.where()}: {err}") from None
+        elif kind == "SchedulingConfig":
+            try:
+                config = validate_schedulingconfig(doc.obj)
+            except ValidationError as err:
+                raise ScenarioError(f"{doc.where()}: {err}") from None
+            if config.name in configs:
+                raise ScenarioError(f"{doc.where()}: metadata.name: duplicate SchedulingConfig")
+            configs[config.name] = config.to_dict()
         elif kind == "Pod":
             pod_docs.append((doc, dict(doc.obj)))
         elif kind == "DaemonSet":
@@ -217,9 +243,16 @@ def load_scenario(
         storage_classes=classes,
         namespaces=namespaces,
         templates=[t for _, t in nodepools],
+        configs=list(configs.values()),
+        nodeclasses=nodeclasses,
     )
     try:
-        built = build_input(objects, strict=True)
+        built = build_input(
+            objects,
+            strict=True,
+            preference_policy=preference_policy,
+            min_values_policy=min_values_policy,
+        )
     except InputError as err:
         at = where.get((err.kind, err.key), f"{err.kind} {err.key}")
         raise ScenarioError(f"{at}: {err.detail}") from None
@@ -238,6 +271,7 @@ def load_scenario(
             daemonsets=[_namespaced(doc) for doc in daemon_docs],
             namespaces=namespaces,
         ),
+        explain=built.explain,
     )
 
 

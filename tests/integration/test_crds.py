@@ -20,7 +20,7 @@ from karpy.apis import ValidationError
 from karpy.apis.aws.v1 import EC2NODECLASS
 from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
 from karpy.apis.registry import resource_for, validate_object
-from karpy.apis.v1 import NODECLAIM, NODEPOOL, NodePool
+from karpy.apis.v1 import NODECLAIM, NODEPOOL, SCHEDULINGCONFIG, NodePool
 from tests.unit.apis.apis_invalid_cases import (
     CASES,
     Case,
@@ -29,6 +29,7 @@ from tests.unit.apis.apis_invalid_cases import (
     matches,
     nodeclaim,
     nodepool,
+    schedulingconfig,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,6 +40,7 @@ CRD_NAMES = (  # in deletion order: claims before pools
     "nodepools.karpenter.sh",
     "ec2nodeclasses.karpenter.k8s.aws",
     "kwoknodeclasses.karpenter.kwok.sh",
+    "schedulingconfigs.karpenter.sh",
 )
 
 
@@ -86,7 +88,11 @@ def test_crds_are_established_and_served(crds: None, kubectl: Kubectl) -> None:
         assert established["Established"] == "True"
         assert established["NamesAccepted"] == "True"
     out = kubectl("api-resources", "--api-group=karpenter.sh", "-o", "name").stdout.split()
-    assert sorted(out) == ["nodeclaims.karpenter.sh", "nodepools.karpenter.sh"]
+    assert sorted(out) == [
+        "nodeclaims.karpenter.sh",
+        "nodepools.karpenter.sh",
+        "schedulingconfigs.karpenter.sh",
+    ]
 
 
 def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -> None:
@@ -113,11 +119,16 @@ def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -
         kwok = _get(kubectl, "kwoknodeclasses.karpenter.kwok.sh", "local")
         ready = [c for c in kwok["status"]["conditions"] if c["type"] == "Ready"]
         assert [c["status"] for c in ready] == ["True"]
+        config = _get(kubectl, "schedulingconfigs.karpenter.sh", "default")
+        assert [r["key"] for r in config["spec"]["requirements"]] == [
+            "kubernetes.io/arch",
+            "karpenter.sh/capacity-type",
+        ]
         deployment = _get(kubectl, "deployment", "inflate")
         assert deployment["metadata"]["namespace"] == "default"
 
         # What the apiserver stored is what karpy's models and admission produce.
-        for stored in (aws_pool, kwok_pool, nodeclass, kwok):
+        for stored in (aws_pool, kwok_pool, nodeclass, kwok, config):
             resource = resource_for(stored["apiVersion"], stored["kind"])
             assert resource is not None
             assert resource.validate(stored).to_dict() == stored
@@ -128,7 +139,13 @@ def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -
 
 @pytest.mark.parametrize(
     "minimal",
-    [nodepool("min-np"), nodeclaim("min-nc"), ec2nodeclass("min-ec2"), kwoknodeclass("min-kwok")],
+    [
+        nodepool("min-np"),
+        nodeclaim("min-nc"),
+        ec2nodeclass("min-ec2"),
+        kwoknodeclass("min-kwok"),
+        schedulingconfig("min-sc"),
+    ],
     ids=lambda o: o["kind"],
 )
 def test_minimal_objects_get_the_same_defaults_as_in_python(
@@ -140,6 +157,10 @@ def test_minimal_objects_get_the_same_defaults_as_in_python(
         minimal["spec"]["metadataOptions"] = {"httpPutResponseHopLimit": 2}
     if minimal["kind"] == "KWOKNodeClass":
         del minimal["spec"]
+    if minimal["kind"] == "SchedulingConfig":  # the one defaulted field
+        minimal["spec"]["topologySpreadConstraints"] = [
+            {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone"}
+        ]
     try:
         kubectl.apply(minimal)
         stored = _get(kubectl, _resource(minimal), minimal["metadata"]["name"])
@@ -250,8 +271,9 @@ def test_kubectl_get_shows_karpenters_columns(crds: None, kubectl: Kubectl) -> N
         "topology.kubernetes.io/zone": "us-east-1a",
     }
     nodeclass = ec2nodeclass("columns")
+    config = schedulingconfig("columns")
     try:
-        for obj in (pool, claim, nodeclass):
+        for obj in (pool, claim, nodeclass, config):
             kubectl.apply(obj)
         now = "2026-01-01T00:00:00Z"
         claim_status = {
@@ -313,11 +335,34 @@ def test_kubectl_get_shows_karpenters_columns(crds: None, kubectl: Kubectl) -> N
         for name in ("nodepool.karpenter.sh/columns", "nodeclaim.karpenter.sh/columns-abcde",
                      "ec2nodeclass.karpenter.k8s.aws/columns"):  # fmt: skip
             assert name in combined
+        config_status = {
+            "status": {
+                "nodePools": ["columns"],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "Ready",
+                        "message": "",
+                        "lastTransitionTime": now,
+                    }
+                ],
+            }
+        }
+        kubectl(
+            "patch", "schedulingconfigs.karpenter.sh", "columns", "--subresource=status",
+            "--type=merge", "--patch", json.dumps(config_status),
+        )  # fmt: skip
+        rows = _columns(kubectl, "schedulingconfigs")
+        assert rows[0] == ["NAME", "NODECLASS", "NODEPOOLS", "READY", "AGE"]
+        assert rows[1][:4] == ["columns", "x", '["columns"]', "True"]
+
         category = kubectl("get", "karpenter", "-o", "name").stdout.split()
         assert "nodepool.karpenter.sh/columns" in category
         assert "ec2nodeclass.karpenter.k8s.aws/columns" in category
+        assert "schedulingconfig.karpenter.sh/columns" in category
     finally:
-        for obj in (claim, pool, nodeclass):
+        for obj in (claim, pool, nodeclass, config):
             _delete(kubectl, obj)
 
 
@@ -333,6 +378,5 @@ def test_status_is_a_subresource(crds: None, kubectl: Kubectl) -> None:
 
 
 def test_every_resource_is_covered() -> None:
-    assert {NODEPOOL.kind, NODECLAIM.kind, EC2NODECLASS.kind, KWOKNODECLASS.kind} == {
-        c.kind for c in CASES
-    }
+    kinds = {NODEPOOL.kind, NODECLAIM.kind, EC2NODECLASS.kind, KWOKNODECLASS.kind}
+    assert kinds | {SCHEDULINGCONFIG.kind} == {c.kind for c in CASES}

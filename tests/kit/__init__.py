@@ -20,6 +20,7 @@ from tests.kit.objects import (
     pod,
     pv,
     ready_claim_conditions,
+    schedulingconfig,
     served,
     status_of,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "pod",
     "pv",
     "ready_claim_conditions",
+    "schedulingconfig",
     "served",
     "status_of",
 ]

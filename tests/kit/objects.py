@@ -75,6 +75,29 @@ def nodepool(
     }
 
 
+def schedulingconfig(
+    name: str = "default",
+    *,
+    nodeclass: str | None = "default",
+    kind: str = "KWOKNodeClass",
+    group: str = "karpenter.kwok.sh",
+    requirements: Sequence[Mapping[str, Any]] = LINUX_AMD64_ON_DEMAND[1:],
+    **parameters: Any,
+) -> JSON:
+    """A SchedulingConfig (karpy's extension): by default amd64 and on-demand for the NodePools
+    of the `default` KWOKNodeClass (`nodeclass=None`: every NodePool); `parameters` are spec
+    fields in API spelling (`batchIdleDuration="5s"`)."""
+    spec: JSON = {"requirements": [dict(r) for r in requirements], **parameters}
+    if nodeclass is not None:
+        spec["nodeClassRef"] = {"group": group, "kind": kind, "name": nodeclass}
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "SchedulingConfig",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
 def claim_spec(**extra: Any) -> JSON:
     """A NodeClaim spec of linux nodes on the `default` KWOKNodeClass, plus `extra` fields."""
     return {

@@ -1,4 +1,5 @@
-"""`karpenter.sh/v1`: NodePool, NodeClaim, and the well-known labels and conditions.
+"""`karpenter.sh/v1`: NodePool, NodeClaim, SchedulingConfig (karpy's extension), and the
+well-known labels and conditions.
 
 from karpy.apis.v1 import NodePool, NodeClaim, validate_nodepool
 """
@@ -41,13 +42,24 @@ from karpy.apis.v1.nodepool import (
     validate_nodepool,
 )
 from karpy.apis.v1.nodepool_validation import runtime_validate
+from karpy.apis.v1.schedulingconfig import (
+    SCHEDULINGCONFIG,
+    DefaultSpreadConstraint,
+    SchedulingConfig,
+    SchedulingConfigSpec,
+    SchedulingConfigStatus,
+    runtime_validate_config,
+    validate_schedulingconfig,
+)
 
 __all__ = [
     "NODECLAIM",
     "NODEPOOL",
+    "SCHEDULINGCONFIG",
     "UNBOUNDED",
     "Budget",
     "Condition",
+    "DefaultSpreadConstraint",
     "Disruption",
     "NodeClaim",
     "NodeClaimCondition",
@@ -65,6 +77,9 @@ __all__ = [
     "ObjectMeta",
     "OwnerReference",
     "ResourceRequirements",
+    "SchedulingConfig",
+    "SchedulingConfigSpec",
+    "SchedulingConfigStatus",
     "Taint",
     "TemplateMetadata",
     "conditions",
@@ -72,6 +87,8 @@ __all__ = [
     "group_of_ref",
     "labels",
     "runtime_validate",
+    "runtime_validate_config",
     "validate_nodeclaim",
     "validate_nodepool",
+    "validate_schedulingconfig",
 ]

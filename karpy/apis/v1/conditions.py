@@ -31,6 +31,15 @@ REASON_NODECLASS_NOT_FOUND: Final = "NodeClassNotFound"
 REASON_NODECLASS_TERMINATING: Final = "NodeClassTerminating"
 REASON_NODECLASS_NOT_READY: Final = "NodeClassNotReady"
 REASON_REGISTRATION_FAILED: Final = "RegistrationFailed"
+# karpy's extension: set only while some SchedulingConfig applies to the NodePool; not a
+# dependent of Ready (a NodePool a config makes unsatisfiable is left out of every plan).
+NODEPOOL_SCHEDULING_CONFIG_COMPATIBLE: Final = "SchedulingConfigCompatible"
+REASON_SCHEDULING_CONFIG_CONFLICT: Final = "SchedulingConfigConflict"
+
+# --- SchedulingConfig (karpy's extension) ---------------------------------------------------
+SCHEDULINGCONFIG_VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
+SCHEDULINGCONFIG_READY_DEPENDENTS: Final = (SCHEDULINGCONFIG_VALIDATION_SUCCEEDED,)
+REASON_SCHEDULINGCONFIG_VALIDATION_FAILED: Final = "SchedulingConfigValidationFailed"
 
 # --- NodeClaim -----------------------------------------------------------------------------
 NODECLAIM_LAUNCHED: Final = "Launched"

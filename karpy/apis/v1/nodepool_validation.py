@@ -71,8 +71,9 @@ def restricted_label_error(key: str) -> str | None:
     return None
 
 
-def _requirement_errors(index: int, req: NodePoolRequirement) -> list[str]:
-    path = f"spec.template.spec.requirements[{index}]"
+def requirement_errors(path: str, req: NodePoolRequirement) -> list[str]:
+    """The runtime problems of one NodePool-style requirement at `path` (a SchedulingConfig's
+    requirements are checked by the same rules)."""
     errors = []
     reason = qualified_name_error(req.key) or restricted_label_error(req.key)
     if reason:
@@ -136,7 +137,7 @@ def runtime_validate(pool: NodePool) -> list[str]:
         if reason:
             errors.append(f"spec.template.metadata.labels[{key}]: invalid value: {reason}")
     for index, requirement in enumerate(template.spec.requirements):
-        errors.extend(_requirement_errors(index, requirement))
+        errors.extend(requirement_errors(f"spec.template.spec.requirements[{index}]", requirement))
     seen: set[tuple[str, str]] = set()
     errors.extend(_taint_errors("taints", template.spec.taints or [], seen))
     errors.extend(_taint_errors("startupTaints", template.spec.startup_taints or [], seen))

@@ -5,23 +5,46 @@ from karpy.controllers.provisioning import register
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import SCHEDULINGCONFIGS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nomination import NominationJanitor, nominate_pods
 from karpy.controllers.provisioning.provisioner import Provisioner
 from karpy.controllers.provisioning.triggers import NodeTrigger, PodTrigger, ProvisionerLoop
+from karpy.kube.informer import Informer
 from karpy.kube.resources import NODES, PODS
+from karpy.settings import Settings
+from karpy.state.inputs import parameters
 
-__all__ = ["Batcher", "NominationJanitor", "Provisioner", "nominate_pods", "register"]
+__all__ = [
+    "Batcher",
+    "NominationJanitor",
+    "Provisioner",
+    "batch_window",
+    "nominate_pods",
+    "register",
+]
+
+
+def batch_window(settings: Settings, configs: Informer) -> tuple[float, float]:
+    """(idle, maximum) seconds of the batch window: the `default` SchedulingConfig's when it
+    sets them, else the settings'."""
+    default = configs.get("default")
+    params = parameters([default] if default is not None else [])
+    idle = params.batch_idle or settings.batch.idle_duration
+    maximum = params.batch_max or settings.batch.max_duration
+    return idle.total_seconds(), maximum.total_seconds()
 
 
 def register(ctx: ControllerContext) -> None:
     """The provisioner singleton plus the pod and node triggers that feed its batcher."""
     batch = ctx.settings.batch
+    configs = ctx.informer(SCHEDULINGCONFIGS)
     batcher = Batcher(
         idle=batch.idle_duration.total_seconds(),
         maximum=batch.max_duration.total_seconds(),
         clock=ctx.clock,
+        window=lambda: batch_window(ctx.settings, configs),
     )
     provisioner = Provisioner.from_cache(
         client=ctx.client,

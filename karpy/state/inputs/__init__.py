@@ -2,7 +2,7 @@
 
 The provisioner (objects from the informer cache) and `karpy simulate` (objects from scenario
 files) both call `build_input`, so pods, volume topology, existing nodes and DaemonSet overhead
-are read once, alike.
+are read once, alike, and SchedulingConfigs apply to both.
 
 from karpy.state.inputs import ClusterObjects, build_input
 """
@@ -17,6 +17,16 @@ from karpy.state.inputs.builder import (
     build_input,
     nodepool_usage,
 )
+from karpy.state.inputs.configs import (
+    Conflict,
+    Guardrail,
+    NodeClassKey,
+    Parameters,
+    conflicts,
+    guardrails,
+    nodepool_nodeclass,
+    parameters,
+)
 from karpy.state.inputs.nodes import existing_node, join_nodes, node_key, state_nodes
 from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeError, VolumeTopology, pod_claim_names
@@ -24,17 +34,25 @@ from karpy.state.inputs.volumes import VolumeError, VolumeTopology, pod_claim_na
 __all__ = [
     "NODES_RESOURCE",
     "ClusterObjects",
+    "Conflict",
+    "Guardrail",
     "InputError",
     "Inputs",
+    "NodeClassKey",
+    "Parameters",
     "PodViews",
     "VolumeError",
     "VolumeTopology",
     "build_input",
+    "conflicts",
     "daemonset_pod",
     "existing_node",
+    "guardrails",
     "join_nodes",
     "node_key",
+    "nodepool_nodeclass",
     "nodepool_usage",
+    "parameters",
     "pod_claim_names",
     "state_nodes",
 ]

@@ -2,9 +2,9 @@
 
 The provisioner feeds this from the informer cache and `karpy simulate` from scenario files;
 both hand over plain collections (pending pods, existing nodes, DaemonSets, claims, volumes,
-StorageClasses, namespaces, NodePool templates), so the same objects give the same plan. Volume
-topology, DaemonSet overhead, existing nodes and NodePool usage are derived here and nowhere
-else.
+StorageClasses, namespaces, NodePool templates, SchedulingConfigs), so the same objects give the
+same plan. Volume topology, DaemonSet overhead, existing nodes, NodePool usage and the
+SchedulingConfigs' requirements and parameters are applied here and nowhere else.
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ from karpy.scheduling.pods import PodError, PodView
 from karpy.scheduling.resources import ResourceError, ResourceMap, add
 from karpy.scheduling.taints import TaintError
 from karpy.state import pods as podutil
+from karpy.state.inputs.configs import (
+    Explainer,
+    NodeClassKey,
+    constrain_templates,
+    guardrails,
+    parameters,
+    with_default_spread,
+)
 from karpy.state.inputs.nodes import existing_node
 from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeTopology
@@ -68,6 +76,10 @@ class ClusterObjects:
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     templates: Sequence[NodePoolTemplate] = ()
     """One per NodePool pods may go to (`NodePoolTemplate.from_nodepool` with its types)."""
+    configs: Sequence[JSON] = ()
+    """SchedulingConfig objects (karpy's extension); none leaves everything as it was."""
+    nodeclasses: Mapping[str, NodeClassKey | None] = field(default_factory=dict)
+    """Each template's NodeClass (NodePool name -> (group, kind, name)), which configs match."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +87,13 @@ class Inputs:
     input: SchedulingInput
     errors: dict[str, str]
     """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist."""
+    explainer: Explainer | None = None
+    """Names the SchedulingConfigs that kept pods off NodePools (see `explain`)."""
+
+    def explain(self, errors: Mapping[str, str]) -> dict[str, str]:
+        """A plan's pod errors, each followed by the configs that ruled the pod out of a NodePool
+        it would otherwise fit."""
+        return self.explainer.explain(errors) if self.explainer is not None else dict(errors)
 
 
 def nodepool_usage(nodes: Iterable[StateNode]) -> dict[str, ResourceMap]:
@@ -99,8 +118,12 @@ def build_input(
     min_values_policy: MinValuesPolicy = "Strict",
 ) -> Inputs:
     """The engine's input for `objects`. Unreadable objects are left out (pending pods are
-    reported in `errors`); with `strict` the first one raises `InputError` instead."""
+    reported in `errors`); with `strict` the first one raises `InputError` instead. The policies
+    are the settings'; the `default` SchedulingConfig's win over them."""
     views = views if views is not None else PodViews()
+    params = parameters(objects.configs)
+    rails = guardrails(objects.configs)
+    templates, dropped = constrain_templates(objects.templates, objects.nodeclasses, rails)
     topology = VolumeTopology(
         claims=objects.claims, volumes=objects.volumes, classes=objects.storage_classes
     )
@@ -108,6 +131,7 @@ def build_input(
     pending: list[PodView] = []
     for pod in objects.pending:
         try:
+            pod = with_default_spread(pod, params.spread)
             pending.append(views.view(pod, volume_terms=topology.terms(pod)))
         except _UNREADABLE as err:
             if strict:
@@ -135,15 +159,24 @@ def build_input(
     return Inputs(
         input=SchedulingInput(
             pods=pending,
-            templates=list(objects.templates),
+            templates=templates,
             existing_nodes=existing,
             daemonset_pods=daemons,
             namespace_labels=objects.namespaces,
             pool_usage=nodepool_usage(objects.nodes),
-            preference_policy=preference_policy,
-            min_values_policy=min_values_policy,
+            preference_policy=params.preference_policy or preference_policy,
+            min_values_policy=params.min_values_policy or min_values_policy,
         ),
         errors=errors,
+        explainer=Explainer(
+            pods=pending,
+            templates=objects.templates,
+            nodeclasses=objects.nodeclasses,
+            rails=rails,
+            dropped=dropped,
+        )
+        if rails
+        else None,
     )
 
 

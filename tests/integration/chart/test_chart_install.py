@@ -87,6 +87,11 @@ def test_documented_install_upgrade_and_uninstall(
     assert not can(kubectl, sa, "patch", "nodes", "--subresource=status")
     assert not can(kubectl, sa, "list", "secrets", "-n", ns)
     assert not can(kubectl, sa, "delete", "nodepools.karpenter.sh")
+    # SchedulingConfigs (karpy's extension): read them, write their status, never edit them
+    assert can(kubectl, sa, "watch", "schedulingconfigs.karpenter.sh")
+    assert can(kubectl, sa, "patch", "schedulingconfigs.karpenter.sh", "--subresource=status")
+    assert not can(kubectl, sa, "patch", "schedulingconfigs.karpenter.sh")
+    assert not can(kubectl, sa, "delete", "schedulingconfigs.karpenter.sh")
     assert not can(kubectl, sa, "create", "pods", "-n", "default")
 
     generation = deployment["metadata"]["generation"]

@@ -72,11 +72,24 @@ def kwoknodeclass(name: str = "kwok") -> Obj:
     }
 
 
+def schedulingconfig(name: str = "sc") -> Obj:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "SchedulingConfig",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "x"},
+            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+        },
+    }
+
+
 BASES: dict[str, Callable[[str], Obj]] = {
     "NodePool": nodepool,
     "NodeClaim": nodeclaim,
     "EC2NodeClass": ec2nodeclass,
     "KWOKNodeClass": kwoknodeclass,
+    "SchedulingConfig": schedulingconfig,
 }
 
 Mutation = Callable[[Obj], None]
@@ -880,4 +893,116 @@ KWOK_CASES = [
     ),
 ]
 
-CASES: list[Case] = [*NODEPOOL_CASES, *NODECLAIM_CASES, *EC2_CASES, *KWOK_CASES]
+
+def _sc_req(**fields: Any) -> Mutation:
+    def mutate(o: Obj) -> None:
+        o["spec"]["requirements"] = [fields]
+
+    return mutate
+
+
+def _sc_many_requirements(o: Obj) -> None:
+    o["spec"]["requirements"] = [
+        {"key": f"example.com/k{i}", "operator": "Exists"} for i in range(101)
+    ]
+
+
+SC_REQS = "spec.requirements"
+# SchedulingConfig requirements follow the NodePool rules (karpy's extension).
+SCHEDULINGCONFIG_CASES = [
+    Case(
+        "sc-unknown-operator",
+        "SchedulingConfig",
+        _sc_req(key="kubernetes.io/arch", operator="Foo", values=["amd64"]),
+        f"{SC_REQS}[0].operator",
+        'Unsupported value: "Foo"',
+    ),
+    Case(
+        "sc-in-empty-values",
+        "SchedulingConfig",
+        _sc_req(key="kubernetes.io/arch", operator="In", values=[]),
+        SC_REQS,
+        "requirements with operator 'In' must have a value defined",
+    ),
+    Case(
+        "sc-gt-two-values",
+        "SchedulingConfig",
+        _sc_req(key="example.com/gen", operator="Gt", values=["2", "3"]),
+        SC_REQS,
+        "must have a single positive integer value",
+    ),
+    Case(
+        "sc-karpenter-sh-key",
+        "SchedulingConfig",
+        _sc_req(key="karpenter.sh/custom", operator="Exists"),
+        f"{SC_REQS}[0].key",
+        DOMAIN,
+    ),
+    Case(
+        "sc-nodepool-key",
+        "SchedulingConfig",
+        _sc_req(key="karpenter.sh/nodepool", operator="In", values=["a"]),
+        f"{SC_REQS}[0].key",
+        'label "karpenter.sh/nodepool" is restricted',
+    ),
+    Case(
+        "sc-hostname-key",
+        "SchedulingConfig",
+        _sc_req(key="kubernetes.io/hostname", operator="In", values=["node-1"]),
+        f"{SC_REQS}[0].key",
+        HOSTNAME,
+    ),
+    Case(
+        "sc-min-values-above-values",
+        "SchedulingConfig",
+        _sc_req(key="kubernetes.io/arch", operator="In", values=["amd64"], minValues=2),
+        SC_REQS,
+        "requirements with 'minValues' must have at least that many values",
+    ),
+    Case(
+        "sc-too-many-requirements",
+        "SchedulingConfig",
+        _sc_many_requirements,
+        SC_REQS,
+        "must have at most 100 items",
+    ),
+    Case(
+        "sc-nodeclassref-without-group",
+        "SchedulingConfig",
+        _set("spec.nodeClassRef", {"kind": "EC2NodeClass", "name": "x"}),
+        "spec.nodeClassRef",
+        "nodeClassRef must set 'group'",
+    ),
+    Case(
+        "sc-batch-idle-malformed",
+        "SchedulingConfig",
+        _set("spec.batchIdleDuration", "1 second"),
+        "spec.batchIdleDuration",
+        "should match",
+    ),
+    Case(
+        "sc-preference-policy",
+        "SchedulingConfig",
+        _set("spec.preferencePolicy", "Sometimes"),
+        "spec.preferencePolicy",
+        'Unsupported value: "Sometimes"',
+    ),
+    Case(
+        "sc-spread-skew-zero",
+        "SchedulingConfig",
+        _set(
+            "spec.topologySpreadConstraints",
+            [{"maxSkew": 0, "topologyKey": "topology.kubernetes.io/zone"}],
+        ),
+        "spec.topologySpreadConstraints[0].maxSkew",
+        "should be greater than or equal to 1",
+    ),
+]
+
+CASES: list[Case] = [
+    *NODEPOOL_CASES,
+    *NODECLAIM_CASES,
+    *EC2_CASES,
+    *KWOK_CASES,
+    *SCHEDULINGCONFIG_CASES,
+]

@@ -22,6 +22,7 @@ FILES = {
     "karpenter.sh_nodeclaims.yaml",
     "karpenter.k8s.aws_ec2nodeclasses.yaml",
     "karpenter.kwok.sh_kwoknodeclasses.yaml",
+    "karpenter.sh_schedulingconfigs.yaml",  # karpy's extension
 }
 
 
@@ -58,6 +59,7 @@ def test_rendering_is_deterministic() -> None:
         "nodeclaims.karpenter.sh",
         "ec2nodeclasses.karpenter.k8s.aws",
         "kwoknodeclasses.karpenter.kwok.sh",
+        "schedulingconfigs.karpenter.sh",
     ]
 
 
@@ -67,7 +69,7 @@ def test_command_prints_one_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert crds.run(parser.parse_args([])) == 0
     out = capsys.readouterr().out
     assert out == crds.render_all()
-    assert len([d for d in yaml.safe_load_all(out) if d]) == 4
+    assert len([d for d in yaml.safe_load_all(out) if d]) == 5
 
 
 def test_command_writes_karpenters_files(tmp_path: Path) -> None:
@@ -100,6 +102,15 @@ def test_names_scope_and_categories() -> None:
 def test_nodepool_printer_columns() -> None:
     assert [n for n, _ in _columns("NodePool", 0)] == ["NodeClass", "Nodes", "Ready", "Age"]
     assert [n for n, _ in _columns("NodePool", 1)] == ["Weight", "CPU", "Memory"]
+
+
+def test_schedulingconfig_printer_columns() -> None:
+    assert _columns("SchedulingConfig", 0) == [
+        ("NodeClass", ".spec.nodeClassRef.name"),
+        ("NodePools", ".status.nodePools"),
+        ("Ready", '.status.conditions[?(@.type=="Ready")].status'),
+        ("Age", ".metadata.creationTimestamp"),
+    ]
 
 
 def test_nodeclaim_printer_columns() -> None:

@@ -48,7 +48,13 @@ def test_invalid_manifest_is_rejected_at_its_field(case: Case) -> None:
 
 def test_the_table_covers_every_kind_and_updates() -> None:
     assert len(CASES) >= 25
-    assert {c.kind for c in CASES} == {"NodePool", "NodeClaim", "EC2NodeClass", "KWOKNodeClass"}
+    assert {c.kind for c in CASES} == {
+        "NodePool",
+        "NodeClaim",
+        "EC2NodeClass",
+        "KWOKNodeClass",
+        "SchedulingConfig",
+    }
     assert sum(c.update for c in CASES) >= 5
     assert len({c.id for c in CASES}) == len(CASES)
 
@@ -288,6 +294,7 @@ def test_examples_are_valid_and_names_never_collide() -> None:
         ("EC2NodeClass", "default"),
         ("NodePool", "local"),
         ("KWOKNodeClass", "local"),
+        ("SchedulingConfig", "default"),
     }
 
 
