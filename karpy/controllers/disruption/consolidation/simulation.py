@@ -50,7 +50,7 @@ SPOT: Final = "spot"
 ON_DEMAND: Final = "on-demand"
 RESERVED: Final = "reserved"
 _PRECEDENCE: Final = (RESERVED, SPOT, ON_DEMAND)
-NARROW_NODES: Final = 32
+NARROW_NODES: Final = 12
 REPLACEMENT: Final = "<replacement>"
 """Where a pod goes when it goes to the replacement NodeClaim."""
 
@@ -166,11 +166,11 @@ def run_schedule(
     inp = dataclasses.replace(
         base,
         pods=[*base.pods, *moving],
-        existing_nodes=[
-            e
-            for e in base.existing_nodes
-            if e.name not in gone and (only is None or e.name in only)
-        ],
+        existing_nodes=(
+            [e for e in base.existing_nodes if e.name not in gone]
+            if only is None
+            else [snapshot.existing[n] for n in sorted(only) if n not in gone]
+        ),
         pool_usage=_usage_without(dict(base.pool_usage or {}), candidates),
     )
     if only is not None:
