@@ -5,6 +5,10 @@ validation delay; and `disruption.queue`, which runs the commands."""
 from __future__ import annotations
 
 from karpy.controllers.context import ControllerContext
+from karpy.controllers.disruption.consolidation.methods import (
+    MultiNodeConsolidation,
+    SingleNodeConsolidation,
+)
 from karpy.controllers.disruption.controller import (
     NAME,
     POLLING_PERIOD,
@@ -25,8 +29,21 @@ def methods(ctx: ControllerContext, events: DedupingEvents) -> list[Method]:
     return [
         Emptiness(events=events),
         Drift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider),
-        # multi-node and single-node consolidation (consolidation/) come here, in that order
+        _consolidation(ctx, MultiNodeConsolidation),
+        _consolidation(ctx, SingleNodeConsolidation),
     ]
+
+
+def _consolidation(
+    ctx: ControllerContext, kind: type[MultiNodeConsolidation] | type[SingleNodeConsolidation]
+) -> MultiNodeConsolidation | SingleNodeConsolidation:
+    return kind(
+        cluster=ctx.cluster,
+        cloud_provider=ctx.cloud_provider,
+        pdbs=ctx.informer(PODDISRUPTIONBUDGETS),
+        clock=ctx.clock,
+        spot_to_spot=ctx.settings.feature_gates.spot_to_spot_consolidation,
+    )
 
 
 def register(ctx: ControllerContext) -> None:
