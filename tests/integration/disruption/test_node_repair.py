@@ -61,7 +61,7 @@ async def _not_ready(env: Env, cluster: Cluster, name: str, since: str | None) -
 
 
 async def test_unhealthy_past_toleration_is_deleted_forcefully_and_recent_waits(env: Env) -> None:
-    controller, cluster, _ = await _setup(env, [f"n{i}" for i in range(5)])
+    controller, cluster, _ = await _setup(env, [f"n{i}" for i in range(6)])
     await _not_ready(env, cluster, "n0", LONG_AGO)
     await _not_ready(env, cluster, "n1", None)  # just now
 

@@ -293,8 +293,12 @@ class OrchestrationQueue:
     # -- progress ---------------------------------------------------------------------------------
 
     async def step(self) -> None:
-        """Advance every command; adopt commands a previous leader left behind."""
-        if not self.cluster.synced():
+        """Advance every command; adopt commands a previous leader left behind. Needs the
+        NodeClaim and Node caches only: a replacement that has not launched yet keeps cluster
+        state unsynced, and must not hold back its own command's timeout."""
+        if not (
+            self.cluster.nodeclaim_informer.has_synced() and self.cluster.node_informer.has_synced()
+        ):
             return
         await self._recover()
         for running in list(self._running.values()):
