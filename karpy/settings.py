@@ -225,7 +225,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "CLUSTER_ENDPOINT", ("aws", "cluster_endpoint"), "apiserver URL for new nodes", '""'
     ),
     SettingSpec(
-        "INTERRUPTION_QUEUE", ("aws", "interruption_queue"), "SQS interruption queue name", '""'
+        "INTERRUPTION_QUEUE",
+        ("aws", "interruption_queue"),
+        "SQS interruption queue name or URL (unset: no interruption handling)",
+        '""',
     ),
     SettingSpec(
         "BATCH_IDLE_DURATION",

@@ -1,0 +1,223 @@
+"""Interruption benchmark: 100 spot interruption warnings for 100 spot nodes at once.
+
+A private control plane, a moto server (EC2, IAM, SSM, SQS) seeded by `hack/aws/moto_seed.py`,
+and `karpy run` with PROVIDER=aws and INTERRUPTION_QUEUE. A Deployment of 100 pods that may not
+share a host (required hostname anti-affinity) brings up 100 spot NodeClaims; the stand-in
+kubelets of `tests.e2e.aws_kubelets` register their Nodes and run the pods. Then one warning per
+instance is queued (10 SendMessageBatch calls). Reported:
+
+- `seconds`: from the messages being queued to all 100 pods Running and Ready on other nodes
+  (target <= 60 s on 2 cores; the warning gives 120 s);
+- `drainedSeconds`: until the queue shows 0 visible and 0 in-flight messages;
+- `interruptedGoneSeconds`: until every interrupted NodeClaim is gone (drained and terminated);
+- `reusedOffering`: replacement NodeClaims on an offering (type, zone) that was interrupted
+  (should be 0: each interruption marks its spot offering unavailable for 3 minutes);
+- `launchSeconds`: how long the first 100 nodes took (setup, not the measure).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO / "hack") not in sys.path:
+    sys.path.insert(0, str(REPO / "hack"))
+
+import boto3  # noqa: E402
+import controlplane  # noqa: E402
+from kubetest import Kubectl  # noqa: E402
+from moto.server import ThreadedMotoServer  # noqa: E402
+
+from tests.e2e.aws_kubelets import Kubelets  # noqa: E402
+from tests.e2e.karpy_process import KarpyProcess  # noqa: E402
+from tests.e2e.support import deployment  # noqa: E402
+from tests.e2e.test_aws_interruption import NODEPOOL, instance_of, offering  # noqa: E402
+from tests.kit.interruption import body, spot_interruption  # noqa: E402
+
+NAMESPACE = "bench"
+NODES = 100
+QUEUE = "bench"
+REGION = "us-east-1"
+CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+CLIENT_BUDGET = ("--kube-api-qps=500", "--kube-api-burst=1000")
+TIMEOUT = 600.0
+
+JSON = dict[str, Any]
+
+
+def _ready_pods(kubectl: Kubectl) -> list[JSON]:
+    items: list[JSON] = kubectl.json("get", "pods", "-n", NAMESPACE)["items"]
+    return [
+        p
+        for p in items
+        if not p["metadata"].get("deletionTimestamp")
+        and any(
+            c["type"] == "Ready" and c["status"] == "True"
+            for c in (p.get("status") or {}).get("conditions") or ()
+        )
+    ]
+
+
+def _launched(kubectl: Kubectl) -> list[JSON]:
+    claims: list[JSON] = kubectl.json("get", "nodeclaims")["items"]
+    return [
+        c for c in claims if str((c.get("status") or {}).get("providerID", "")).startswith("aws")
+    ]
+
+
+def _wait(predicate: Any, what: str, timeout: float = TIMEOUT) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(0.5)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def run(work_dir: Path) -> dict[str, Any]:
+    cp = controlplane.ControlPlane(
+        work_dir / "cp",
+        bin_dir=controlplane.ensure_binaries(),
+        controller_manager_args=CLIENT_BUDGET,
+        scheduler_args=CLIENT_BUDGET,
+    )
+    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    cp.start()
+    moto.start()
+    host, port = moto.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    karpy: KarpyProcess | None = None
+    try:
+        kubectl = Kubectl(cp.kubectl_path, cp.kubeconfig)
+        crds = REPO / "manifests" / "crds"
+        kubectl("apply", "--server-side", "-f", str(crds))
+        kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
+        kubectl("create", "namespace", NAMESPACE)
+        ami = subprocess.run(
+            [sys.executable, str(REPO / "hack/aws/moto_seed.py"), "--endpoint-url", endpoint],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.strip()
+        lower = {k.lower(): v for k, v in CREDENTIALS.items()}
+        sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION, **lower)
+        url = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
+        karpy = KarpyProcess(
+            kubeconfig=str(cp.kubeconfig),
+            log_path=work_dir / "karpy.log",
+            settings={
+                "LOG_LEVEL": "info",
+                "PROVIDER": "aws",
+                "CLUSTER_NAME": "demo",
+                "INTERRUPTION_QUEUE": QUEUE,
+                "AWS_REGION": REGION,
+                "AWS_ENDPOINT_URL": endpoint,
+                "AWS_CONFIG_FILE": "/dev/null",
+                **CREDENTIALS,
+            },
+        ).start()
+        karpy.wait_ready()
+        nodeclass = (REPO / "hack/aws/moto-ec2nodeclass.yaml").read_text()
+        kubectl.apply(nodeclass.replace("AMI_ID", ami))
+        kubectl.apply(NODEPOOL)
+        spread = {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "spread"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        }
+        workload = deployment(
+            "spread", NAMESPACE, replicas=NODES, cpu="100m", memory="128Mi", affinity=spread
+        )
+        with Kubelets(str(cp.kubeconfig)) as kubelets:
+            kubectl.apply(workload)
+            launch = _wait(lambda: len(_ready_pods(kubectl)) >= NODES, f"{NODES} pods Ready")
+            pods = _ready_pods(kubectl)
+            interrupted_nodes = {p["spec"]["nodeName"] for p in pods}
+            claims = _launched(kubectl)
+            interrupted = {c["metadata"]["name"]: c for c in claims}
+            instances = [instance_of(c) for c in claims]
+            entries = [
+                {"Id": str(i), "MessageBody": body(spot_interruption(instance))}
+                for i, instance in enumerate(instances)
+            ]
+            started = time.monotonic()
+            for i in range(0, len(entries), 10):
+                sqs.send_message_batch(QueueUrl=url, Entries=entries[i : i + 10])
+            queued = time.monotonic() - started
+            drained: float | None = None
+            gone: float | None = None
+            moved: float | None = None
+            while time.monotonic() - started < TIMEOUT and None in (drained, gone, moved):
+                now = time.monotonic() - started
+                if drained is None:
+                    attrs = sqs.get_queue_attributes(
+                        QueueUrl=url,
+                        AttributeNames=[
+                            "ApproximateNumberOfMessages",
+                            "ApproximateNumberOfMessagesNotVisible",
+                        ],
+                    )["Attributes"]
+                    if set(attrs.values()) == {"0"}:
+                        drained = now
+                if moved is None:
+                    ready = _ready_pods(kubectl)
+                    elsewhere = [p for p in ready if p["spec"]["nodeName"] not in interrupted_nodes]
+                    if len(elsewhere) >= NODES:
+                        moved = now
+                if gone is None:
+                    names = {
+                        c["metadata"]["name"] for c in kubectl.json("get", "nodeclaims")["items"]
+                    }
+                    if not names & set(interrupted):
+                        gone = now
+                time.sleep(0.5)
+            replacements = [
+                c for c in _launched(kubectl) if c["metadata"]["name"] not in interrupted
+            ]
+            bad = {offering(c) for c in interrupted.values()}
+            reused = sum(1 for c in replacements if offering(c) in bad)
+            errors = list(kubelets.errors)
+        return {
+            "case": f"spot-{NODES}",
+            "nodes": NODES,
+            "messages": len(entries),
+            "queueSeconds": round(queued, 2),
+            "seconds": round(moved, 2) if moved is not None else None,
+            "drainedSeconds": round(drained, 2) if drained is not None else None,
+            "interruptedGoneSeconds": round(gone, 2) if gone is not None else None,
+            "replacements": len(replacements),
+            "reusedOffering": reused,
+            "interruptedOfferings": sorted(f"{t}/{z}" for t, z in bad),
+            "launchSeconds": round(launch, 2),
+            "kubeletErrors": len(errors),
+            "handled": len(karpy.log_lines("initiating delete from interruption message")),
+            "targets": {"seconds": 60, "reusedOffering": 0},
+        }
+    finally:
+        if karpy is not None:
+            karpy.stop()
+        moto.stop()
+        cp.stop()
+
+
+def cases() -> Iterator[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="karpy-bench-interruption-") as tmp:
+        yield run(Path(tmp))
+
+
+if __name__ == "__main__":
+    for result in cases():
+        print(json.dumps({"bench": "interruption", **result}), flush=True)
