@@ -9,8 +9,8 @@ from karpy.scheduling.engine.model import NodePoolTemplate
 from karpy.scheduling.requirements import Requirements
 from karpy.state.inputs import ClusterObjects, PodViews, build_input
 from karpy.state.inputs.configs import (
-    constrain_templates,
     conflicts,
+    constrain_templates,
     guardrails,
     nodepool_nodeclass,
     parameters,
