@@ -4,7 +4,8 @@
 the window open for `idle` more seconds, up to `maximum` in all (BATCH_IDLE_DURATION and
 BATCH_MAX_DURATION, 1 s and 10 s by default). A trigger already seen in the current window
 (the same pod re-queued) does not extend it. With a `window` callable the two durations are read
-from it when each batch opens, so the `default` SchedulingConfig can change them while running.
+from it at every step of the window, so an edit of the `default` SchedulingConfig applies at once,
+even to the batch that is open.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from karpy.kube.clock import Clock, RealClock, wait_event
 __all__ = ["Batcher"]
 
 FIRST_TRIGGER_WAIT = 1.0
+WINDOW_POLL = 1.0
+"""How often an open batch re-reads a live `window`."""
 
 
 class Batcher:
@@ -34,7 +37,7 @@ class Batcher:
         self.maximum = maximum
         self.clock = clock or RealClock()
         self.window = window
-        """(idle, maximum) now, read as each batch opens; None keeps `idle` and `maximum`."""
+        """(idle, maximum) now, read at each step of a batch; None keeps `idle` and `maximum`."""
         self._event = asyncio.Event()
         self._seen: set[str] = set()
 
@@ -53,16 +56,19 @@ class Batcher:
         """True when a batch has closed; False when nothing triggered within a second."""
         if not await wait_event(self._event, FIRST_TRIGGER_WAIT, clock=self.clock):
             return False
-        if self.window is not None:
-            self.idle, self.maximum = self.window()
-        started = self.clock.now()
+        started = last = self.clock.now()
+        self._event.clear()
         while True:
-            self._event.clear()
-            left = self.maximum - (self.clock.now() - started)
-            if left <= 0:
+            if self.window is not None:
+                self.idle, self.maximum = self.window()
+            now = self.clock.now()
+            deadline = min(last + self.idle, started + self.maximum)
+            if now >= deadline:
                 break
-            if not await wait_event(self._event, min(self.idle, left), clock=self.clock):
-                break
+            step = deadline - now if self.window is None else min(deadline - now, WINDOW_POLL)
+            if await wait_event(self._event, step, clock=self.clock):
+                self._event.clear()
+                last = self.clock.now()
         self._seen.clear()
         self._event.clear()
         return True

@@ -77,3 +77,35 @@ async def test_triggers_during_provisioning_start_the_next_batch() -> None:
     second = await _run(clock, batcher)
     await clock.step(1.1)
     assert second.done() and second.result() is True
+
+
+async def test_a_live_window_applies_to_the_open_batch() -> None:
+    """The `default` SchedulingConfig's durations (read through `window`) apply at once: an
+    open 30 s window shrinks when they are edited, without a trigger."""
+    clock = FakeClock()
+    current = {"window": (30.0, 60.0)}
+    batcher = Batcher(idle=1.0, maximum=10.0, clock=clock, window=lambda: current["window"])
+    batcher.trigger("a")
+    task = await _run(clock, batcher)
+    for _ in range(10):
+        await clock.step(1.0)
+    assert not task.done()  # 10 s into a 30 s idle window
+    current["window"] = (1.0, 2.0)
+    await clock.step(1.0)
+    await clock.step(1.0)
+    assert task.done() and task.result() is True
+    assert (batcher.idle, batcher.maximum) == (1.0, 2.0)
+
+
+async def test_a_live_window_is_read_for_each_batch() -> None:
+    clock = FakeClock()
+    current = {"window": (5.0, 10.0)}
+    batcher = Batcher(idle=1.0, maximum=10.0, clock=clock, window=lambda: current["window"])
+    batcher.trigger("a")
+    task = await _run(clock, batcher)
+    for _ in range(4):
+        await clock.step(1.0)
+    assert not task.done()  # the settings' 1 s would have closed it
+    for _ in range(2):
+        await clock.step(1.0)
+    assert task.done() and task.result() is True
