@@ -181,6 +181,7 @@ class AWSSettings(BaseModel):
     model_config = _FROZEN
 
     cluster_endpoint: str = ""
+    cluster_ca_bundle: str = ""
     interruption_queue: str = ""
     vm_memory_overhead_percent: float = Field(default=0.075, ge=0, lt=1)
     reserved_enis: int = Field(default=0, ge=0)
@@ -223,6 +224,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("CLUSTER_NAME", ("cluster_name",), "cluster name (required for aws)", '""'),
     SettingSpec(
         "CLUSTER_ENDPOINT", ("aws", "cluster_endpoint"), "apiserver URL for new nodes", '""'
+    ),
+    SettingSpec(
+        "CLUSTER_CA_BUNDLE",
+        ("aws", "cluster_ca_bundle"),
+        "apiserver CA for new nodes, base64 (default: the CA karpy trusts)",
+        '""',
     ),
     SettingSpec(
         "INTERRUPTION_QUEUE",

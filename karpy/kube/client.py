@@ -188,6 +188,7 @@ class Client:
         retry: RetryPolicy | None = None,
         clock: Clock | None = None,
         host: str = "",
+        ca_file: str | None = None,
     ) -> None:
         self.transport = transport
         self.timeout = timeout
@@ -195,6 +196,8 @@ class Client:
         self.clock = clock or RealClock()
         self.limiter = TokenBucket(qps=qps, burst=burst, clock=self.clock)
         self.host = host
+        self.ca_file = ca_file
+        """The CA file the apiserver's certificate is checked against, if any."""
 
     @classmethod
     async def connect(
@@ -216,6 +219,7 @@ class Client:
             burst=burst,
             timeout=request_timeout,
             host=urlsplit(config.server).netloc,
+            ca_file=config.ca_file,
         )
 
     async def close(self) -> None:

@@ -5,9 +5,12 @@ botocore ships no type information, so the one untyped import lives here.
 
 from __future__ import annotations
 
-from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+from botocore.exceptions import (  # type: ignore[import-untyped]
+    BotoCoreError,
+    ClientError,
+)
 
-__all__ = ["ClientError", "error_code", "error_message"]
+__all__ = ["BotoCoreError", "ClientError", "error_code", "error_message"]
 
 
 def error_code(error: BaseException) -> str | None:

@@ -43,6 +43,7 @@ from karpy.cloudprovider.aws.fleet import (
     zonal_subnets,
 )
 from karpy.cloudprovider.aws.launch import LaunchTemplates, launch_template_data
+from karpy.cloudprovider.aws.nodeclasshash import hash_annotations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.aws.userdata import BootstrapOptions, Taint
 from karpy.cloudprovider.types import (
@@ -338,6 +339,13 @@ class AWSInstances:
             status["imageID"] = instance.image_id
         out = claim.model_copy(deep=True)
         out.metadata.labels = node_labels
+        out.metadata.annotations = {
+            **(claim.metadata.annotations or {}),
+            **hash_annotations(nodeclass, self.cluster.ca_bundle),
+        }
+        profile = nodeclass.status.instance_profile if nodeclass.status else None
+        if profile:
+            out.metadata.annotations[aws.ANNOTATION_INSTANCE_PROFILE_NAME] = profile
         out.status = NodeClaimStatus.model_validate(status)
         return out
 

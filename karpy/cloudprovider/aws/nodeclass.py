@@ -30,6 +30,7 @@ from karpy.apis.aws.v1.ec2nodeclass import (
 )
 from karpy.apis.v1.common import Condition, NodeSelectorRequirement
 from karpy.apis.v1.labels import LABEL_ARCH
+from karpy.cloudprovider.aws.cleanup import instance_profile_path
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 
@@ -224,7 +225,7 @@ class NodeClassResolver:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         ssm_ttl: timedelta = SSM_CACHE_TTL,
     ) -> None:
-        self._clients = clients
+        self.clients = clients
         self.cluster_name = cluster_name
         self.kubernetes_version = kubernetes_version
         self._clock = clock
@@ -262,7 +263,7 @@ class NodeClassResolver:
     ) -> dict[str, Mapping[str, Any]]:
         """Every object any filter set matches, once each by id (terms are ORed)."""
         found: dict[str, Mapping[str, Any]] = {}
-        async with self._clients.client("ec2") as ec2:
+        async with self.clients.client("ec2") as ec2:
             paginator = ec2.get_paginator(operation)
             for filters in filter_sets:
                 async for page in paginator.paginate(Filters=filters):
@@ -300,7 +301,7 @@ class NodeClassResolver:
         limit = self._ssm_ttl if ttl is None else ttl.total_seconds()
         if cached is not None and now - cached[0] < limit:
             return cached[1]
-        async with self._clients.client("ssm") as ssm:
+        async with self.clients.client("ssm") as ssm:
             try:
                 response = await ssm.get_parameter(Name=name)
                 value: str | None = str(response["Parameter"]["Value"])
@@ -373,7 +374,7 @@ class NodeClassResolver:
         }
         if owners:
             kwargs["Owners"] = owners
-        async with self._clients.client("ec2") as ec2:
+        async with self.clients.client("ec2") as ec2:
             response = await ec2.describe_images(**kwargs)
         return list(response.get("Images") or ())
 
@@ -381,7 +382,7 @@ class NodeClassResolver:
 
     def instance_profile_name(self, nodeclass: EC2NodeClass) -> str:
         """Karpenter's managed profile name: `<cluster>_<hash(region, name, uid)>`."""
-        seed = f"{self._clients.region}/{nodeclass.name}/{nodeclass.metadata.uid or ''}"
+        seed = f"{self.clients.region}/{nodeclass.name}/{nodeclass.metadata.uid or ''}"
         return f"{self.cluster_name}_{int(hashlib.sha256(seed.encode()).hexdigest()[:15], 16)}"
 
     async def instance_profile(self, nodeclass: EC2NodeClass) -> str:
@@ -391,8 +392,8 @@ class NodeClassResolver:
             return spec.instance_profile
         role = (spec.role or "").rsplit("/", 1)[-1]
         name = self.instance_profile_name(nodeclass)
-        region = self._clients.region
-        path = f"/karpenter/{region}/{self.cluster_name}/{nodeclass.metadata.uid or 'none'}/"
+        region = self.clients.region
+        path = instance_profile_path(region, self.cluster_name, nodeclass.metadata.uid)
         tags = {
             **(spec.tags or {}),
             f"{aws.TAG_CLUSTER_PREFIX}{self.cluster_name}": "owned",
@@ -400,7 +401,7 @@ class NodeClassResolver:
             aws.TAG_NODECLASS: nodeclass.name,
             "topology.kubernetes.io/region": region,
         }
-        async with self._clients.client("iam") as iam:
+        async with self.clients.client("iam") as iam:
             try:
                 profile = (await iam.get_instance_profile(InstanceProfileName=name))[
                     "InstanceProfile"

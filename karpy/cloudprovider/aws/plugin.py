@@ -1,9 +1,10 @@
 """The AWS provider's plugin: EC2NodeClass, the EC2 cloud provider built from the settings, and
 the EC2NodeClass controller.
 
-Settings: `CLUSTER_NAME` (required), `CLUSTER_ENDPOINT` (default: the apiserver karpy talks to),
-`VM_MEMORY_OVERHEAD_PERCENT`, `RESERVED_ENIS`, `ISOLATED_VPC`, `INTERRUPTION_QUEUE` (the
-interruption reconciler runs only when it is set); the SDK's own environment gives
+Settings: `CLUSTER_NAME` (required), `CLUSTER_ENDPOINT` (default: `eks:DescribeCluster`),
+`CLUSTER_CA_BUNDLE` (default: the CA karpy trusts), `VM_MEMORY_OVERHEAD_PERCENT`,
+`RESERVED_ENIS`, `ISOLATED_VPC`, `INTERRUPTION_QUEUE` (the interruption reconciler runs only when
+it is set); the SDK's own environment gives
 the region (`AWS_REGION` or `AWS_DEFAULT_REGION`, required), credentials and `AWS_ENDPOINT_URL`
 (a moto server, a VPC endpoint).
 """
@@ -17,8 +18,10 @@ from typing import Final
 import structlog
 
 from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
-from karpy.apis.descriptors import EC2NODECLASSES
+from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
+from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.cluster import discover_cluster
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.interruption import InterruptionController, MessageHandler
@@ -71,6 +74,7 @@ def build_aws_provider(
     cluster_endpoint: str,
     kubernetes_version: str,
     nodeclass_of: NodeClassLookup,
+    ca_bundle: str | None = None,
 ) -> AWSCloudProvider:
     """The provider and its parts, from the settings (no API call yet)."""
     unavailable = UnavailableOfferings()
@@ -83,7 +87,7 @@ def build_aws_provider(
     )
     instances = AWSInstances(
         clients,
-        ClusterInfo(name=settings.cluster_name, endpoint=cluster_endpoint),
+        ClusterInfo(name=settings.cluster_name, endpoint=cluster_endpoint, ca_bundle=ca_bundle),
         unavailable=unavailable,
     )
     resolver = NodeClassResolver(
@@ -124,10 +128,18 @@ class AWSPlugin:
                     return None
             return EC2NodeClass.model_validate(found)
 
+        access = await discover_cluster(
+            clients,
+            cluster_name=settings.cluster_name,
+            endpoint=settings.aws.cluster_endpoint,
+            ca_bundle=settings.aws.cluster_ca_bundle,
+            ca_file=client.ca_file,
+        )
         return build_aws_provider(
             settings,
             clients=clients,
-            cluster_endpoint=settings.aws.cluster_endpoint or f"https://{client.host}",
+            cluster_endpoint=access.endpoint,
+            ca_bundle=access.ca_bundle,
             kubernetes_version=kubernetes_version(await client.server_version()),
             nodeclass_of=nodeclass_of,
         )
@@ -140,7 +152,13 @@ class AWSPlugin:
                 EC2NodeClassController(
                     client=ctx.client,
                     nodeclasses=ctx.cache.informer(EC2NODECLASSES),
+                    nodeclaims=ctx.cache.informer(NODECLAIMS),
                     resolver=provider.resolver,
+                    cleanup=NodeClassCleanup(
+                        provider.resolver.clients, cluster_name=ctx.settings.cluster_name
+                    ),
+                    ca_bundle=provider.instances.cluster.ca_bundle,
+                    isolated_vpc=ctx.settings.aws.isolated_vpc,
                     clock=ctx.clock,
                 )
             )

@@ -17,11 +17,13 @@ from karpy.apis.aws.v1 import labels as aws
 from karpy.apis.aws.v1.ec2nodeclass import KIND, EC2NodeClass
 from karpy.apis.v1 import NodeClaim, NodePool
 from karpy.apis.v1.common import NodeClassReference
+from karpy.cloudprovider.aws import drift
 from karpy.cloudprovider.aws.instances import AWSInstances
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.types import (
     InsufficientCapacityError,
+    NodeClaimNotFoundError,
     NodeClassNotReadyError,
     RepairPolicy,
 )
@@ -95,8 +97,25 @@ class AWSCloudProvider:
         return await self.instance_types.for_nodeclass(nodeclass)
 
     async def is_drifted(self, claim: NodeClaim) -> str | None:
-        # Drift (AMI, subnet, security group, NodeClass hash) is not detected yet.
-        return None
+        """Karpenter's drift reason for the claim (see `drift.py`), or None. A claim whose
+        EC2NodeClass is gone, or whose instance is gone, is not drifted: there is nothing to
+        compare (garbage collection handles the instance)."""
+        try:
+            nodeclass = await self._nodeclass(claim.spec.node_class_ref)
+        except (InsufficientCapacityError, NodeClassNotReadyError):
+            return None
+        reason = drift.static_drift(claim, nodeclass)
+        if reason is None:
+            types = await self.instance_types.for_nodeclass(nodeclass)
+            reason = drift.ami_drift(claim, nodeclass, types)
+        provider_id = claim.status.provider_id if claim.status else None
+        if reason is None and provider_id:
+            try:
+                instance = await self.instances.describe(provider_id)
+            except NodeClaimNotFoundError:
+                return None
+            reason = drift.instance_drift(instance, nodeclass)
+        return reason
 
     def repair_policies(self) -> builtins.list[RepairPolicy]:
         return list(REPAIR_POLICIES)

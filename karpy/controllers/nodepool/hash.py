@@ -24,13 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from karpy.apis import hashstructure as hs
 from karpy.apis.v1 import NodePool, group_of_ref
 from karpy.apis.v1.labels import (
     ANNOTATION_NODEPOOL_HASH,
     ANNOTATION_NODEPOOL_HASH_VERSION,
     NODEPOOL_HASH_VERSION,
 )
-from karpy.controllers.nodepool import hashstructure as hs
 
 __all__ = [
     "NODEPOOL_HASH_VERSION",

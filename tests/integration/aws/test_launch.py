@@ -26,6 +26,7 @@ from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo, instanc
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.launch import LaunchTemplates
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
+from karpy.cloudprovider.aws.nodeclasshash import nodeclass_hash
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.types import (
@@ -365,6 +366,12 @@ async def test_launch_one_instance_with_tags_type_and_zone(
     assert labels["kubernetes.io/arch"] == "amd64"
     assert labels["topology.k8s.aws/zone-id"].startswith("use1-az")
     assert launched.status.capacity and launched.status.capacity["pods"] == "29"
+    # Stamped as Karpenter does at launch: the class's hash (with the CA bundle) and profile.
+    assert launched.metadata.annotations == {
+        "karpenter.k8s.aws/ec2nodeclass-hash": nodeclass_hash(launcher.nodeclass, "Q0E="),
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": "v6",
+        "karpenter.k8s.aws/instance-profile-name": launcher.nodeclass.status.instance_profile,
+    }
     assert launched.status.allocatable and launched.status.allocatable["memory"] == "6903Mi"
 
     # One template per (AMI, max pods): m5.large runs 29 pods, m5.xlarge 58.

@@ -1,6 +1,8 @@
 """The EC2NodeClass controller on the local control plane with the moto server: an
-EC2NodeClass gets its resolved status, conditions and hash annotations; a selector that matches
-nothing turns it not Ready, naming the selector, and it is looked at again sooner."""
+EC2NodeClass gets its resolved status, conditions, finalizer and Karpenter's hash annotations; a
+selector that matches nothing turns it not Ready, naming the selector, and it is looked at again
+sooner; a deleted class waits for its NodeClaims, then its instance profile and launch templates
+are deleted; another hash version re-stamps its NodeClaims."""
 
 from __future__ import annotations
 
@@ -10,13 +12,16 @@ from typing import Any
 
 import pytest
 
-from karpy.apis.descriptors import EC2NODECLASSES
+from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
+from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.nodeclasscontroller import (
+    IN_USE_REQUEUE,
     NOT_READY_REQUEUE,
     READY_REQUEUE,
     EC2NodeClassController,
 )
-from karpy.kube import Cache, Client
+from karpy.cloudprovider.aws.nodeclasshash import nodeclass_hash
+from karpy.kube import Cache, Client, NotFoundError
 from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     CLUSTER,
     DISCOVERY,
@@ -24,8 +29,11 @@ from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     World,
     world,
 )
+from tests.kit import nodeclaim
 
 pytestmark = pytest.mark.usefixtures("crds", "clean_cluster")
+
+CA_BUNDLE = "Q0EgQlVORExF"
 
 
 def manifest(**spec: Any) -> dict[str, Any]:
@@ -51,7 +59,12 @@ async def running(
     client = await Client.connect(kubeconfig=kubeconfig)
     cache = Cache(client)
     controller = EC2NodeClassController(
-        client=client, nodeclasses=cache.informer(EC2NODECLASSES), resolver=world.resolver()
+        client=client,
+        nodeclasses=cache.informer(EC2NODECLASSES),
+        nodeclaims=cache.informer(NODECLAIMS),
+        resolver=world.resolver(),
+        cleanup=NodeClassCleanup(world.clients, cluster_name=CLUSTER),
+        ca_bundle=CA_BUNDLE,
     )
     stop = asyncio.Event()
     task = asyncio.create_task(cache.start(stop))
@@ -100,7 +113,9 @@ async def test_status_conditions_and_hash_are_written(
     annotations = obj["metadata"]["annotations"]
     first_hash = annotations["karpenter.k8s.aws/ec2nodeclass-hash"]
     assert first_hash.isdigit()
-    assert annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "karpy-v1"
+    assert annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
+    assert first_hash == nodeclass_hash(obj, CA_BUNDLE)
+    assert obj["metadata"]["finalizers"] == ["karpenter.k8s.aws/termination"]
 
     # Discovery fields are not hashed; a field that changes instances is.
     await client.patch(
@@ -125,3 +140,143 @@ async def test_status_conditions_and_hash_are_written(
     await controller.reconcile("default")
     obj = await client.get(EC2NODECLASSES, "default")
     assert obj["metadata"]["annotations"]["karpenter.k8s.aws/ec2nodeclass-hash"] != first_hash
+
+
+EC2_REF = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"}
+
+
+def ec2_nodeclaim(name: str, **kwargs: Any) -> dict[str, Any]:
+    claim = nodeclaim(name, **kwargs)
+    claim["spec"]["nodeClassRef"] = {**EC2_REF, "name": "default"}
+    return claim
+
+
+async def cached(informer: Any, name: str, check: Any) -> dict[str, Any]:
+    for _ in range(200):
+        obj = informer.get(name)
+        if check(obj):
+            return obj  # type: ignore[no-any-return]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the cache never showed {name} as expected")
+
+
+async def launch_template(world: World, nodeclass: str) -> str:  # noqa: F811
+    tags = {"eks:eks-cluster-name": CLUSTER, "karpenter.k8s.aws/ec2nodeclass": nodeclass}
+    name = f"karpenter.k8s.aws/test-{nodeclass}"
+    async with world.clients.client("ec2") as ec2:
+        await ec2.create_launch_template(
+            LaunchTemplateName=name,
+            LaunchTemplateData={"ImageId": world.amis["amd64"]},
+            TagSpecifications=[
+                {
+                    "ResourceType": "launch-template",
+                    "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+                }
+            ],
+        )
+    return name
+
+
+async def profiles(world: World) -> set[str]:  # noqa: F811
+    async with world.clients.client("iam") as iam:
+        found = await iam.list_instance_profiles()
+    return {p["InstanceProfileName"] for p in found["InstanceProfiles"]}
+
+
+async def templates(world: World) -> set[str]:  # noqa: F811
+    async with world.clients.client("ec2") as ec2:
+        found = await ec2.describe_launch_templates()
+    return {t["LaunchTemplateName"] for t in found["LaunchTemplates"]}
+
+
+async def test_deletion_waits_for_nodeclaims_then_removes_what_karpy_made(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    client, cache, controller = running
+    await client.create(EC2NODECLASSES, manifest())
+    await seen(cache, 1)
+    await controller.reconcile("default")
+    obj = await client.get(EC2NODECLASSES, "default")
+    profile = obj["status"]["instanceProfile"]
+    async with world.clients.client("iam") as iam:  # someone else's profile, another path
+        await iam.create_instance_profile(InstanceProfileName="theirs", Path="/other/")
+    ours = await launch_template(world, "default")
+    theirs = await launch_template(world, "other")
+    assert {profile, "theirs"} <= await profiles(world)
+    await client.create(NODECLAIMS, ec2_nodeclaim("in-use"))
+    await cached(controller.nodeclaims, "in-use", lambda c: c is not None)
+
+    await client.delete(EC2NODECLASSES, "default")
+    await cached(
+        controller.nodeclasses, "default", lambda o: o and o["metadata"].get("deletionTimestamp")
+    )
+    result = await controller.reconcile("default")
+    assert result is not None and result.requeue_after == IN_USE_REQUEUE
+    assert profile in await profiles(world)
+    assert (await client.get(EC2NODECLASSES, "default"))["metadata"]["finalizers"]
+
+    await client.delete(NODECLAIMS, "in-use")
+    await cached(controller.nodeclaims, "in-use", lambda c: c is None)
+    assert await controller.reconcile("default") is None
+    with pytest.raises(NotFoundError):
+        await client.get(EC2NODECLASSES, "default")
+    assert await profiles(world) == {"theirs"}
+    remaining = await templates(world)
+    assert theirs in remaining and ours not in remaining
+
+
+async def test_another_hash_version_restamps_nodeclaims_as_karpenter_does(
+    running: tuple[Client, Cache, EC2NodeClassController],
+) -> None:
+    client, cache, controller = running
+    older = {
+        "karpenter.k8s.aws/ec2nodeclass-hash": "1234",
+        "karpenter.k8s.aws/ec2nodeclass-hash-version": "v5",
+    }
+    stamped_before = manifest()
+    stamped_before["metadata"]["annotations"] = older
+    await client.create(EC2NODECLASSES, stamped_before)
+    await client.create(NODECLAIMS, ec2_nodeclaim("plain", annotations=older))
+    await client.create(NODECLAIMS, ec2_nodeclaim("drifted", annotations=older))
+    await client.patch_status(
+        NODECLAIMS,
+        "drifted",
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "Drifted",
+                        "status": "True",
+                        "reason": "NodeClassDrift",
+                        "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ]
+            }
+        },
+    )
+    kwok = nodeclaim("kwok", annotations=older)  # another NodeClass kind: not touched
+    kwok["spec"]["nodeClassRef"]["name"] = "default"
+    await client.create(NODECLAIMS, kwok)
+    await seen(cache, 1)
+    await cached(
+        controller.nodeclaims,
+        "drifted",
+        lambda c: c is not None and (c.get("status") or {}).get("conditions"),
+    )
+    await cached(controller.nodeclaims, "kwok", lambda c: c is not None)
+    await controller.reconcile("default")
+
+    obj = await client.get(EC2NODECLASSES, "default")
+    expected = nodeclass_hash(obj, CA_BUNDLE)
+    annotations = obj["metadata"]["annotations"]
+    assert annotations["karpenter.k8s.aws/ec2nodeclass-hash"] == expected
+    assert annotations["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
+    plain = (await client.get(NODECLAIMS, "plain"))["metadata"]["annotations"]
+    assert plain["karpenter.k8s.aws/ec2nodeclass-hash"] == expected
+    assert plain["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
+    drifted = (await client.get(NODECLAIMS, "drifted"))["metadata"]["annotations"]
+    assert drifted["karpenter.k8s.aws/ec2nodeclass-hash"] == "1234"
+    assert drifted["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
+    assert (await client.get(NODECLAIMS, "kwok"))["metadata"]["annotations"] == older

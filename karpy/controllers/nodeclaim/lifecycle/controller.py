@@ -219,13 +219,16 @@ class Lifecycle:
     async def _write(self, original: JSON, work: JSON) -> None:
         name = str((work.get("metadata") or {}).get("name"))
         rv = (original.get("metadata") or {}).get("resourceVersion")
-        old_labels = (original.get("metadata") or {}).get("labels") or {}
-        new_labels = (work.get("metadata") or {}).get("labels") or {}
-        if new_labels != old_labels:
+        changed: JSON = {}
+        for key in ("labels", "annotations"):
+            new = (work.get("metadata") or {}).get(key) or {}
+            if new != ((original.get("metadata") or {}).get(key) or {}):
+                changed[key] = new
+        if changed:
             patched = await self.client.patch(
                 NODECLAIMS,
                 name,
-                {"metadata": {"labels": new_labels, "resourceVersion": rv}},
+                {"metadata": {**changed, "resourceVersion": rv}},
             )
             rv = (patched.get("metadata") or {}).get("resourceVersion")
         if (work.get("status") or {}) != (original.get("status") or {}):
@@ -289,6 +292,12 @@ class Lifecycle:
             raise
         meta = work.setdefault("metadata", {})
         meta["labels"] = {**(launched.metadata.labels or {}), **(meta.get("labels") or {})}
+        # The provider's annotations win, as in Karpenter (the NodeClass hash stamped at launch).
+        if launched.metadata.annotations:
+            meta["annotations"] = {
+                **(meta.get("annotations") or {}),
+                **launched.metadata.annotations,
+            }
         status = work["status"]
         details = launched.status.to_dict() if launched.status else {}
         for field in ("providerID", "imageID", "capacity", "allocatable"):

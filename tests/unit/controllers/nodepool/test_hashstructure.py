@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from karpy.controllers.nodepool import hashstructure as hs
+from karpy.apis import hashstructure as hs
 
 
 @pytest.mark.parametrize(

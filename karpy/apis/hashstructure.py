@@ -1,10 +1,12 @@
 """The hash of Go's `mitchellh/hashstructure` v2 (`FormatV2`), built up value by value.
 
-Karpenter's NodePool hash is that library's hash of a Go struct; to give the same number we
-combine the same 64-bit pieces in the same way (`hash.py` walks the NodePool's fields):
+Karpenter's NodePool and EC2NodeClass hashes are that library's hash of a Go value; to give the
+same numbers we combine the same 64-bit pieces in the same way (`controllers/nodepool/hash.py`
+and `cloudprovider/aws/nodeclasshash.py` walk the Go fields):
 
 - every piece is FNV-1 (64-bit, not 1a) of some bytes: a string's UTF-8 bytes, an integer's
-  8 little-endian bytes, a `time.Time`'s `MarshalBinary` form;
+  little-endian bytes at its Go size (`int`/`int64` 8, `int32` 4, a `bool` 1), a `time.Time`'s
+  `MarshalBinary` form;
 - a pair in order (a struct field, a map entry) is FNV-1 of the two hashes, little-endian;
 - a struct starts from the hash of its Go type name and mixes in each non-zero field with XOR,
   hardening the running value after each field (FNV-1 of it);
@@ -26,6 +28,8 @@ from typing import Final
 
 __all__ = [
     "GoValueError",
+    "boolean",
+    "int32",
     "int64",
     "mapping",
     "ordered",
@@ -59,6 +63,15 @@ def string(value: str) -> int:
 
 def int64(value: int) -> int:
     return _fnv1(struct.pack("<q", value))
+
+
+def int32(value: int) -> int:
+    return _fnv1(struct.pack("<i", value))
+
+
+def boolean(value: bool) -> int:
+    """A `bool`, which the library hashes as an `int8` 0 or 1."""
+    return _fnv1(b"\x01" if value else b"\x00")
 
 
 def ordered(a: int, b: int) -> int:

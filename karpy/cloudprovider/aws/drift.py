@@ -1,0 +1,91 @@
+"""Why an EC2 NodeClaim no longer matches its EC2NodeClass (Karpenter's `drift.go`, §3.6).
+
+Checked in Karpenter's order, the first reason wins:
+
+1. `NodeClassDrift`: the class's hash differs from the one stamped on the NodeClaim at launch,
+   both of the same hash version (another version says nothing: it is re-stamped instead);
+2. `AMIDrift`: the NodeClaim's image is not the AMI the class now maps its instance type to
+   (the first AMI in `status.amis` whose requirements the type meets);
+3. `SecurityGroupDrift`: the instance's security groups are not the class's `status.securityGroups`;
+4. `SubnetDrift`: the instance's subnet is not among the class's `status.subnets`.
+
+Where Karpenter returns an error because the class has no AMIs, subnets or security groups
+resolved, or the NodeClaim has no image, karpy reports no drift: it cannot tell yet. An instance
+reporting no security group at all (moto's fleet instances; never a real EC2 instance) is not
+compared either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from karpy.apis.aws.v1 import labels as aws
+from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
+from karpy.apis.v1 import NodeClaim
+from karpy.apis.v1.labels import LABEL_INSTANCE_TYPE
+from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.requirements import Requirements
+
+__all__ = [
+    "AMI_DRIFT",
+    "NODECLASS_DRIFT",
+    "SECURITY_GROUP_DRIFT",
+    "SUBNET_DRIFT",
+    "ami_drift",
+    "instance_drift",
+    "static_drift",
+]
+
+NODECLASS_DRIFT: Final = "NodeClassDrift"
+AMI_DRIFT: Final = "AMIDrift"
+SECURITY_GROUP_DRIFT: Final = "SecurityGroupDrift"
+SUBNET_DRIFT: Final = "SubnetDrift"
+
+
+def static_drift(claim: NodeClaim, nodeclass: EC2NodeClass) -> str | None:
+    """`NodeClassDrift` when both carry a hash of the same version and the hashes differ."""
+    ours = nodeclass.metadata.annotations or {}
+    theirs = claim.metadata.annotations or {}
+    keys = (aws.ANNOTATION_EC2NODECLASS_HASH, aws.ANNOTATION_EC2NODECLASS_HASH_VERSION)
+    if any(k not in ours or k not in theirs for k in keys):
+        return None
+    if (
+        ours[aws.ANNOTATION_EC2NODECLASS_HASH_VERSION]
+        != theirs[aws.ANNOTATION_EC2NODECLASS_HASH_VERSION]
+    ):
+        return None
+    if ours[aws.ANNOTATION_EC2NODECLASS_HASH] != theirs[aws.ANNOTATION_EC2NODECLASS_HASH]:
+        return NODECLASS_DRIFT
+    return None
+
+
+def ami_drift(
+    claim: NodeClaim, nodeclass: EC2NodeClass, instance_types: Sequence[InstanceType]
+) -> str | None:
+    """`AMIDrift` when the class maps the claim's instance type to another AMI than its image."""
+    image = claim.status.image_id if claim.status else None
+    amis = (nodeclass.status.amis if nodeclass.status else None) or []
+    name = (claim.metadata.labels or {}).get(LABEL_INSTANCE_TYPE)
+    it = next((t for t in instance_types if t.name == name), None)
+    if not image or not amis or it is None:
+        return None
+    for ami in amis:
+        reqs = Requirements.from_node_selector_terms(r.to_dict() for r in ami.requirements)
+        if it.requirements.intersects(reqs) is None:
+            return None if ami.id == image else AMI_DRIFT
+    return AMI_DRIFT
+
+
+def instance_drift(instance: Mapping[str, Any], nodeclass: EC2NodeClass) -> str | None:
+    """`SecurityGroupDrift`, else `SubnetDrift`, of a `DescribeInstances` instance."""
+    status = nodeclass.status
+    wanted_groups = {sg.id for sg in (status.security_groups if status else None) or []}
+    groups = {str(g.get("GroupId")) for g in instance.get("SecurityGroups") or ()}
+    if wanted_groups and groups and groups != wanted_groups:
+        return SECURITY_GROUP_DRIFT
+    subnets = {s.id for s in (status.subnets if status else None) or []}
+    subnet = instance.get("SubnetId")
+    if subnets and subnet and subnet not in subnets:
+        return SUBNET_DRIFT
+    return None
