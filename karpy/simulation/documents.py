@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,23 +50,19 @@ class ScenarioError(ValueError):
     """Invalid input: the message names the file, the document and the field."""
 
 
-@dataclass(frozen=True)
 class Document:
-    source: str
-    index: int  # 1-based position in its file (items of a List count as their own)
-    obj: Mapping[str, Any]
+    """One object of a scenario file; its kind, name and namespace are read once."""
 
-    @property
-    def kind(self) -> str:
-        return str(self.obj.get("kind") or "")
+    __slots__ = ("index", "kind", "name", "namespace", "obj", "source")
 
-    @property
-    def name(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("name") or "")
-
-    @property
-    def namespace(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("namespace") or "default")
+    def __init__(self, source: str, index: int, obj: Mapping[str, Any]) -> None:
+        self.source = source
+        self.index = index  # 1-based position in its file (items of a List count as their own)
+        self.obj = obj
+        meta = obj.get("metadata") or {}
+        self.kind = str(obj.get("kind") or "")
+        self.name = str(meta.get("name") or "")
+        self.namespace = str(meta.get("namespace") or "default")
 
     def where(self) -> str:
         return _where(self.source, self.index, self.obj)
