@@ -113,7 +113,9 @@ def _instance_types(value: str | None) -> list[InstanceType]:
     """The kwok catalogue, a catalogue file, or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
     if not value:
         return kwok_instance_types()
-    # the AWS models cost a quarter of a second to import: only for `aws` or a file
+    if not value.startswith("aws"):
+        return load_kwok_catalog(value)
+    # the AWS models cost a quarter of a second to import: only for `aws` (or a file so named)
     from karpy.cloudprovider.aws.snapshot import load_snapshot, parse_instance_types_argument
 
     region = parse_instance_types_argument(value)

@@ -9,13 +9,13 @@ node images) are dropped while decoding, so a large export costs little memory.
 
 from __future__ import annotations
 
-import json
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from karpy.simulation.validate import (
@@ -39,6 +39,9 @@ _STATUS_KEPT = {
     "Node": frozenset({"phase", "allocatable", "capacity", "conditions"}),
 }
 
+_BOM = "\ufeff".encode()
+_LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
+
 # libyaml is several times faster; PyYAML's pure-Python loader is the fallback
 _YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -47,23 +50,19 @@ class ScenarioError(ValueError):
     """Invalid input: the message names the file, the document and the field."""
 
 
-@dataclass(frozen=True)
 class Document:
-    source: str
-    index: int  # 1-based position in its file (items of a List count as their own)
-    obj: Mapping[str, Any]
+    """One object of a scenario file; its kind, name and namespace are read once."""
 
-    @property
-    def kind(self) -> str:
-        return str(self.obj.get("kind") or "")
+    __slots__ = ("index", "kind", "name", "namespace", "obj", "source")
 
-    @property
-    def name(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("name") or "")
-
-    @property
-    def namespace(self) -> str:
-        return str((self.obj.get("metadata") or {}).get("namespace") or "default")
+    def __init__(self, source: str, index: int, obj: Mapping[str, Any]) -> None:
+        self.source = source
+        self.index = index  # 1-based position in its file (items of a List count as their own)
+        self.obj = obj
+        meta = obj.get("metadata") or {}
+        self.kind = str(obj.get("kind") or "")
+        self.name = str(meta.get("name") or "")
+        self.namespace = str(meta.get("namespace") or "default")
 
     def where(self) -> str:
         return _where(self.source, self.index, self.obj)
@@ -81,14 +80,6 @@ def _where(source: str, index: int, obj: Mapping[str, Any]) -> str:
         ]
     )
     return f"{source}: document {index}" + (f" ({label})" if label else "")
-
-
-def _drop_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
-    """A JSON `object_hook`: managedFields go as soon as their metadata is decoded, so a large
-    export never holds them all (cheaper than decoding each List item on its own, which would
-    lose the decoder's sharing of key strings across items)."""
-    obj.pop("managedFields", None)
-    return obj
 
 
 def _one_line(text: str) -> str:
@@ -113,35 +104,51 @@ def _prune(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _decode(path: str) -> tuple[str, str]:
+def _read(path: str) -> tuple[str, bytes]:
     source = "<stdin>" if path == "-" else path
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as err:
         raise ScenarioError(f"{source}: cannot read: {err.strerror}") from None
+    return source, data.removeprefix(_BOM)
+
+
+def _text(source: str, data: bytes) -> str:
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as err:
         line = data.count(b"\n", 0, err.start) + 1
         raise ScenarioError(
             f"{source}: not UTF-8 text: byte 0x{data[err.start]:02x} at offset {err.start} "
             f"(line {line}); save the file as UTF-8"
         ) from None
-    return source, text.removeprefix("\ufeff")
 
 
-def _parse(source: str, text: str) -> list[Any]:
+def _parse(source: str, data: bytes) -> list[Any]:
     """JSON for `.json` files and text that looks like JSON, else multi-document YAML (also
-    the fallback for YAML whose first document is written in flow style)."""
-    looks_json = text.lstrip().startswith(("{", "["))
+    the fallback for YAML whose first document is written in flow style).
+
+    JSON is decoded by orjson straight from the bytes: about twice as fast as the standard
+    library on a large export, and without a decoded copy of the text. It checks UTF-8 too;
+    the standard decoder names the bad byte when it fails."""
+    space = _LEADING_SPACE.match(data)
+    first = space.end() if space else 0
+    looks_json = data[first : first + 1] in (b"{", b"[")
+    if source.endswith(".json") or looks_json:
+        try:
+            return [orjson.loads(data)]
+        except orjson.JSONDecodeError as err:
+            _text(source, data)  # not UTF-8: say so, with the offending byte
+            if "depth limit" in str(err):  # orjson stops at 1,024 levels
+                raise ScenarioError(
+                    f"{source}: nested too deeply to be a Kubernetes object"
+                ) from None
+            if source.endswith(".json"):
+                raise ScenarioError(f"{source}: not valid JSON: {err}") from None
+            json_error = err
+    text = _text(source, data)
+    del data
     try:
-        if source.endswith(".json") or looks_json:
-            try:
-                return [json.loads(text, object_hook=_drop_managed_fields)]
-            except json.JSONDecodeError as err:
-                if source.endswith(".json"):
-                    raise ScenarioError(f"{source}: not valid JSON: {err}") from None
-                json_error = err
         return list(yaml.load_all(text, Loader=_YamlLoader))
     except yaml.YAMLError as err:
         if looks_json:
@@ -164,9 +171,9 @@ def _items(doc: Any) -> list[Any]:
 
 def _documents(paths: Sequence[str]) -> Iterator[Document]:
     for path in paths:
-        source, text = _decode(path)
-        loaded = _parse(source, text)
-        del text
+        source, data = _read(path)
+        loaded = _parse(source, data)
+        del data
         index = 0
         for doc in loaded:
             try:

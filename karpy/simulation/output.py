@@ -15,7 +15,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from karpy.scheduling import format_resources
+from karpy.scheduling import Requirements, format_resources
 from karpy.scheduling.engine import SchedulingInput, SchedulingResult
 
 __all__ = ["plan_document", "render", "write_plan"]
@@ -31,12 +31,26 @@ def plan_document(inp: SchedulingInput, result: SchedulingResult) -> dict[str, A
     """The plan as the documented JSON object (keep these names: scripts rely on them)."""
     counters: Counter[str] = Counter()
     claims = []
-    # claims share their instance-type lists: one list of names each, encoded once (`_fields`)
+    # Claims repeat a few instance-type lists, requirement sets and request totals (a 4,000-claim
+    # plan has about 16 distinct requirement sets): each distinct one becomes one object, shared
+    # by the claims that have it, and is encoded once (`_fields` keys its memo on the object).
     names: dict[int, list[str]] = {}
+    requirements: dict[Requirements, list[dict[str, Any]]] = {}
+    resources: dict[tuple[tuple[str, int], ...], dict[str, Any]] = {}
     for claim in result.node_claims:
         type_names = names.get(id(claim.instance_types))
         if type_names is None:
             type_names = names[id(claim.instance_types)] = [t.name for t in claim.instance_types]
+        reqs = requirements.get(claim.requirements)
+        if reqs is None:
+            reqs = requirements[claim.requirements] = [
+                {"key": r["key"], "operator": r["operator"], "values": r.get("values", [])}
+                for r in claim.requirements.to_list()
+            ]
+        totals = tuple(claim.requests.items())
+        requests = resources.get(totals)
+        if requests is None:
+            requests = resources[totals] = {"requests": format_resources(claim.requests)}
         counters[claim.nodepool] += 1
         offering = claim.offering
         claims.append(
@@ -44,11 +58,8 @@ def plan_document(inp: SchedulingInput, result: SchedulingResult) -> dict[str, A
                 "name": f"{claim.nodepool}-{counters[claim.nodepool]}",
                 "nodePool": claim.nodepool,
                 "instanceTypes": type_names,
-                "requirements": [
-                    {"key": r["key"], "operator": r["operator"], "values": r.get("values", [])}
-                    for r in claim.requirements.to_list()
-                ],
-                "resources": {"requests": format_resources(claim.requests)},
+                "requirements": reqs,
+                "resources": requests,
                 "offering": {
                     "instanceType": claim.instance_types[0].name,
                     "zone": offering.zone if offering else "",
@@ -135,11 +146,11 @@ def _table(doc: dict[str, Any]) -> str:
 
 
 def _fields(obj: dict[str, Any], indent: str, memo: dict[int, str]) -> Iterator[str]:
-    """One line per field; a list shared by several items is encoded once (`memo`, by id,
-    valid while the document is alive)."""
+    """One line per field; a list or object shared by several items is encoded once (`memo`,
+    by id, valid while the document is alive)."""
     last = len(obj) - 1
     for n, (key, value) in enumerate(obj.items()):
-        if type(value) is list:
+        if type(value) is list or type(value) is dict:
             text = memo.get(id(value))
             if text is None:
                 text = memo[id(value)] = _ITEM.encode(value)
@@ -172,14 +183,21 @@ def _json_lines(doc: dict[str, Any]) -> Iterator[str]:
     yield "}\n"
 
 
+class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Writes an object each time it occurs: the plan shares lists between claims, which YAML
+    would otherwise print once with an anchor (`&id001`) and then as aliases."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def write_plan(out: TextIO, inp: SchedulingInput, result: SchedulingResult, fmt: str) -> None:
     """Write the plan to `out` in `fmt` (json, yaml or table), piece by piece."""
     doc = plan_document(inp, result)
     if fmt == "json":
         out.writelines(_json_lines(doc))
     elif fmt == "yaml":
-        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        yaml.dump(doc, out, Dumper=dumper, sort_keys=False)
+        yaml.dump(doc, out, Dumper=_PlainDumper, sort_keys=False)
     else:
         out.write(_table(doc))
 

@@ -200,27 +200,28 @@ def load_scenario(
             classes.append(doc.obj)
         elif kind == "PodDisruptionBudget":
             pdbs.append(_namespaced(doc))
-    where: dict[tuple[str, str], str] = {}
+    # what each object came from, named in errors only: (document, pod of a workload or "")
+    where: dict[tuple[str, str], tuple[Document, str]] = {}
     pending: list[dict[str, Any]] = []
     bound: list[dict[str, Any]] = []
     for doc, raw in pod_docs:
         raw = _namespaced(doc) if doc.kind == "Pod" else raw
-        at = doc.where() if doc.kind == "Pod" else f"{doc.where()} pod {raw['metadata']['name']}"
-        _check_pod(raw, at)
+        origin = (doc, "" if doc.kind == "Pod" else raw["metadata"]["name"])
+        _check_pod(raw, origin)
         key = pod_key(raw)
         if ("Pod", key) in where:
-            raise ScenarioError(f"{at}: metadata.name: duplicate pod {key}")
-        where[("Pod", key)] = at
+            raise ScenarioError(f"{_at(origin)}: metadata.name: duplicate pod {key}")
+        where[("Pod", key)] = origin
         (bound if pod_node_name(raw) else pending).append(raw)
     for doc in daemon_docs:
-        where[("DaemonSet", f"{doc.namespace}/{doc.name}")] = doc.where()
+        where[("DaemonSet", f"{doc.namespace}/{doc.name}")] = (doc, "")
     for doc in node_docs:
         status = doc.obj.get("status") or {}
         if not (status.get("allocatable") or status.get("capacity")):
             raise ScenarioError(f"{doc.where()}: status.allocatable: Required value")
-        where[("Node", doc.name)] = doc.where()
+        where[("Node", doc.name)] = (doc, "")
     for doc in claim_docs:
-        where[("Node", doc.name)] = doc.where()
+        where[("Node", doc.name)] = (doc, "")
     node_names = {doc.name for doc in node_docs}
     for pod in bound:
         if pod_node_name(pod) not in node_names:
@@ -254,7 +255,8 @@ def load_scenario(
             min_values_policy=min_values_policy,
         )
     except InputError as err:
-        at = where.get((err.kind, err.key), f"{err.kind} {err.key}")
+        found = where.get((err.kind, err.key))
+        at = _at(found) if found else f"{err.kind} {err.key}"
         raise ScenarioError(f"{at}: {err.detail}") from None
     except ResourceError as err:
         raise ScenarioError(str(err)) from None
@@ -275,19 +277,27 @@ def load_scenario(
     )
 
 
+def _at(origin: tuple[Document, str]) -> str:
+    """`file: document N (Kind 'name')`, and the pod's name for a workload's pods."""
+    doc, pod = origin
+    return f"{doc.where()} pod {pod}" if pod else doc.where()
+
+
 def _namespaced(doc: Document) -> dict[str, Any]:
-    """The object with its namespace filled in (`default` when the manifest leaves it out)."""
-    meta = dict(doc.obj.get("metadata") or {})
-    meta["namespace"] = doc.namespace
-    return {**doc.obj, "metadata": meta}
+    """The object with its namespace filled in (`default` when the manifest leaves it out);
+    the object itself when it names its namespace already (exports always do)."""
+    meta = doc.obj.get("metadata") or {}
+    if type(doc.obj) is dict and meta.get("namespace") == doc.namespace:
+        return doc.obj
+    return {**doc.obj, "metadata": {**meta, "namespace": doc.namespace}}
 
 
-def _check_pod(raw: Mapping[str, Any], where: str) -> None:
+def _check_pod(raw: Mapping[str, Any], origin: tuple[Document, str]) -> None:
     spec = raw.get("spec")
     if not isinstance(spec, Mapping):
-        raise ScenarioError(f"{where}: spec: Required value")
+        raise ScenarioError(f"{_at(origin)}: spec: Required value")
     if not spec.get("containers"):
-        raise ScenarioError(f"{where}: spec.containers: Required value")
+        raise ScenarioError(f"{_at(origin)}: spec.containers: Required value")
 
 
 def _with_claim_templates(

@@ -25,12 +25,28 @@ SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NODE_SELECTOR_OPERATORS = (*SELECTOR_OPERATORS, "Gt", "Lt")
 
 
+# A field's path, spelled out only when a check fails: (parent, key) for `parent.key`, (parent,
+# index) for `parent[index]`. Checking 20,000 pods builds about a million of these; formatting
+# each one as text on the way down would cost more than the checks themselves.
+Path = str | tuple["Path", str | int]
+
+
+def render(path: Path) -> str:
+    """`spec.containers[0].resources` from its pieces."""
+    parts: list[str] = []
+    while isinstance(path, tuple):
+        path, last = path
+        parts.append(f"[{last}]" if isinstance(last, int) else f".{last}")
+    parts.append(path)
+    return "".join(reversed(parts))
+
+
 class FieldError(ValueError):
     """A field holds the wrong type or a value Kubernetes rejects; `path` names it."""
 
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
+    def __init__(self, path: Path, problem: str) -> None:
+        self.path = render(path)
+        super().__init__(f"{self.path}: {problem}")
 
 
 def describe(value: Any) -> str:
@@ -56,7 +72,7 @@ def describe(value: Any) -> str:
 # ---- primitives --------------------------------------------------------------------------------
 
 
-def _obj(value: Any, path: str) -> Mapping[str, Any]:
+def _obj(value: Any, path: Path) -> Mapping[str, Any]:
     # decoded YAML and JSON objects are dicts; the exact check is much cheaper than Mapping's
     if type(value) is dict:
         return value
@@ -67,7 +83,7 @@ def _obj(value: Any, path: str) -> Mapping[str, Any]:
     return value
 
 
-def _list(value: Any, path: str) -> list[Any]:
+def _list(value: Any, path: Path) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -75,13 +91,13 @@ def _list(value: Any, path: str) -> list[Any]:
     return value
 
 
-def _objects(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _objects(value: Any, path: Path) -> Iterator[tuple[Path, Mapping[str, Any]]]:
     for i, item in enumerate(_list(value, path)):
-        where = f"{path}[{i}]"
+        where = (path, i)
         yield where, _obj(item, where)
 
 
-def _str(value: Any, path: str, *, allowed: tuple[str, ...] = ()) -> str:
+def _str(value: Any, path: Path, *, allowed: tuple[str, ...] = ()) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -91,7 +107,7 @@ def _str(value: Any, path: str, *, allowed: tuple[str, ...] = ()) -> str:
     return value
 
 
-def _int(value: Any, path: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def _int(value: Any, path: Path, *, minimum: int | None = None, maximum: int | None = None) -> int:
     if value is None:
         return minimum or 0
     if not isinstance(value, int) or isinstance(value, bool):
@@ -103,21 +119,21 @@ def _int(value: Any, path: str, *, minimum: int | None = None, maximum: int | No
     return value
 
 
-def _string_map(value: Any, path: str) -> None:
+def _string_map(value: Any, path: Path) -> None:
     for key, item in _obj(value, path).items():
         if not isinstance(item, str):
-            raise FieldError(f"{path}.{key}", f"must be a string, got {describe(item)}")
+            raise FieldError((path, str(key)), f"must be a string, got {describe(item)}")
 
 
-def _strings(value: Any, path: str) -> None:
+def _strings(value: Any, path: Path) -> None:
     for i, item in enumerate(_list(value, path)):
-        _str(item, f"{path}[{i}]")
+        _str(item, (path, i))
 
 
-def _quantities(value: Any, path: str, *, positive: bool = False) -> None:
+def _quantities(value: Any, path: Path, *, positive: bool = False) -> None:
     """A resource list: every amount a quantity, never negative (or zero, if `positive`)."""
     for name, amount in _obj(value, path).items():
-        where = f"{path}.{name}"
+        where = (path, str(name))
         if isinstance(amount, bool) or not isinstance(amount, str | int | float):
             raise FieldError(
                 where, f"must be a quantity such as '500m' or '1Gi', got {describe(amount)}"
@@ -143,22 +159,22 @@ def check_metadata(obj: Mapping[str, Any]) -> None:
     _str(meta.get("namespace"), "metadata.namespace")
 
 
-Check = Callable[[Any, str], None]
+Check = Callable[[Any, Path], None]
 
 
-def _fields(obj: Mapping[str, Any], path: str, table: Mapping[str, Check]) -> None:
+def _fields(obj: Mapping[str, Any], path: Path, table: Mapping[str, Check]) -> None:
     """Check the fields of `obj` that `table` knows and that are set; absent ones cost nothing
     (a pod spec from an export sets a dozen fields, of hundreds)."""
     for key, value in obj.items():
         check = table.get(key)
         if check is not None and value is not None:
-            check(value, f"{path}.{key}")
+            check(value, (path, key))
 
 
 def _each(table: Mapping[str, Check]) -> Check:
     """A check of a list of objects, each checked against `table`."""
 
-    def check(value: Any, path: str) -> None:
+    def check(value: Any, path: Path) -> None:
         for where, item in _objects(value, path):
             _fields(item, where, table)
 
@@ -168,31 +184,31 @@ def _each(table: Mapping[str, Check]) -> Check:
 def _one(table: Mapping[str, Check]) -> Check:
     """A check of an object against `table`."""
 
-    def check(value: Any, path: str) -> None:
+    def check(value: Any, path: Path) -> None:
         _fields(_obj(value, path), path, table)
 
     return check
 
 
-def _string(value: Any, path: str) -> None:
+def _string(value: Any, path: Path) -> None:
     _str(value, path)
 
 
 def _enum(*allowed: str) -> Check:
-    def check(value: Any, path: str) -> None:
+    def check(value: Any, path: Path) -> None:
         _str(value, path, allowed=allowed)
 
     return check
 
 
 def _integer(minimum: int | None = None, maximum: int | None = None) -> Check:
-    def check(value: Any, path: str) -> None:
+    def check(value: Any, path: Path) -> None:
         _int(value, path, minimum=minimum, maximum=maximum)
 
     return check
 
 
-def _resource_list(value: Any, path: str) -> None:
+def _resource_list(value: Any, path: Path) -> None:
     _quantities(value, path)
 
 
@@ -262,10 +278,10 @@ _CONTAINER: dict[str, Check] = {
 }
 
 
-def _spread(value: Any, path: str) -> None:
+def _spread(value: Any, path: Path) -> None:
     for where, tsc in _objects(value, path):
         if tsc.get("maxSkew") is None:
-            raise FieldError(f"{where}.maxSkew", "Required value")
+            raise FieldError((where, "maxSkew"), "Required value")
         _fields(tsc, where, _SPREAD)
 
 
@@ -300,39 +316,39 @@ _POD_SPEC: dict[str, Check] = {
 }
 
 
-def _object_meta(meta_value: Any, path: str) -> None:
+def _object_meta(meta_value: Any, path: Path) -> None:
     _fields(_obj(meta_value, path), path, _OBJECT_META)
 
 
-def _node_selector_terms(value: Any, path: str) -> None:
+def _node_selector_terms(value: Any, path: Path) -> None:
     _each(_NODE_SELECTOR_TERM)(value, path)
 
 
-def _pod_spec(value: Any, path: str) -> None:
+def _pod_spec(value: Any, path: Path) -> None:
     if value is None:
         raise FieldError(path, "Required value")
     spec = _obj(value, path)
-    containers = list(_objects(spec.get("containers"), f"{path}.containers"))
+    containers = list(_objects(spec.get("containers"), (path, "containers")))
     if not containers:
-        raise FieldError(f"{path}.containers", "Required value")
+        raise FieldError((path, "containers"), "Required value")
     for where, container in containers:
         _fields(container, where, _CONTAINER)
     _fields(spec, path, _POD_SPEC)
 
 
-def _pod_template(spec: Mapping[str, Any], path: str) -> None:
+def _pod_template(spec: Mapping[str, Any], path: Path) -> None:
     if spec.get("template") is None:
-        raise FieldError(f"{path}.template", "Required value")
-    template = _obj(spec.get("template"), f"{path}.template")
-    _object_meta(template.get("metadata"), f"{path}.template.metadata")
-    _pod_spec(template.get("spec"), f"{path}.template.spec")
+        raise FieldError((path, "template"), "Required value")
+    template = _obj(spec.get("template"), (path, "template"))
+    _object_meta(template.get("metadata"), (path, "template.metadata"))
+    _pod_spec(template.get("spec"), (path, "template.spec"))
 
 
-def _claim_spec(spec: Mapping[str, Any], path: str) -> None:
-    _str(spec.get("storageClassName"), f"{path}.storageClassName")
-    _str(spec.get("volumeName"), f"{path}.volumeName")
-    resources = _obj(spec.get("resources"), f"{path}.resources")
-    _quantities(resources.get("requests"), f"{path}.resources.requests", positive=True)
+def _claim_spec(spec: Mapping[str, Any], path: Path) -> None:
+    _str(spec.get("storageClassName"), (path, "storageClassName"))
+    _str(spec.get("volumeName"), (path, "volumeName"))
+    resources = _obj(spec.get("resources"), (path, "resources"))
+    _quantities(resources.get("requests"), (path, "resources.requests"), positive=True)
 
 
 # ---- kinds ------------------------------------------------------------------------------------
@@ -355,16 +371,16 @@ def _workload(obj: Mapping[str, Any]) -> None:
     _pod_template(spec, "spec")
     if kind == "StatefulSet":
         for where, claim in _objects(spec.get("volumeClaimTemplates"), "spec.volumeClaimTemplates"):
-            _object_meta(claim.get("metadata"), f"{where}.metadata")
-            _claim_spec(_obj(claim.get("spec"), f"{where}.spec"), f"{where}.spec")
+            _object_meta(claim.get("metadata"), (where, "metadata"))
+            _claim_spec(_obj(claim.get("spec"), (where, "spec")), (where, "spec"))
 
 
 def _node(obj: Mapping[str, Any]) -> None:
     spec = _obj(obj.get("spec"), "spec")
     for where, taint in _objects(spec.get("taints"), "spec.taints"):
-        _str(taint.get("key"), f"{where}.key")
-        _str(taint.get("value"), f"{where}.value")
-        _str(taint.get("effect"), f"{where}.effect", allowed=TAINT_EFFECTS)
+        _str(taint.get("key"), (where, "key"))
+        _str(taint.get("value"), (where, "value"))
+        _str(taint.get("effect"), (where, "effect"), allowed=TAINT_EFFECTS)
     status = _obj(obj.get("status"), "status")
     _quantities(status.get("allocatable"), "status.allocatable")
     _quantities(status.get("capacity"), "status.capacity")
@@ -391,10 +407,10 @@ def _storage_class(obj: Mapping[str, Any]) -> None:
         allowed=("Immediate", "WaitForFirstConsumer"),
     )
     for where, term in _objects(obj.get("allowedTopologies"), "allowedTopologies"):
-        exprs = f"{where}.matchLabelExpressions"
+        exprs = (where, "matchLabelExpressions")
         for at, expr in _objects(term.get("matchLabelExpressions"), exprs):
-            _str(expr.get("key"), f"{at}.key")
-            _strings(expr.get("values"), f"{at}.values")
+            _str(expr.get("key"), (at, "key"))
+            _strings(expr.get("values"), (at, "values"))
 
 
 def _nothing_more(obj: Mapping[str, Any]) -> None:

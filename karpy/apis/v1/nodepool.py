@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Final, Literal
 
-from croniter import croniter  # type: ignore[import-untyped]
 from pydantic import Field
 
 from karpy.apis.resource import CustomResource, PrinterColumn
@@ -119,6 +118,9 @@ class Budget(K8sModel):
             return True
         if self.schedule is None or self.duration is None:
             raise ValueError("a budget's schedule and duration must be set together")
+        # only scheduled budgets need croniter: `karpy simulate` and most starts never load it
+        from croniter import croniter  # type: ignore[import-untyped]
+
         current = now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC)
         window = duration_of(self.duration) or timedelta(0)
         next_hit: datetime = croniter(self.schedule, current - window).get_next(datetime)

@@ -213,7 +213,7 @@ class SchedulingResult:
     errors: dict[str, str]
     cost: float
     lower_bound: float
-    seconds: float = 0.0
+    seconds: float = 0.0  # the whole solve, from the moment the scheduler is built
     # Set by the exact planner: whether the plan is proven cheapest, the best bound it proved
     # on any plan's cost, and what it did (or why the batch was out of its reach).
     optimal: bool = False

@@ -83,6 +83,8 @@ class VolumeTopology:
         Raises `VolumeError` when a claim the pod mounts does not exist (an ephemeral volume's
         claim may be missing: its template is read instead).
         """
+        if not (pod.get("spec") or {}).get("volumes"):
+            return ()
         namespace = str(_meta(pod).get("namespace") or "default")
         alternatives = [Requirements()]
         for where, name, template in pod_claim_names(pod):
