@@ -231,12 +231,77 @@ def _decide(
     if not claims:
         return Decision(kind="delete", candidates=tuple(candidates), moves=moves)
     if len(claims) > 1:
-        return Infeasible(f"Can't remove without creating {len(claims)} candidates")
+        merged = merge_claims(snapshot, claims)
+        if merged is None:
+            return Infeasible(f"Can't remove without creating {len(claims)} candidates")
+        claims = [merged]
     claim = claims[0]
     for p in claim.pods:
         if p.key in keys:
             moves[p.key] = REPLACEMENT
     return _replace(snapshot, candidates, claim, moves)
+
+
+def merge_claims(snapshot: Snapshot, claims: Sequence[NewNodeClaim]) -> NewNodeClaim | None:
+    """One NodeClaim for the pods of several, when nothing ties a pod to its own claim.
+
+    The engine packs for cost, so pods it could put on one node may come back on two nodes of
+    the same total price; consolidation wants at most one. The claims must come from one
+    NodePool with compatible requirements, their pods must have no inter-pod constraints and
+    no volume topology; the merged claim asks for every pod's requests plus the largest
+    DaemonSet overhead of the claims, on the types of the NodePool that hold that."""
+    pools = {c.nodepool for c in claims}
+    template = snapshot.templates.get(claims[0].nodepool)
+    if len(pools) != 1 or template is None:
+        return None
+    pods = [p for c in claims for p in c.pods]
+    if any(_constrained(p) or p.volume_terms for p in pods):
+        return None
+    reqs = claims[0].requirements.without(LABEL_INSTANCE_TYPE)
+    for c in claims[1:]:
+        other = c.requirements.without(LABEL_INSTANCE_TYPE)
+        if reqs.intersects(other) is not None:
+            return None
+        reqs = reqs.union(other)
+    requests: dict[str, int] = {}
+    overhead: dict[str, int] = {}
+    for c in claims:
+        used: dict[str, int] = {}
+        for p in c.pods:
+            for k, v in p.requests.items():
+                used[k] = used.get(k, 0) + v
+        for k, v in used.items():
+            requests[k] = requests.get(k, 0) + v
+        for k, v in c.requests.items():
+            overhead[k] = max(overhead.get(k, 0), v - used.get(k, 0))
+    for k, v in overhead.items():
+        requests[k] = requests.get(k, 0) + v
+    fitting = [
+        it
+        for it in template.instance_types
+        if it.requirements.intersects(reqs) is None
+        and all(it.allocatable.get(k, 0) >= v for k, v in requests.items() if v > 0)
+        and it.cheapest_offering(reqs) is not None
+    ]
+    if not fitting:
+        return None
+    fitting.sort(key=lambda it: (it.price(reqs), it.name))
+    reqs = reqs.add(
+        Requirement(LABEL_INSTANCE_TYPE, complement=False, values=tuple(t.name for t in fitting))
+    )
+    labels = {
+        k: v for k, v in claims[0].labels.items() if all(c.labels.get(k) == v for c in claims)
+    }
+    labels.pop(LABEL_INSTANCE_TYPE, None)
+    return dataclasses.replace(
+        claims[0],
+        requirements=reqs,
+        instance_types=fitting,
+        requests=requests,
+        pods=pods,
+        offering=fitting[0].cheapest_offering(reqs),
+        labels=labels,
+    )
 
 
 def _replace(

@@ -253,3 +253,18 @@ def test_balanced_refuses_moves_that_disrupt_more_than_they_save() -> None:
     assert isinstance(outcome, Decision)
     # the crowded node holds most of the pool's pods: 1/4 of the cost for ~80% of disruption
     assert not approved(snap, outcome)
+
+
+def test_pods_the_engine_packs_onto_two_equal_priced_nodes_get_one_replacement() -> None:
+    # four 500m pods: two 2-CPU nodes cost as much as one 4-CPU node, and the engine may pack
+    # either way; consolidation needs one replacement, so the claims are merged
+    machines = [machine("n", "c-16x-amd64-linux")]
+    pods = [app_pod(f"w{i}", "n", "500m", memory="512Mi") for i in range(4)]
+    snap = snapshot(machines, pods)
+    candidates, _ = consolidation_candidates(snap)
+    outcome = simulate(snap, candidates)
+    assert isinstance(outcome, Decision) and outcome.kind == "replace"
+    assert outcome.replacement is not None
+    assert len(outcome.replacement.pods) == 4
+    assert outcome.replacement_price < _price("c-16x-amd64-linux") / 2
+    assert set(outcome.moves.values()) == {"<replacement>"}
