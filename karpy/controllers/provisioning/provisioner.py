@@ -369,6 +369,9 @@ class Provisioner:
         result = schedule(built.input)
         result.errors = built.explain(result.errors)
         laps.lap("schedule")
+        # pods left out of the input (a claim or a bound volume not found yet, a spec the
+        # scheduler cannot read) are not scheduled in this pass: `apply` reports them on the pod
+        result.errors.update(built.errors)
         return result
 
     # -- 4: act -----------------------------------------------------------------------------------
