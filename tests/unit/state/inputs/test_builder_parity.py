@@ -368,7 +368,7 @@ async def provisioner_plan(objects: Sequence[JSON]) -> Plan:
         informer = cache.informer(resource)
         transform = informer.transform
         informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-    provisioner = Provisioner.from_cache(
+    provisioner = Provisioner(
         client=client,
         cluster=cluster,
         cloud_provider=provider,
