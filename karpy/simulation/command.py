@@ -188,6 +188,7 @@ def _simulate(args: argparse.Namespace) -> int:
         return _invalid(
             f"{', '.join(args.files)}: cannot use the scenario: {type(err).__name__}: {err}"
         )
+    warm_up()  # the solver's imports, still without the collector, then frozen with the rest
     gc.freeze()
     gc.enable()
     for warning in scenario.warnings:
@@ -195,7 +196,6 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.disruption:
         return _disruption(args, scenario)
     inp = scenario.input
-    warm_up()
     result = schedule(inp)
     result.errors = scenario.explain(result.errors)
     write_plan(sys.stdout, inp, result, args.output)

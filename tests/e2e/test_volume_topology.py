@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from kubetest import Kubectl
 
+from tests import kit
 from tests.e2e.conftest import PoolFactory
 from tests.e2e.karpy_process import KarpyProcess
 from tests.e2e.support import bound_pods, nodeclaims, wait_for
@@ -24,6 +25,7 @@ from tests.e2e.support import bound_pods, nodeclaims, wait_for
 ZONE = "topology.kubernetes.io/zone"
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
+CSI_DRIVER = "e2e.karpy.example"
 JSON = dict[str, Any]
 
 
@@ -46,66 +48,28 @@ def cluster_volumes(kubectl: Kubectl) -> Iterator[list[str]]:
 
 
 def _pod(name: str, namespace: str, claim: str) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {"app": name}},
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "db",
-                    "image": "registry.k8s.io/pause:3.10",
-                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                }
-            ],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
-        },
-    }
+    return kit.pod(
+        name,
+        namespace,
+        requests={"cpu": "1", "memory": "1Gi"},
+        claims={"data": claim},
+        grace=0,
+    )
 
 
 def _claim(name: str, namespace: str, *, storage_class: str, volume: str | None = None) -> JSON:
-    meta: JSON = {"name": name, "namespace": namespace}
-    spec: JSON = {
-        "accessModes": ["ReadWriteOnce"],
-        "storageClassName": storage_class,
-        "resources": {"requests": {"storage": "1Gi"}},
-    }
-    if volume:
-        meta["annotations"] = {BIND_COMPLETED: "yes"}
-        spec["volumeName"] = volume
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+    """A claim; one bound to `volume` says so as the PersistentVolume controller would."""
+    return kit.pvc(
+        name,
+        namespace,
+        storage_class=storage_class,
+        volume=volume,
+        annotations={BIND_COMPLETED: "yes"} if volume else None,
+    )
 
 
 def _volume(name: str, *, zone: str, claim: JSON, storage_class: str) -> JSON:
-    meta = claim["metadata"]
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "storageClassName": storage_class,
-            "persistentVolumeReclaimPolicy": "Retain",
-            "csi": {"driver": "e2e.karpy.example", "volumeHandle": name},
-            "claimRef": {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta["uid"],
-            },
-            "nodeAffinity": {
-                "required": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": [zone]}]}
-                    ]
-                }
-            },
-        },
-    }
+    return kit.pv(name, storage_class=storage_class, csi_driver=CSI_DRIVER, zone=zone, claim=claim)
 
 
 def _zone_of_node(kubectl: Kubectl, name: str) -> str:
@@ -161,18 +125,7 @@ def test_wait_for_first_consumer_class_in_one_zone_gets_a_node_there(
 ) -> None:
     kwok_pool("default")
     sc_name = f"zonal-c-{suffix}"
-    kubectl.apply(
-        {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "StorageClass",
-            "metadata": {"name": sc_name},
-            "provisioner": "e2e.karpy.example",
-            "volumeBindingMode": "WaitForFirstConsumer",
-            "allowedTopologies": [
-                {"matchLabelExpressions": [{"key": ZONE, "values": ["test-zone-c"]}]}
-            ],
-        }
-    )
+    kubectl.apply(kit.storage_class(sc_name, zones=["test-zone-c"], provisioner=CSI_DRIVER))
     cluster_volumes.append(f"storageclass/{sc_name}")
     kubectl.apply(_claim("data-db-0", namespace, storage_class=sc_name))
     kubectl.apply(_pod("db-0", namespace, "data-db-0"))

@@ -12,6 +12,8 @@ from tests.kit.objects import (
     LINUX_AMD64_ON_DEMAND,
     claim_spec,
     conditions,
+    daemonset,
+    ec2nodeclass,
     kwok_nodeclass,
     node,
     nodeclaim,
@@ -19,10 +21,12 @@ from tests.kit.objects import (
     pdb,
     pod,
     pv,
+    pvc,
     ready_claim_conditions,
     schedulingconfig,
     served,
     status_of,
+    storage_class,
 )
 
 __all__ = [
@@ -31,6 +35,8 @@ __all__ = [
     "LINUX_AMD64_ON_DEMAND",
     "claim_spec",
     "conditions",
+    "daemonset",
+    "ec2nodeclass",
     "kwok_nodeclass",
     "node",
     "nodeclaim",
@@ -38,8 +44,10 @@ __all__ = [
     "pdb",
     "pod",
     "pv",
+    "pvc",
     "ready_claim_conditions",
     "schedulingconfig",
     "served",
     "status_of",
+    "storage_class",
 ]

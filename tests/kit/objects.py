@@ -1,5 +1,5 @@
-"""The builders of `tests.kit` (pods, nodes, NodePools, NodeClaims, NodeClasses, PVs) and the
-readers of their status conditions."""
+"""The builders of `tests.kit` (pods, nodes, NodePools, NodeClaims, NodeClasses, volumes,
+claims, StorageClasses, DaemonSets) and the readers of their status conditions."""
 
 from __future__ import annotations
 
@@ -28,6 +28,23 @@ def kwok_nodeclass(name: str = "default", *, delay: str | None = None) -> JSON:
     }
 
 
+def ec2nodeclass(name: str = "default", *, discovery: str = "c") -> JSON:
+    """An EC2NodeClass on AL2023 whose subnets and security groups carry the
+    `karpenter.sh/discovery: <discovery>` tag."""
+    tags = {"tags": {"karpenter.sh/discovery": discovery}}
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": {
+            "role": "KarpenterNodeRole",
+            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "subnetSelectorTerms": [dict(tags)],
+            "securityGroupSelectorTerms": [dict(tags)],
+        },
+    }
+
+
 def nodepool(
     name: str = "pool",
     *,
@@ -44,8 +61,11 @@ def nodepool(
     limits: Mapping[str, Any] | None = None,
     weight: int | None = None,
     expire_after: str | None = None,
+    ready: bool = False,
 ) -> JSON:
-    """A NodePool of linux nodes on a KWOKNodeClass, consolidating when empty after 30 s."""
+    """A NodePool of linux nodes on a KWOKNodeClass, consolidating when empty after 30 s;
+    `ready` gives it the status its controller writes once its NodeClass is ready (only unit
+    tests that skip the controller need it)."""
     template_spec: JSON = {
         "nodeClassRef": {"group": group, "kind": kind, "name": nodeclass},
         "requirements": [dict(r) for r in requirements],
@@ -67,12 +87,25 @@ def nodepool(
         spec["limits"] = dict(limits)
     if weight is not None:
         spec["weight"] = weight
-    return {
+    obj: JSON = {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
         "metadata": {"name": name},
         "spec": spec,
     }
+    if ready:
+        obj["status"] = {
+            "conditions": [
+                {
+                    "type": "Ready",
+                    "status": "True",
+                    "reason": "Ready",
+                    "message": "",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }
+            ]
+        }
+    return obj
 
 
 def schedulingconfig(
@@ -110,24 +143,31 @@ def claim_spec(**extra: Any) -> JSON:
 def nodeclaim(
     name: str,
     *,
-    pool: str = "pool",
+    pool: str | None = "pool",
     nodeclass: str = "default",
+    kind: str = "KWOKNodeClass",
+    group: str = "karpenter.kwok.sh",
     requirements: Sequence[Mapping[str, Any]] = LINUX,
     requests: Mapping[str, str] | None = None,
     startup_taints: Sequence[Mapping[str, Any]] | None = None,
     annotations: Mapping[str, str] | None = None,
+    labels: Mapping[str, str] | None = None,
     deleted: str | None = None,
     status: JSON | None = None,
 ) -> JSON:
-    """A NodeClaim of NodePool `pool` on KWOKNodeClass `nodeclass`; `deleted` is its deletion
-    timestamp."""
-    meta: JSON = {"name": name, "labels": {"karpenter.sh/nodepool": pool}}
+    """A NodeClaim of NodePool `pool` (None: no NodePool label) on KWOKNodeClass `nodeclass`
+    (or a NodeClass of `kind` in `group`); `labels` are added to its NodePool label; `deleted`
+    is its deletion timestamp."""
+    meta: JSON = {"name": name}
+    all_labels = {**({"karpenter.sh/nodepool": pool} if pool is not None else {}), **(labels or {})}
+    if all_labels:
+        meta["labels"] = all_labels
     if deleted:
         meta["deletionTimestamp"] = deleted
     if annotations:
         meta["annotations"] = dict(annotations)
     spec: JSON = {
-        "nodeClassRef": {**KWOK_NODECLASS_REF, "name": nodeclass},
+        "nodeClassRef": {"group": group, "kind": kind, "name": nodeclass},
         "requirements": [dict(r) for r in requirements],
     }
     if requests is not None:
@@ -165,6 +205,7 @@ def pod(
     tolerations: list[JSON] | None = None,
     grace: int | None = 30,
     volumes: list[JSON] | None = None,
+    claims: Mapping[str, str] | None = None,
     requests: Mapping[str, str] | None = None,
     created: str | None = None,
     deleted: str | None = None,
@@ -173,6 +214,7 @@ def pod(
 ) -> JSON:
     """A pod of one pause container; bound to `node` unless it is None.
 
+    `claims` maps volume names to the PersistentVolumeClaims they mount (at `/<volume>`);
     `grace=None` leaves `terminationGracePeriodSeconds` unset; `created` and `deleted` are the
     creation and deletion timestamps; `spec` adds spec fields (affinity, nodeSelector, ...) as
     given; `status` is set as given (the API server leaves it to the kubelet, so only unit tests
@@ -189,6 +231,12 @@ def pod(
     container: JSON = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
     if requests:
         container["resources"] = {"requests": dict(requests)}
+    if claims:
+        container["volumeMounts"] = [{"name": v, "mountPath": f"/{v}"} for v in claims]
+        volumes = [
+            *(volumes or ()),
+            *({"name": v, "persistentVolumeClaim": {"claimName": c}} for v, c in claims.items()),
+        ]
     pod_spec: JSON = {"containers": [container]}
     if grace is not None:
         pod_spec["terminationGracePeriodSeconds"] = grace
@@ -266,15 +314,28 @@ def pv(
     storage: str = "1Gi",
     storage_class: str = "standard",
     csi_driver: str = "ebs.csi.aws.com",
-    zone: str | None = None,
+    zone: str | Sequence[str] | None = None,
+    claim: Mapping[str, Any] | None = None,
 ) -> JSON:
-    """A CSI PersistentVolume, pinned to `zone` when given."""
+    """A CSI PersistentVolume, pinned to `zone` (or any of several) when given; `claim` (a
+    PersistentVolumeClaim as served, with its uid) binds it, as a provisioner would, and keeps
+    it when the claim goes (`Retain`)."""
     spec: JSON = {
         "capacity": {"storage": storage},
         "accessModes": ["ReadWriteOnce"],
         "storageClassName": storage_class,
         "csi": {"driver": csi_driver, "volumeHandle": f"vol-{name}"},
     }
+    if claim is not None:
+        meta = claim["metadata"]
+        spec["persistentVolumeReclaimPolicy"] = "Retain"
+        spec["claimRef"] = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "namespace": meta["namespace"],
+            "name": meta["name"],
+            "uid": meta["uid"],
+        }
     if zone:
         spec["nodeAffinity"] = {
             "required": {
@@ -284,7 +345,7 @@ def pv(
                             {
                                 "key": "topology.kubernetes.io/zone",
                                 "operator": "In",
-                                "values": [zone],
+                                "values": [zone] if isinstance(zone, str) else list(zone),
                             }
                         ]
                     }
@@ -296,6 +357,87 @@ def pv(
         "kind": "PersistentVolume",
         "metadata": {"name": name},
         "spec": spec,
+    }
+
+
+def pvc(
+    name: str,
+    namespace: str = "default",
+    *,
+    storage: str = "1Gi",
+    storage_class: str | None = None,
+    volume: str | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> JSON:
+    """A ReadWriteOnce PersistentVolumeClaim; `volume` binds it (`spec.volumeName`);
+    `storage_class=None` leaves the class unset (the default class applies)."""
+    meta: JSON = {"name": name, "namespace": namespace}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    spec: JSON = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage}}}
+    if storage_class is not None:
+        spec["storageClassName"] = storage_class
+    if volume:
+        spec["volumeName"] = volume
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+
+
+def storage_class(
+    name: str,
+    *,
+    zones: Sequence[str] | None = None,
+    mode: str = "WaitForFirstConsumer",
+    default: bool = False,
+    provisioner: str = "example.csi",
+) -> JSON:
+    """A StorageClass; `zones` become its `allowedTopologies`, `default` its is-default-class
+    annotation."""
+    meta: JSON = {"name": name}
+    if default:
+        meta["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
+    obj: JSON = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": meta,
+        "provisioner": provisioner,
+        "volumeBindingMode": mode,
+    }
+    if zones is not None:
+        obj["allowedTopologies"] = [
+            {
+                "matchLabelExpressions": [
+                    {"key": "topology.kubernetes.io/zone", "values": list(zones)}
+                ]
+            }
+        ]
+    return obj
+
+
+def daemonset(
+    name: str,
+    namespace: str = "kube-system",
+    *,
+    requests: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = ({"operator": "Exists"},),
+) -> JSON:
+    """A DaemonSet of one container tolerating every taint (as node agents do)."""
+    container: JSON = {"name": "d", "image": "registry.k8s.io/pause:3.10"}
+    if requests:
+        container["resources"] = {"requests": dict(requests)}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "tolerations": [dict(t) for t in tolerations],
+                    "containers": [container],
+                },
+            },
+        },
     }
 
 

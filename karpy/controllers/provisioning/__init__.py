@@ -46,7 +46,7 @@ def register(ctx: ControllerContext) -> None:
         clock=ctx.clock,
         window=lambda: batch_window(ctx.settings, configs),
     )
-    provisioner = Provisioner.from_cache(
+    provisioner = Provisioner(
         client=ctx.client,
         cluster=ctx.cluster,
         cloud_provider=ctx.cloud_provider,

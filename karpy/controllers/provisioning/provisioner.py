@@ -40,9 +40,7 @@ from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.errors import KubeError, OutcomeUnknownError
 from karpy.kube.events import NORMAL, WARNING, EventRecorder
-from karpy.kube.informer import Informer
 from karpy.kube.offload import run_off_loop
-from karpy.kube.resources import PERSISTENTVOLUMECLAIMS, STORAGECLASSES
 from karpy.scheduling.engine.model import (
     MinValuesPolicy,
     NewNodeClaim,
@@ -126,9 +124,6 @@ class Provisioner:
         cloud_provider: CloudProvider,
         events: EventRecorder,
         batcher: Batcher,
-        pvcs: Informer | None = None,
-        storage_classes: Informer | None = None,
-        configs: Informer | None = None,
         clock: Clock | None = None,
         preference_policy: PreferencePolicy = "Respect",
         min_values_policy: MinValuesPolicy = "Strict",
@@ -138,9 +133,9 @@ class Provisioner:
         self.cloud_provider = cloud_provider
         self.events = events
         self.batcher = batcher
-        self.pvcs = pvcs
-        self.storage_classes = storage_classes
-        self.configs = configs
+        # SchedulingConfigs are read from the informer cache, like every lookup the
+        # provisioner makes (claims and StorageClasses through cluster state)
+        self.configs: Informer = cluster.cache.informer(SCHEDULINGCONFIGS)
         self.clock = clock or RealClock()
         self.preference_policy: PreferencePolicy = preference_policy
         self.min_values_policy: MinValuesPolicy = min_values_policy
@@ -149,34 +144,6 @@ class Provisioner:
         self._warm = False
         self._unsynced_since: float | None = None
         self._last_unsynced_log = float("-inf")
-
-    @classmethod
-    def from_cache(
-        cls,
-        *,
-        client: Client,
-        cluster: Cluster,
-        cloud_provider: CloudProvider,
-        events: EventRecorder,
-        batcher: Batcher,
-        clock: Clock | None = None,
-        preference_policy: PreferencePolicy = "Respect",
-        min_values_policy: MinValuesPolicy = "Strict",
-    ) -> Provisioner:
-        cache = cluster.cache
-        return cls(
-            client=client,
-            cluster=cluster,
-            cloud_provider=cloud_provider,
-            events=events,
-            batcher=batcher,
-            pvcs=cache.informer(PERSISTENTVOLUMECLAIMS),
-            storage_classes=cache.informer(STORAGECLASSES),
-            configs=cache.informer(SCHEDULINGCONFIGS),
-            clock=clock,
-            preference_policy=preference_policy,
-            min_values_policy=min_values_policy,
-        )
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -300,7 +267,7 @@ class Provisioner:
             snapshot=snapshot,
             pods=tuple(pods.values()),
             templates=tuple(templates),
-            configs=tuple(self.configs.list()) if self.configs is not None else (),
+            configs=tuple(self.configs.list()),
             nodeclasses={
                 str((p.get("metadata") or {}).get("name") or ""): nodepool_nodeclass(p)
                 for p in self.cluster.nodepools()
@@ -308,10 +275,11 @@ class Provisioner:
         )
 
     def _pvc(self, namespace: str, name: str) -> JSON | None:
-        return self.pvcs.get(f"{namespace}/{name}") if self.pvcs is not None else {}
+        # the informers cluster state keeps: the lookups pod validation and volume topology share
+        return self.cluster.pvc_informer.get(f"{namespace}/{name}")
 
     def _storage_class(self, name: str) -> JSON | None:
-        return self.storage_classes.get(name) if self.storage_classes is not None else {}
+        return self.cluster.storageclass_informer.get(name)
 
     def _ignore(self, pod: JSON, reason: str) -> None:
         log.debug("ignoring pod", Pod=_ref(pod), reason=reason)
@@ -369,6 +337,9 @@ class Provisioner:
         result = schedule(built.input)
         result.errors = built.explain(result.errors)
         laps.lap("schedule")
+        # pods left out of the input (a claim or a bound volume not found yet, a spec the
+        # scheduler cannot read) are not scheduled in this pass: `apply` reports them on the pod
+        result.errors.update(built.errors)
         return result
 
     # -- 4: act -----------------------------------------------------------------------------------

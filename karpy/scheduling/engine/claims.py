@@ -9,6 +9,7 @@ the DaemonSet overhead (as Karpenter writes spec.resources.requests).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -26,9 +27,9 @@ from karpy.scheduling.engine.packer import OpenNode
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import PodView
-from karpy.scheduling.requirements import Requirement
+from karpy.scheduling.requirements import Requirement, Requirements
 
-__all__ = ["ClaimBuilder", "PackedNode", "TypeChoice", "instance_types_for"]
+__all__ = ["ClaimBuilder", "PackedNode", "TypeChoice", "instance_types_for", "new_claim"]
 
 
 @dataclass(eq=False)
@@ -115,39 +116,73 @@ class ClaimBuilder:
                 list(packed.types),
             )
             self._interned[(names, min_values)] = interned
-        types = interned.types
-        reqs = reqs.without(LABEL_INSTANCE_TYPE).add(interned.requirement)
-        cts = pool.capacity_types(reqs, types)
-        ct_req = reqs.get(LABEL_CAPACITY_TYPE)
-        reqs = reqs.without(LABEL_CAPACITY_TYPE).add(
-            Requirement(
-                LABEL_CAPACITY_TYPE,
-                complement=False,
-                values=cts,
-                min_values=ct_req.min_values if ct_req else None,
-            )
-        )
-        offering = types[0].cheapest_offering(reqs)
-        type_index = {t.name: i for i, t in enumerate(pool.types)}
-        overhead = list(pool.overhead[type_index[types[0].name]])
-        for t in types[1:]:
-            o = pool.overhead[type_index[t.name]]
-            for r in range(len(overhead)):
-                if o[r] < overhead[r]:
-                    overhead[r] = o[r]
-        requests = self.dims.map([u + o for u, o in zip(node.used, overhead, strict=True)])
-        labels = dict(pool.template.labels)
-        labels[LABEL_NODEPOOL] = pool.name
-        labels.update(reqs.labels())
-        return NewNodeClaim(
-            nodepool=pool.name,
-            requirements=reqs,
-            instance_types=types,
-            requests=requests,
+        return new_claim(
+            pool,
+            self.dims,
+            reqs=reqs,
+            types=interned.types,
+            used=node.used,
             pods=packed.pods,
-            offering=offering,
-            labels=labels,
-            taints=pool.template.taints,
-            startup_taints=pool.template.startup_taints,
-            min_values_relaxed=packed.relaxed,
+            type_requirement=interned.requirement,
+            relaxed=packed.relaxed,
         )
+
+
+def new_claim(
+    pool: PoolContext,
+    dims: Dims,
+    *,
+    reqs: Requirements,
+    types: list[InstanceType],
+    used: Sequence[int],
+    pods: list[PodView],
+    type_requirement: Requirement | None = None,
+    relaxed: bool = False,
+) -> NewNodeClaim:
+    """The NodeClaim of one new node of `pool` for `pods` (whose requests add up to `used`),
+    listing `types` cheapest first (the list is kept, not copied). The heuristic's packed
+    nodes and the exact planner's solutions both become claims here, so they carry the same
+    requirements, labels and requests.
+
+    Its requirements are `reqs` with the instance types (`type_requirement`, or one naming
+    `types`) and the capacity types their offerings allow; its labels are the pool's plus what
+    the requirements pin; its requests are `used` plus the smallest DaemonSet overhead among
+    the types (as Karpenter writes spec.resources.requests). `offering` is None when no type
+    has an offering the requirements allow.
+    """
+    if type_requirement is None:
+        type_requirement = Requirement(
+            LABEL_INSTANCE_TYPE, complement=False, values=tuple(t.name for t in types)
+        )
+    reqs = reqs.without(LABEL_INSTANCE_TYPE).add(type_requirement)
+    cts = pool.capacity_types(reqs, types)
+    ct_req = reqs.get(LABEL_CAPACITY_TYPE)
+    reqs = reqs.without(LABEL_CAPACITY_TYPE).add(
+        Requirement(
+            LABEL_CAPACITY_TYPE,
+            complement=False,
+            values=cts,
+            min_values=ct_req.min_values if ct_req else None,
+        )
+    )
+    overhead = list(pool.overhead[pool.type_index[types[0].name]])
+    for t in types[1:]:
+        o = pool.overhead[pool.type_index[t.name]]
+        for r in range(len(overhead)):
+            if o[r] < overhead[r]:
+                overhead[r] = o[r]
+    labels = dict(pool.template.labels)
+    labels[LABEL_NODEPOOL] = pool.name
+    labels.update(reqs.labels())
+    return NewNodeClaim(
+        nodepool=pool.name,
+        requirements=reqs,
+        instance_types=types,
+        requests=dims.map([u + o for u, o in zip(used, overhead, strict=True)]),
+        pods=pods,
+        offering=types[0].cheapest_offering(reqs),
+        labels=labels,
+        taints=pool.template.taints,
+        startup_taints=pool.template.startup_taints,
+        min_values_relaxed=relaxed,
+    )

@@ -119,6 +119,7 @@ class PoolContext:
         ]
         n = len(self.types)
         self.all_mask = (1 << n) - 1
+        self.type_index = {t.name: i for i, t in enumerate(self.types)}
         # DaemonSet pods that run on this pool's nodes, per instance type
         daemon_reqs = template.daemon_requirements
         tolerations_extra = (_PNS_TOLERATION,)

@@ -81,7 +81,9 @@ class VolumeTopology:
         """The pod's volume requirement alternatives; empty when its volumes pin nothing.
 
         Raises `VolumeError` when a claim the pod mounts does not exist (an ephemeral volume's
-        claim may be missing: its template is read instead).
+        claim may be missing: its template is read instead) or is bound to a PersistentVolume
+        that is not known (yet): the pod is then left out of the plan, not placed without its
+        volume's topology.
         """
         if not (pod.get("spec") or {}).get("volumes"):
             return ()
@@ -96,7 +98,9 @@ class VolumeTopology:
                         f'"{namespace}/{name}" not found'
                     )
                 claim = template
-            options = self._claim_terms(claim, f"PersistentVolumeClaim {namespace}/{name}")
+            options = self._claim_terms(
+                claim, f'{where}: PersistentVolumeClaim "{namespace}/{name}"'
+            )
             if options:
                 alternatives = [a.union(o) for a in alternatives for o in options]
         if alternatives == [Requirements()]:
@@ -109,7 +113,11 @@ class VolumeTopology:
         if bound:
             pv = self.volumes.get(str(bound))
             if pv is None:
-                return []  # the volume is not known (yet): nothing to pin
+                # As Karpenter: the pod waits for the next pass rather than getting a node
+                # that may sit in another zone than its volume.
+                raise VolumeError(
+                    f'{what} is bound to PersistentVolume "{bound}", which is not found (yet)'
+                )
             affinity = ((pv.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
             out = []
             for i, term in enumerate(affinity.get("nodeSelectorTerms") or ()):
@@ -119,7 +127,7 @@ class VolumeTopology:
                     )
                 except (RequirementError, ValueError) as err:
                     raise VolumeError(
-                        f"PersistentVolume {bound} (of {what}): "
+                        f'{what}: PersistentVolume "{bound}": '
                         f"spec.nodeAffinity.required.nodeSelectorTerms[{i}]: {err}"
                     ) from None
             return out

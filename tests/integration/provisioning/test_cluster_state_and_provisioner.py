@@ -151,7 +151,7 @@ async def test_one_provisioning_pass(env: Env) -> None:
         ),
         "the NodePool in the cache",
     )
-    provisioner = Provisioner.from_cache(
+    provisioner = Provisioner(
         client=env.client,
         cluster=env.cluster,
         cloud_provider=env.kwok,

@@ -55,7 +55,7 @@ async def test_a_later_batch_plans_onto_an_unregistered_node_only_what_still_fit
     await _until(
         lambda: (cluster.nodepool_informer.get("pool") or {}).get("status"), "NodePool cached"
     )
-    provisioner = Provisioner.from_cache(
+    provisioner = Provisioner(
         client=env.client,
         cluster=cluster,
         cloud_provider=env.kwok,

@@ -10,66 +10,36 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tests import kit
+
 Obj = dict[str, Any]
 
 
+AMD64 = ({"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},)
+EC2 = {"kind": "EC2NodeClass", "group": "karpenter.k8s.aws"}
+
+
 def nodepool(name: str = "np") -> Obj:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.k8s.aws",
-                        "kind": "EC2NodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
-                    ],
-                }
-            },
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
-        },
-    }
+    return kit.nodepool(name, requirements=AMD64, **EC2)
 
 
 def nodeclaim(name: str = "nc") -> Obj:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {"name": name},
-        "spec": {
-            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "x"},
-            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
-            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-        },
-    }
+    return kit.nodeclaim(
+        name,
+        pool=None,
+        nodeclass="x",
+        requirements=AMD64,
+        requests={"cpu": "1", "memory": "1Gi"},
+        **EC2,
+    )
 
 
 def ec2nodeclass(name: str = "ec2") -> Obj:
-    return {
-        "apiVersion": "karpenter.k8s.aws/v1",
-        "kind": "EC2NodeClass",
-        "metadata": {"name": name},
-        "spec": {
-            "role": "KarpenterNodeRole",
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
-            "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
-            "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": "c"}}],
-        },
-    }
+    return kit.ec2nodeclass(name)
 
 
 def kwoknodeclass(name: str = "kwok") -> Obj:
-    return {
-        "apiVersion": "karpenter.kwok.sh/v1alpha1",
-        "kind": "KWOKNodeClass",
-        "metadata": {"name": name},
-        "spec": {"nodeRegistrationDelay": "5s"},
-    }
+    return kit.kwok_nodeclass(name, delay="5s")
 
 
 def schedulingconfig(name: str = "sc") -> Obj:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL
+from karpy.scheduling.engine.claims import new_claim
 from karpy.scheduling.engine.exact.milp import Solution
 from karpy.scheduling.engine.exact.problem import Option, Problem
 from karpy.scheduling.engine.model import NewNodeClaim, SchedulingInput, SchedulingResult
-from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import PodView
-from karpy.scheduling.requirements import Requirement
 
 __all__ = ["to_result"]
 
@@ -39,32 +37,15 @@ def _claim(
         idx = idx[: inp.max_instance_types]
     if not idx:
         return None
-    types: list[InstanceType] = [pool.types[i] for i in idx]
-    reqs = reqs.without(LABEL_INSTANCE_TYPE).add(
-        Requirement(LABEL_INSTANCE_TYPE, complement=False, values=tuple(t.name for t in types))
-    )
-    cts = pool.capacity_types(reqs, types)
-    reqs = reqs.without(LABEL_CAPACITY_TYPE).add(
-        Requirement(LABEL_CAPACITY_TYPE, complement=False, values=cts)
-    )
-    offering = types[0].cheapest_offering(reqs)
-    if offering is None:
-        return None
-    overhead = np.min(np.array([pool.overhead[i] for i in idx], dtype=np.int64), axis=0)
-    labels = dict(pool.template.labels)
-    labels[LABEL_NODEPOOL] = pool.name
-    labels.update(reqs.labels())
-    return NewNodeClaim(
-        nodepool=pool.name,
-        requirements=reqs,
-        instance_types=types,
-        requests=problem.dims.map([int(v) for v in used + overhead]),
+    claim = new_claim(
+        pool,
+        problem.dims,
+        reqs=reqs,
+        types=[pool.types[i] for i in idx],
+        used=[int(v) for v in used],
         pods=[p for ps in pods.values() for p in ps],
-        offering=offering,
-        labels=labels,
-        taints=pool.template.taints,
-        startup_taints=pool.template.startup_taints,
     )
+    return claim if claim.offering is not None else None
 
 
 def to_result(

@@ -40,6 +40,8 @@ from karpy.scheduling.engine import SchedulingResult, schedule
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.simulation.scenario import load_scenario
 from karpy.state import Cluster
+from tests import kit
+from tests.kit import LINUX_AMD64_ON_DEMAND, served
 
 JSON = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
@@ -66,49 +68,24 @@ def types() -> list[InstanceType]:
     return _TYPES
 
 
-# -- objects ------------------------------------------------------------------------------------
+# -- objects (tests.kit, served, with this suite's defaults) -------------------------------------
 
 
 def nodepool(name: str = "default", *, taints: Sequence[JSON] = ()) -> JSON:
-    spec: JSON = {
-        "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "local"},
-        "requirements": [
-            {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        ],
-        "expireAfter": "720h",
-    }
-    if taints:
-        spec["taints"] = list(taints)
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": name, "uid": f"pool-{name}", "resourceVersion": "1"},
-        "spec": {
-            "template": {"spec": spec},
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"},
-        },
-        "status": {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "Ready",
-                    "message": "",
-                    "lastTransitionTime": "2026-01-01T00:00:00Z",
-                }
-            ]
-        },
-    }
+    return served(
+        kit.nodepool(
+            name,
+            nodeclass="local",
+            requirements=LINUX_AMD64_ON_DEMAND,
+            taints=taints,
+            expire_after="720h",
+            ready=True,
+        ),
+        uid=f"pool-{name}",
+    )
 
 
-NODECLASS: JSON = {
-    "apiVersion": "karpenter.kwok.sh/v1alpha1",
-    "kind": "KWOKNodeClass",
-    "metadata": {"name": "local", "uid": "nodeclass-local", "resourceVersion": "1"},
-    "spec": {},
-}
+NODECLASS: JSON = served(kit.kwok_nodeclass("local"), uid="nodeclass-local")
 
 
 def pod(
@@ -120,178 +97,88 @@ def pod(
     node: str | None = None,
     **spec: Any,
 ) -> JSON:
-    body: JSON = {
-        "containers": [
-            {
-                "name": "c",
-                "image": "pause",
-                "resources": {"requests": {"cpu": cpu, "memory": memory}},
-            }
-        ],
-        **spec,
-    }
-    if claims:
-        body["volumes"] = [
-            {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
-            for i, c in enumerate(claims)
-        ]
-    status: JSON = {"phase": "Pending"}
-    if node:
-        body["nodeName"] = node
-        status = {"phase": "Running"}
-    else:
-        status["conditions"] = [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
-        ]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": NS,
-            "uid": f"uid-{name}",
-            "resourceVersion": "1",
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-            "labels": {"app": name.rsplit("-", 1)[0]},
-        },
-        "spec": body,
-        "status": status,
-    }
+    """A pod of app `name` minus its ordinal; Running on `node`, else Pending and unschedulable
+    (as kube-scheduler leaves the pods karpy provisions for)."""
+    status: JSON = (
+        {"phase": "Running"}
+        if node
+        else {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        }
+    )
+    return served(
+        kit.pod(
+            name,
+            NS,
+            node=node,
+            labels={"app": name.rsplit("-", 1)[0]},
+            requests={"cpu": cpu, "memory": memory},
+            claims={f"v{i}": c for i, c in enumerate(claims)},
+            created="2026-01-01T00:00:00Z",
+            grace=None,
+            spec=spec,
+            status=status,
+        ),
+        uid=f"uid-{name}",
+    )
 
 
 def node(name: str, *, zone: str, cpu: str = "4", taints: Sequence[JSON] = ()) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "resourceVersion": "1",
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                ZONE: zone,
-            },
-        },
-        "spec": {"taints": list(taints)},
-        "status": {
-            "capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-            "allocatable": {"cpu": cpu, "memory": "16Gi", "pods": "110"},
-        },
+    labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        ZONE: zone,
     }
+    room = {"cpu": cpu, "memory": "16Gi", "pods": "110"}
+    return served(
+        kit.node(
+            name, labels=labels, taints=taints, status={"capacity": room, "allocatable": room}
+        ),
+        uid=f"uid-{name}",
+    )
 
 
 def inflight_claim(name: str, *, zone: str) -> JSON:
     """A NodeClaim that was launched (it has a providerID) but whose Node has not registered."""
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodeClaim",
-        "metadata": {
-            "name": name,
-            "uid": f"uid-{name}",
-            "resourceVersion": "1",
-            "labels": {
-                "karpenter.sh/nodepool": "default",
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                ZONE: zone,
+    room = {"cpu": "8", "memory": "32Gi", "pods": "110"}
+    return served(
+        kit.nodeclaim(
+            name,
+            pool="default",
+            nodeclass="local",
+            requirements=(),
+            labels={"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", ZONE: zone},
+            status={
+                "providerID": f"kwok://{name}",
+                "capacity": room,
+                "allocatable": room,
+                "conditions": [{"type": "Launched", "status": "True"}],
             },
-        },
-        "spec": {
-            "nodeClassRef": {
-                "group": "karpenter.kwok.sh",
-                "kind": "KWOKNodeClass",
-                "name": "local",
-            },
-            "requirements": [],
-        },
-        "status": {
-            "providerID": f"kwok://{name}",
-            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "conditions": [{"type": "Launched", "status": "True"}],
-        },
-    }
+        ),
+        uid=f"uid-{name}",
+    )
 
 
 def claim(name: str, *, volume: str | None = None, storage_class: str | None = None) -> JSON:
-    spec: JSON = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
-    if volume:
-        spec["volumeName"] = volume
-    if storage_class is not None:
-        spec["storageClassName"] = storage_class
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}", "resourceVersion": "1"},
-        "spec": spec,
-    }
+    return served(kit.pvc(name, NS, volume=volume, storage_class=storage_class), uid=f"uid-{name}")
 
 
 def zonal_volume(name: str, *, zones: Sequence[str]) -> JSON:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "csi": {"driver": "example.csi", "volumeHandle": name},
-            "nodeAffinity": {
-                "required": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": ZONE, "operator": "In", "values": list(zones)}
-                            ]
-                        }
-                    ]
-                }
-            },
-        },
-    }
+    return served(kit.pv(name, zone=zones, csi_driver="example.csi"), uid=f"uid-{name}")
 
 
 def storage_class(
     name: str, *, zones: Sequence[str], mode: str = "WaitForFirstConsumer", default: bool = False
 ) -> JSON:
-    meta: JSON = {"name": name, "uid": f"uid-{name}", "resourceVersion": "1"}
-    if default:
-        meta["annotations"] = {"storageclass.kubernetes.io/is-default-class": "true"}
-    return {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "StorageClass",
-        "metadata": meta,
-        "provisioner": "example.csi",
-        "volumeBindingMode": mode,
-        "allowedTopologies": [{"matchLabelExpressions": [{"key": ZONE, "values": list(zones)}]}],
-    }
+    return served(
+        kit.storage_class(name, zones=zones, mode=mode, default=default), uid=f"uid-{name}"
+    )
 
 
 def daemonset(name: str, *, cpu: str) -> JSON:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {
-            "name": name,
-            "namespace": "kube-system",
-            "uid": f"uid-{name}",
-            "resourceVersion": "1",
-        },
-        "spec": {
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "tolerations": [{"operator": "Exists"}],
-                    "containers": [
-                        {"name": "d", "image": "agent", "resources": {"requests": {"cpu": cpu}}}
-                    ],
-                },
-            },
-        },
-    }
+    return served(kit.daemonset(name, requests={"cpu": cpu}), uid=f"uid-{name}")
 
 
 NAMESPACE: JSON = {
@@ -368,7 +255,7 @@ async def provisioner_plan(objects: Sequence[JSON]) -> Plan:
         informer = cache.informer(resource)
         transform = informer.transform
         informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-    provisioner = Provisioner.from_cache(
+    provisioner = Provisioner(
         client=client,
         cluster=cluster,
         cloud_provider=provider,

@@ -122,7 +122,7 @@ async def live(objects: Sequence[JSON]) -> Outcome:
         informer = cache.informer(resource)
         transform = informer.transform
         informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-    provisioner = Provisioner.from_cache(
+    provisioner = Provisioner(
         client=client,
         cluster=cluster,
         cloud_provider=provider,

@@ -117,3 +117,30 @@ def test_a_view_is_rebuilt_when_its_claim_is_bound_without_a_new_pod_version() -
     second = views.view(claiming, volume_terms=after.terms(claiming))
     assert _zones(first.volume_terms) == [{"a", "b"}]
     assert _zones(second.volume_terms) == [{"b"}]
+
+
+def test_a_claim_bound_to_an_unknown_volume_names_the_claim_and_the_volume() -> None:
+    """As Karpenter, the pod is an error for this pass rather than placed without the
+    volume's topology (which could put it in another zone than its volume)."""
+    topo = VolumeTopology(claims=[_claim("data", volumeName="pv-new")])
+    with pytest.raises(
+        VolumeError,
+        match=r'spec.volumes\[0\]: PersistentVolumeClaim "ns/data" is bound to '
+        r'PersistentVolume "pv-new", which is not found',
+    ):
+        topo.terms(served(pod("p", "ns", volumes=[_claim_vol("data")])))
+
+
+def test_a_pod_whose_volume_is_not_known_is_left_out_of_the_plan() -> None:
+    """Through the one builder `karpy run` and `karpy simulate` share: the pod is reported
+    (non-strict, the provisioner) or named in the error (strict, simulate)."""
+    from karpy.state.inputs import ClusterObjects, InputError, build_input
+
+    waiting = served(pod("waiting", "ns", volumes=[_claim_vol("data")]))
+    free = served(pod("free", "ns"))
+    objects = ClusterObjects(pending=[waiting, free], claims=[_claim("data", volumeName="pv-new")])
+    built = build_input(objects)
+    assert [p.key for p in built.input.pods] == ["ns/free"]
+    assert 'PersistentVolume "pv-new"' in built.errors["ns/waiting"]
+    with pytest.raises(InputError, match=r'Pod ns/waiting: .*"ns/data".*"pv-new"'):
+        build_input(objects, strict=True)
