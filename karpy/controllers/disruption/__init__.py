@@ -28,7 +28,7 @@ def methods(ctx: ControllerContext, events: DedupingEvents) -> list[Method]:
     single-node consolidation."""
     return [
         Emptiness(events=events),
-        Drift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider),
+        Drift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider, events=events),
         _consolidation(ctx, MultiNodeConsolidation),
         _consolidation(ctx, SingleNodeConsolidation),
     ]

@@ -19,6 +19,7 @@ from karpy.apis.objects import get_condition, is_condition_true
 from karpy.apis.v1 import conditions as cond
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.disruption.candidates import Candidate
+from karpy.controllers.disruption.events import DedupingEvents, involved_node, involved_nodeclaim
 from karpy.controllers.disruption.methods.base import Budgets, Command
 from karpy.controllers.disruption.methods.simulation import simulate_without
 from karpy.scheduling.engine.model import NewNodeClaim
@@ -27,6 +28,7 @@ from karpy.state import Cluster
 __all__ = ["CONSOLIDATION_TYPE_DRIFT", "Drift"]
 
 CONSOLIDATION_TYPE_DRIFT: Final = ""
+REASON_DISRUPTION_BLOCKED: Final = "DisruptionBlocked"
 
 log = structlog.get_logger("karpy.controllers.disruption")
 
@@ -44,9 +46,16 @@ class Drift:
     needs_validation: Final = False
     graceful: Final = False
 
-    def __init__(self, *, cluster: Cluster, cloud_provider: CloudProvider) -> None:
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        cloud_provider: CloudProvider,
+        events: DedupingEvents | None = None,
+    ) -> None:
         self.cluster = cluster
         self.cloud_provider = cloud_provider
+        self.events = events
 
     def should_disrupt(self, candidate: Candidate) -> bool:
         if candidate.nodepool.is_static:
@@ -68,9 +77,27 @@ class Drift:
                     Node={"name": c.node.node_name},
                     pods=sorted(result.errors)[:5],
                 )
+                self._blocked(c)
                 continue
             return self._command(c, tuple(result.node_claims), pods=len(pods))
         return Command()
+
+    def _blocked(self, c: Candidate) -> None:
+        if self.events is None:
+            return
+        message = "Scheduling simulation failed to schedule all pods"
+        for obj, ref in (
+            (c.node.node, involved_node(c.node.node)),
+            (c.node.nodeclaim, involved_nodeclaim(c.node.nodeclaim)),
+        ):
+            if obj is not None:
+                meta = obj.get("metadata") or {}
+                self.events.publish(
+                    ref,
+                    reason=REASON_DISRUPTION_BLOCKED,
+                    message=message,
+                    dedupe=(str(meta.get("uid") or meta.get("name") or ""), self.reason),
+                )
 
     async def validate(
         self, command: Command, candidates: Sequence[Candidate], budgets: Budgets

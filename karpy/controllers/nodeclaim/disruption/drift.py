@@ -41,6 +41,7 @@ from karpy.apis.v1.labels import (
 )
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.common.status import write_conditions
+from karpy.controllers.nodepool.hash import NODEPOOL_HASH_VERSION, nodepool_hash
 from karpy.kube import Client, Clock, Informer, RealClock, Result
 from karpy.kube.builder import Builder
 from karpy.scheduling.instancetypes import InstanceType
@@ -64,12 +65,20 @@ def _annotations(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def nodepool_drifted(pool: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
     """The NodePool's template hash differs from the one the NodeClaim was launched with (only
-    when both were stamped with the same hash version)."""
+    when both were stamped with the same hash version).
+
+    For the current version the NodePool's hash is computed from its spec rather than read from
+    its annotation: right after an edit the provisioner already stamps new NodeClaims with the
+    new hash while the annotation still holds the old one, and they must not look drifted."""
     pa, ca = _annotations(pool), _annotations(claim)
     version = pa.get(ANNOTATION_NODEPOOL_HASH_VERSION)
     if not version or version != ca.get(ANNOTATION_NODEPOOL_HASH_VERSION):
         return False
-    pool_hash, claim_hash = pa.get(ANNOTATION_NODEPOOL_HASH), ca.get(ANNOTATION_NODEPOOL_HASH)
+    claim_hash = ca.get(ANNOTATION_NODEPOOL_HASH)
+    if version == NODEPOOL_HASH_VERSION:
+        pool_hash: Any = nodepool_hash(pool)
+    else:
+        pool_hash = pa.get(ANNOTATION_NODEPOOL_HASH)
     return bool(pool_hash) and bool(claim_hash) and pool_hash != claim_hash
 
 

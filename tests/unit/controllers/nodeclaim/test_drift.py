@@ -11,6 +11,7 @@ from karpy.controllers.nodeclaim.disruption.drift import (
     nodepool_drifted,
     requirements_drifted,
 )
+from karpy.controllers.nodepool.hash import nodepool_hash
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from tests.kit import kwok_nodeclass, nodepool
 
@@ -30,12 +31,25 @@ def _claim(labels: dict[str, str]) -> JSON:
 
 def test_nodepool_hash_drift_only_between_equal_versions() -> None:
     pool = nodepool("pool")
+    now = nodepool_hash(pool)
     claim = _claim({})
-    assert nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "2", "v3"))
-    assert not nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "1", "v3"))
-    assert not nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "2", "v2"))
-    assert not nodepool_drifted(_stamped(pool, "1", "v3"), _stamped(claim, "2", None))
-    assert not nodepool_drifted(_stamped(pool, "1", None), _stamped(claim, "2", "v3"))
+    assert nodepool_drifted(_stamped(pool, now, "v3"), _stamped(claim, "2", "v3"))
+    assert not nodepool_drifted(_stamped(pool, now, "v3"), _stamped(claim, now, "v3"))
+    assert not nodepool_drifted(_stamped(pool, now, "v3"), _stamped(claim, "2", "v2"))
+    assert not nodepool_drifted(_stamped(pool, now, "v3"), _stamped(claim, "2", None))
+    assert not nodepool_drifted(_stamped(pool, now, None), _stamped(claim, "2", "v3"))
+    # An older version both sides: the stamped values are compared as they are.
+    assert nodepool_drifted(_stamped(pool, "1", "v2"), _stamped(claim, "2", "v2"))
+    assert not nodepool_drifted(_stamped(pool, "1", "v2"), _stamped(claim, "1", "v2"))
+
+
+def test_a_claim_stamped_from_the_edited_spec_is_not_drifted_before_the_pool_is_restamped() -> None:
+    edited = nodepool("pool", labels={"team": "blue"})
+    stale_annotation = _stamped(edited, nodepool_hash(nodepool("pool")), "v3")
+    fresh_claim = _stamped(_claim({}), nodepool_hash(edited), "v3")
+    old_claim = _stamped(_claim({}), nodepool_hash(nodepool("pool")), "v3")
+    assert not nodepool_drifted(stale_annotation, fresh_claim)
+    assert nodepool_drifted(stale_annotation, old_claim)
 
 
 def test_requirements_drift_when_labels_no_longer_satisfy_the_pool() -> None:
