@@ -9,6 +9,8 @@ instance is queued (10 SendMessageBatch calls). Reported:
 - `seconds`: from the messages being queued to all 100 pods Running and Ready on other nodes
   (target <= 60 s on 2 cores; the warning gives 120 s);
 - `drainedSeconds`: until the queue shows 0 visible and 0 in-flight messages;
+- `deletingSeconds`: until every interrupted NodeClaim is being deleted (the reconciler's own
+  share; the rest is draining, launching the replacements and their kubelets);
 - `interruptedGoneSeconds`: until every interrupted NodeClaim is gone (drained and terminated);
 - `reusedOffering`: replacement NodeClaims on an offering (type, zone) that was interrupted
   (should be 0: each interruption marks its spot offering unavailable for 3 minutes);
@@ -160,8 +162,17 @@ def run(work_dir: Path) -> dict[str, Any]:
             drained: float | None = None
             gone: float | None = None
             moved: float | None = None
+            deleting: float | None = None
             while time.monotonic() - started < TIMEOUT and None in (drained, gone, moved):
                 now = time.monotonic() - started
+                if deleting is None:
+                    live = {
+                        c["metadata"]["name"]
+                        for c in kubectl.json("get", "nodeclaims")["items"]
+                        if not c["metadata"].get("deletionTimestamp")
+                    }
+                    if not live & set(interrupted):
+                        deleting = now
                 if drained is None:
                     attrs = sqs.get_queue_attributes(
                         QueueUrl=url,
@@ -197,6 +208,7 @@ def run(work_dir: Path) -> dict[str, Any]:
             "queueSeconds": round(queued, 2),
             "seconds": round(moved, 2) if moved is not None else None,
             "drainedSeconds": round(drained, 2) if drained is not None else None,
+            "deletingSeconds": round(deleting, 2) if deleting is not None else None,
             "interruptedGoneSeconds": round(gone, 2) if gone is not None else None,
             "replacements": len(replacements),
             "reusedOffering": reused,

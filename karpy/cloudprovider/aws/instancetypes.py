@@ -33,7 +33,12 @@ from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.requirements import Requirement, Requirements
 
-__all__ = ["INSTANCE_TYPES_REFRESH", "InstanceTypeProvider", "build_instance_type"]
+__all__ = [
+    "INSTANCE_TYPES_REFRESH",
+    "InstanceTypeProvider",
+    "build_instance_type",
+    "without_unavailable",
+]
 
 INSTANCE_TYPES_REFRESH: Final = timedelta(hours=12)
 CAPACITY_TYPES: Final = (CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT)
@@ -99,6 +104,39 @@ def build_instance_type(
     )
 
 
+def without_unavailable(
+    instance_type: InstanceType, unavailable: UnavailableOfferings
+) -> InstanceType:
+    """`instance_type` with the offerings the ICE cache holds marked unavailable (the same
+    object when it holds none of them)."""
+    name = instance_type.name
+    gone = [
+        o.available and unavailable.is_unavailable(o.capacity_type, name, o.zone)
+        for o in instance_type.offerings
+    ]
+    if not any(gone):
+        return instance_type
+    offerings = [
+        Offering(
+            zone=o.zone,
+            capacity_type=o.capacity_type,
+            price=o.price,
+            available=False,
+            requirements=o.requirements,
+        )
+        if out
+        else o
+        for o, out in zip(instance_type.offerings, gone, strict=True)
+    ]
+    return InstanceType(
+        name=name,
+        capacity=instance_type.capacity,
+        offerings=offerings,
+        requirements=instance_type.requirements,
+        overhead=instance_type.overhead,
+    )
+
+
 def usable(info: Mapping[str, Any]) -> bool:
     """HVM and an architecture Kubernetes nodes run (x86_64 or arm64)."""
     hvm = "hvm" in (info.get("SupportedVirtualizationTypes") or ())
@@ -136,6 +174,7 @@ class InstanceTypeProvider:
         self.offered_zones: dict[str, set[str]] = {}
         self.zone_ids: dict[str, str] = {}
         self._cache: dict[tuple[object, ...], list[InstanceType]] = {}
+        self._built: dict[tuple[object, ...], list[InstanceType]] = {}
         self._version = 0
 
     @property
@@ -158,6 +197,7 @@ class InstanceTypeProvider:
         self._refreshed_at = self._clock()
         self._version += 1
         self._cache.clear()
+        self._built.clear()
         return True
 
     async def update_instance_types(self) -> None:
@@ -217,23 +257,29 @@ class InstanceTypeProvider:
             reserved_enis=self.reserved_enis,
         )
         allowed = frozenset(zones) if zones is not None else None
-        key = (repr(settings), allowed, self.unavailable.active(), self._version)
+        built_key = (repr(settings), allowed, self._version)
+        key = (*built_key, self.unavailable.active())
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        all_zones = self.zones
-        types = [
-            build_instance_type(
-                info,
-                zones=all_zones,
-                offered_zones=self.offered_zones.get(name, set()),
-                pricing=self.pricing,
-                settings=settings,
-                zone_ids=self.zone_ids,
-                allowed_zones=allowed,
-                unavailable=self.unavailable,
-            )
-            for name, info in sorted(self.infos.items())
-        ]
+        # Building every type takes most of a second; the ICE cache changes far more often
+        # (every spot interruption), so it is laid over the built list instead.
+        built = self._built.get(built_key)
+        if built is None:
+            all_zones = self.zones
+            built = [
+                build_instance_type(
+                    info,
+                    zones=all_zones,
+                    offered_zones=self.offered_zones.get(name, set()),
+                    pricing=self.pricing,
+                    settings=settings,
+                    zone_ids=self.zone_ids,
+                    allowed_zones=allowed,
+                )
+                for name, info in sorted(self.infos.items())
+            ]
+            self._built = {built_key: built}
+        types = [without_unavailable(t, self.unavailable) for t in built]
         self._cache = {key: types}
         return types
