@@ -18,7 +18,6 @@ synced (no NodeClaim created but not launched, so nothing is launched twice), th
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from karpy.apis.descriptors import NODECLAIMS, SCHEDULINGCONFIGS
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import is_condition_true
 from karpy.apis.v1 import NodePool, conditions, labels
 from karpy.cloudprovider.types import CloudProvider
@@ -54,7 +53,7 @@ from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.resources import format_resources, parse_resources
 from karpy.state import Cluster, ClusterSnapshot
 from karpy.state import pods as podutil
-from karpy.state.inputs import NodeClassKey, PodViews, build_input, nodepool_nodeclass
+from karpy.state.inputs import PodViews, build_input
 
 __all__ = ["NAME", "Provisioner", "limits_exceeded", "well_known_labels"]
 
@@ -110,9 +109,6 @@ class _Batch:
     snapshot: ClusterSnapshot
     pods: tuple[JSON, ...]
     templates: tuple[NodePoolTemplate, ...]
-    configs: tuple[JSON, ...] = ()
-    """SchedulingConfigs, and each NodePool's NodeClass they match on."""
-    nodeclasses: Mapping[str, NodeClassKey | None] = dataclasses.field(default_factory=dict)
 
 
 class Provisioner:
@@ -128,7 +124,6 @@ class Provisioner:
         batcher: Batcher,
         pvcs: Informer | None = None,
         storage_classes: Informer | None = None,
-        configs: Informer | None = None,
         clock: Clock | None = None,
         preference_policy: PreferencePolicy = "Respect",
         min_values_policy: MinValuesPolicy = "Strict",
@@ -140,7 +135,6 @@ class Provisioner:
         self.batcher = batcher
         self.pvcs = pvcs
         self.storage_classes = storage_classes
-        self.configs = configs
         self.clock = clock or RealClock()
         self.preference_policy: PreferencePolicy = preference_policy
         self.min_values_policy: MinValuesPolicy = min_values_policy
@@ -172,7 +166,6 @@ class Provisioner:
             batcher=batcher,
             pvcs=cache.informer(PERSISTENTVOLUMECLAIMS),
             storage_classes=cache.informer(STORAGECLASSES),
-            configs=cache.informer(SCHEDULINGCONFIGS),
             clock=clock,
             preference_policy=preference_policy,
             min_values_policy=min_values_policy,
@@ -296,16 +289,7 @@ class Provisioner:
             for pod in pods.values():
                 self._failed(pod, "no nodepools found")
             return None
-        return _Batch(
-            snapshot=snapshot,
-            pods=tuple(pods.values()),
-            templates=tuple(templates),
-            configs=tuple(self.configs.list()) if self.configs is not None else (),
-            nodeclasses={
-                str((p.get("metadata") or {}).get("name") or ""): nodepool_nodeclass(p)
-                for p in self.cluster.nodepools()
-            },
-        )
+        return _Batch(snapshot=snapshot, pods=tuple(pods.values()), templates=tuple(templates))
 
     def _pvc(self, namespace: str, name: str) -> JSON | None:
         return self.pvcs.get(f"{namespace}/{name}") if self.pvcs is not None else {}
@@ -356,9 +340,8 @@ class Provisioner:
             self.views.prune()
 
     def _schedule(self, batch: _Batch, laps: Stopwatch) -> SchedulingResult:
-        objects = batch.snapshot.objects(batch.pods, batch.templates)
         built = build_input(
-            dataclasses.replace(objects, configs=batch.configs, nodeclasses=batch.nodeclasses),
+            batch.snapshot.objects(batch.pods, batch.templates),
             views=self.views,
             preference_policy=self.preference_policy,
             min_values_policy=self.min_values_policy,
