@@ -219,6 +219,8 @@ def _disruption(args: argparse.Namespace, scenario: Scenario) -> int:
         pdbs=objects.pdbs,
         daemonsets=objects.daemonsets,
         namespaces=objects.namespaces,
+        configs=objects.configs,
+        nodeclasses=objects.nodeclasses,
         spot_to_spot=args.spot_to_spot,
         min_savings=args.min_savings,
         preference_policy=args.preference_policy,

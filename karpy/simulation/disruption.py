@@ -53,7 +53,13 @@ from karpy.scheduling.engine import NodePoolTemplate, schedule
 from karpy.scheduling.engine.model import PreferencePolicy
 from karpy.scheduling.selectors import LabelSelector, SelectorError
 from karpy.state import pods as podutil
-from karpy.state.inputs import ClusterObjects, PodViews, build_input, state_nodes
+from karpy.state.inputs import (
+    ClusterObjects,
+    NodeClassKey,
+    PodViews,
+    build_input,
+    state_nodes,
+)
 
 __all__ = ["DisruptionPlan", "Step", "plan_disruption"]
 
@@ -229,8 +235,13 @@ class Replay:
         spot_to_spot: bool = False,
         min_savings: float = 0.0,
         preference_policy: PreferencePolicy = "Respect",
+        configs: Sequence[Mapping[str, Any]] = (),
+        nodeclasses: Mapping[str, NodeClassKey | None] | None = None,
     ) -> None:
         self.preference_policy: PreferencePolicy = preference_policy
+        self.configs = list(configs)
+        """SchedulingConfigs (karpy's extension): replacements keep to them."""
+        self.nodeclasses = dict(nodeclasses or {})
         self.nodepools = {p.name: p for p in nodepools}
         self.templates = list(templates)
         self.pdbs = list(pdbs)
@@ -276,6 +287,8 @@ class Replay:
             min_savings=self.min_savings,
             views=self.views,
             preference_policy=self.preference_policy,
+            configs=self.configs,
+            nodeclasses=self.nodeclasses,
         )
 
     def cost(self, snapshot: Snapshot) -> tuple[float, int]:
@@ -302,6 +315,8 @@ class Replay:
                 daemonsets=self.daemonsets,
                 namespaces=self.namespaces,
                 templates=self.templates,
+                configs=self.configs,
+                nodeclasses=self.nodeclasses,
             ),
             views=PodViews(),
             preference_policy=self.preference_policy,

@@ -67,6 +67,9 @@ class ScenarioObjects:
     pdbs: list[dict[str, Any]]
     daemonsets: list[dict[str, Any]]
     namespaces: dict[str, dict[str, str]]
+    configs: list[dict[str, Any]] = field(default_factory=list)
+    """SchedulingConfigs, and each NodePool's NodeClass they match on."""
+    nodeclasses: dict[str, NodeClassKey | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -272,6 +275,8 @@ def load_scenario(
             pdbs=pdbs,
             daemonsets=[_namespaced(doc) for doc in daemon_docs],
             namespaces=namespaces,
+            configs=list(configs.values()),
+            nodeclasses=nodeclasses,
         ),
         explain=built.explain,
     )

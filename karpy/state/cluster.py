@@ -23,7 +23,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
+from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS, SCHEDULINGCONFIGS
 from karpy.apis.v1 import conditions, labels
 from karpy.kube.cache import Cache
 from karpy.kube.clock import Clock, RealClock
@@ -45,9 +45,11 @@ from karpy.state import pods as podutil
 from karpy.state.inputs import (
     NODES_RESOURCE,
     ClusterObjects,
+    NodeClassKey,
     daemonset_pod,
     join_nodes,
     node_key,
+    nodepool_nodeclass,
     nodepool_usage,
 )
 from karpy.state.nodepoolhealth import NodePoolHealth
@@ -82,6 +84,9 @@ class ClusterSnapshot:
     claims: tuple[JSON, ...] = ()
     volumes: tuple[JSON, ...] = ()
     storage_classes: tuple[JSON, ...] = ()
+    configs: tuple[JSON, ...] = ()
+    """SchedulingConfigs (karpy's extension), and each NodePool's NodeClass they match on."""
+    nodeclasses: Mapping[str, NodeClassKey | None] = field(default_factory=dict)
 
     def active_nodes(self) -> list[StateNode]:
         """Nodes not marked for deletion: the ones new pods can still go to."""
@@ -100,6 +105,8 @@ class ClusterSnapshot:
             storage_classes=self.storage_classes,
             namespaces=self.namespace_labels,
             templates=tuple(templates),
+            configs=self.configs,
+            nodeclasses=self.nodeclasses,
         )
 
 
@@ -157,6 +164,7 @@ class Cluster:
         self.pvc_informer: Informer = cache.informer(PERSISTENTVOLUMECLAIMS)
         self.pv_informer: Informer = cache.informer(PERSISTENTVOLUMES)
         self.storageclass_informer: Informer = cache.informer(STORAGECLASSES)
+        self.schedulingconfig_informer: Informer = cache.informer(SCHEDULINGCONFIGS)
         self._pending: dict[str, _PendingClaim] = {}
         self._planned: dict[str, dict[str, None]] = {}
         self._marked: set[str] = set()
@@ -426,6 +434,8 @@ class Cluster:
             claims=tuple(self.pvc_informer.list()),
             volumes=tuple(self.pv_informer.list()),
             storage_classes=tuple(self.storageclass_informer.list()),
+            configs=tuple(self.schedulingconfig_informer.list()),
+            nodeclasses={_name(p): nodepool_nodeclass(p) for p in self.nodepool_informer.list()},
         )
 
 

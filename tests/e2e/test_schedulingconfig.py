@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from kubetest import Kubectl
 
 from tests.e2e.conftest import PoolFactory
@@ -27,6 +28,7 @@ from tests.e2e.support import (
 )
 from tests.kit import LINUX, schedulingconfig
 
+pytestmark = pytest.mark.timeout(600)
 ARCH = "kubernetes.io/arch"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 OPEN_REQUIREMENTS = [
@@ -119,3 +121,54 @@ def test_editing_the_batch_window_applies_without_restart(
     fast = _seconds_to_new_claim(kubectl, namespace, "fast", before=len(nodeclaims(kubectl)))
     assert fast < 20, f"NodeClaim after {fast:.1f}s with a 1s idle window"
     wait_bound(kubectl, namespace, 2)
+
+
+def test_tightening_the_guard_rail_rolls_the_fleet(
+    kubectl: Kubectl, namespace: str, karpy: KarpyProcess, kwok_pool: PoolFactory
+) -> None:
+    """Spot nodes launched before the config are RequirementsDrifted once it asks for
+    on-demand, and replaced by on-demand nodes within the NodePool's budget."""
+    kwok_pool("default", requirements=OPEN_REQUIREMENTS, budgets=[{"nodes": "1"}])
+    one_per_node = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    spot = {CAPACITY_TYPE: "spot", ARCH: "amd64"}
+    kubectl.apply(deployment("web", namespace, replicas=2, cpu="500m", affinity=one_per_node))
+    wait_bound(kubectl, namespace, 2)
+    before = {c["metadata"]["name"] for c in nodeclaims(kubectl)}
+    assert all(
+        {k: c["metadata"]["labels"].get(k) for k in spot} == spot for c in nodeclaims(kubectl)
+    ), "the cheapest nodes are spot"
+
+    kubectl.apply(schedulingconfig())  # amd64 and on-demand from now on
+    wait_for(
+        lambda: any(
+            (c.get("status") or {}).get("conditions")
+            and any(
+                x["type"] == "Drifted" and x.get("reason") == "RequirementsDrifted"
+                for x in c["status"]["conditions"]
+            )
+            for c in nodeclaims(kubectl)
+        ),
+        timeout=120,
+        message="a spot NodeClaim marked RequirementsDrifted",
+    )
+
+    def rolled() -> list[dict[str, Any]] | None:
+        claims = [c for c in nodeclaims(kubectl) if not c["metadata"].get("deletionTimestamp")]
+        names = {c["metadata"]["name"] for c in claims}
+        return claims if len(claims) == 2 and not names & before else None
+
+    claims = wait_for(rolled, timeout=400, message="both spot nodes replaced")
+    for claim in claims:
+        assert claim["metadata"]["labels"][CAPACITY_TYPE] == "on-demand"
+    bound = wait_bound(kubectl, namespace, 2, selector="app=web")
+    on = {p["spec"]["nodeName"] for p in bound}
+    assert on <= {c["status"].get("nodeName") for c in claims}

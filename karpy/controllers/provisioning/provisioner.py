@@ -18,7 +18,6 @@ synced (no NodeClaim created but not launched, so nothing is launched twice), th
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from karpy.apis.descriptors import NODECLAIMS, SCHEDULINGCONFIGS
+from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import is_condition_true
 from karpy.apis.v1 import NodePool, conditions, labels
 from karpy.cloudprovider.types import CloudProvider
@@ -52,7 +51,7 @@ from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.resources import format_resources, parse_resources
 from karpy.state import Cluster, ClusterSnapshot
 from karpy.state import pods as podutil
-from karpy.state.inputs import NodeClassKey, PodViews, build_input, nodepool_nodeclass
+from karpy.state.inputs import PodViews, build_input
 
 __all__ = ["NAME", "Provisioner", "limits_exceeded", "well_known_labels"]
 
@@ -108,9 +107,6 @@ class _Batch:
     snapshot: ClusterSnapshot
     pods: tuple[JSON, ...]
     templates: tuple[NodePoolTemplate, ...]
-    configs: tuple[JSON, ...] = ()
-    """SchedulingConfigs, and each NodePool's NodeClass they match on."""
-    nodeclasses: Mapping[str, NodeClassKey | None] = dataclasses.field(default_factory=dict)
 
 
 class Provisioner:
@@ -133,9 +129,6 @@ class Provisioner:
         self.cloud_provider = cloud_provider
         self.events = events
         self.batcher = batcher
-        # SchedulingConfigs are read from the informer cache, like every lookup the
-        # provisioner makes (claims and StorageClasses through cluster state)
-        self.configs: Informer = cluster.cache.informer(SCHEDULINGCONFIGS)
         self.clock = clock or RealClock()
         self.preference_policy: PreferencePolicy = preference_policy
         self.min_values_policy: MinValuesPolicy = min_values_policy
@@ -263,16 +256,7 @@ class Provisioner:
             for pod in pods.values():
                 self._failed(pod, "no nodepools found")
             return None
-        return _Batch(
-            snapshot=snapshot,
-            pods=tuple(pods.values()),
-            templates=tuple(templates),
-            configs=tuple(self.configs.list()),
-            nodeclasses={
-                str((p.get("metadata") or {}).get("name") or ""): nodepool_nodeclass(p)
-                for p in self.cluster.nodepools()
-            },
-        )
+        return _Batch(snapshot=snapshot, pods=tuple(pods.values()), templates=tuple(templates))
 
     def _pvc(self, namespace: str, name: str) -> JSON | None:
         # the informers cluster state keeps: the lookups pod validation and volume topology share
@@ -324,9 +308,8 @@ class Provisioner:
             self.views.prune()
 
     def _schedule(self, batch: _Batch, laps: Stopwatch) -> SchedulingResult:
-        objects = batch.snapshot.objects(batch.pods, batch.templates)
         built = build_input(
-            dataclasses.replace(objects, configs=batch.configs, nodeclasses=batch.nodeclasses),
+            batch.snapshot.objects(batch.pods, batch.templates),
             views=self.views,
             preference_policy=self.preference_policy,
             min_values_policy=self.min_values_policy,

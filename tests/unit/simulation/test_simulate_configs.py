@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from karpy.cli import main
 
@@ -137,3 +139,32 @@ def test_invalid_config_exits_2_naming_document_and_field(
 def test_duplicate_config_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _simulate(tmp_path, capsys, NODEPOOL, CONFIG, CONFIG)
     assert code == 2 and "duplicate SchedulingConfig" in err
+
+
+def test_disruption_replacements_keep_to_the_configs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--disruption`: the cheaper replacement of an oversized node comes from the families a
+    SchedulingConfig leaves (the same scenario without it picks one it rules out)."""
+    from tests.unit.simulation.test_simulate_disruption import node, nodepool, pod, write
+
+    family = "karpenter.kwok.sh/instance-family"
+    objects = [nodepool(), node("big", "c-32x-amd64-linux"), pod("p", "big", "1")]
+
+    def replacement(*docs: dict[str, Any]) -> str:
+        code = main(["simulate", "--disruption", "-o", "json", "-f", write(tmp_path, *docs)])
+        out, err = capsys.readouterr()
+        assert code == 0, err
+        (command,) = json.loads(out)["commands"]
+        assert command["decision"] == "replace"
+        return str(command["replacement"]["instanceType"])
+
+    free = replacement(*objects)
+    chosen = free.split("-")[0]
+    config = yaml.safe_load(CONFIG)
+    del config["status"]
+    config["spec"]["requirements"] = [
+        {"key": family, "operator": "NotIn", "values": [chosen]},
+    ]
+    constrained = replacement(*objects, config)
+    assert constrained.split("-")[0] != chosen

@@ -139,6 +139,8 @@ class _Consolidation:
             spot_to_spot=self.spot_to_spot,
             min_savings=self.min_savings,
             views=self.views,
+            configs=state.configs,
+            nodeclasses=state.nodeclasses,
         )
 
     def search(

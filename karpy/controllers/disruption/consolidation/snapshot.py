@@ -25,6 +25,7 @@ from karpy.scheduling.resources import CPU, ResourceMap
 from karpy.state import StateNode
 from karpy.state.inputs import (
     ClusterObjects,
+    NodeClassKey,
     PodViews,
     VolumeError,
     VolumeTopology,
@@ -123,8 +124,11 @@ def build_snapshot(
     min_savings: float = 0.0,
     views: PodViews | None = None,
     preference_policy: PreferencePolicy = "Respect",
+    configs: Sequence[JSON] = (),
+    nodeclasses: Mapping[str, NodeClassKey | None] | None = None,
 ) -> Snapshot:
-    """A snapshot of these objects; unreadable pending pods are left out (`unreadable`)."""
+    """A snapshot of these objects; unreadable pending pods are left out (`unreadable`).
+    SchedulingConfigs constrain the replacements as they constrain provisioning."""
     views = views if views is not None else PodViews()
     built = build_input(
         ClusterObjects(
@@ -136,6 +140,8 @@ def build_snapshot(
             volumes=volumes,
             storage_classes=storage_classes,
             templates=templates,
+            configs=configs,
+            nodeclasses=dict(nodeclasses or {}),
         ),
         views=views,
         preference_policy=preference_policy,

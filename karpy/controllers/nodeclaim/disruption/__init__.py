@@ -3,7 +3,7 @@ loop reads (`Consolidatable`, `Drifted`)."""
 
 from __future__ import annotations
 
-from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
+from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS, SCHEDULINGCONFIGS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.nodeclaim.disruption.consolidatable import (
     NAME,
@@ -38,6 +38,7 @@ def register(ctx: ControllerContext) -> None:
             nodepools=ctx.informer(NODEPOOLS),
             cloud_provider=ctx.cloud_provider,
             nodeclasses=[ctx.informer(r) for r in ctx.nodeclasses],
+            configs=ctx.informer(SCHEDULINGCONFIGS),
             clock=ctx.clock,
         )
     )

@@ -5,19 +5,20 @@ NodeClass) would launch now. Checked in Karpenter's order, the first reason wins
    compared only when both carry `karpenter.sh/nodepool-hash-version` and the versions match
    (the hash controller re-stamps NodeClaims on a version change);
 2. `RequirementsDrifted`: the NodeClaim's labels, as `In` requirements, are not strictly
-   compatible with the NodePool's requirements;
+   compatible with the NodePool's requirements plus those of the SchedulingConfigs that apply
+   to its NodeClass (karpy's extension: tightening a guard rail rolls the fleet);
 3. `InstanceTypeNotFound`: for NodeClaims older than an hour, looked at most every 30 minutes,
    the instance type is gone from the NodePool's instance types or has no offering for the
    NodeClaim's zone and capacity type (a reserved NodeClaim also matches on-demand);
 4. the provider's `is_drifted` (kwok: the KWOKNodeClass changed since the instance launched).
 
 Not drifted clears the condition. Every NodeClaim is looked at again after 5 minutes, and at
-once when its NodePool's spec or its NodeClass changes.
+once when its NodePool's spec, its NodeClass or a SchedulingConfig changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -46,6 +47,7 @@ from karpy.kube import Client, Clock, Informer, RealClock, Result
 from karpy.kube.builder import Builder
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.requirements import RequirementError, Requirements
+from karpy.state.inputs import guardrails, nodepool_nodeclass
 
 __all__ = ["DRIFT_NAME", "DriftController", "nodepool_drifted", "requirements_drifted"]
 
@@ -82,12 +84,19 @@ def nodepool_drifted(pool: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
     return bool(pool_hash) and bool(claim_hash) and pool_hash != claim_hash
 
 
-def requirements_drifted(pool: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
-    """The NodeClaim's labels no longer satisfy every requirement of the NodePool."""
+def requirements_drifted(
+    pool: Mapping[str, Any], claim: Mapping[str, Any], configs: Sequence[Mapping[str, Any]] = ()
+) -> bool:
+    """The NodeClaim's labels no longer satisfy every requirement of the NodePool and of the
+    SchedulingConfigs that apply to its NodeClass."""
     template = ((pool.get("spec") or {}).get("template") or {}).get("spec") or {}
     try:
         wanted = Requirements.from_node_selector_terms(template.get("requirements") or ())
-    except RequirementError:
+        nodeclass = nodepool_nodeclass(pool)
+        for rail in guardrails(configs):
+            if rail.applies_to(nodeclass):
+                wanted = wanted.union(rail.requirements)
+    except (RequirementError, ValueError):
         return False  # validation reports the NodePool; never drift on unreadable input
     labels = (claim.get("metadata") or {}).get("labels") or {}
     return Requirements.from_labels(labels).strict_compatible(wanted) is not None
@@ -124,9 +133,11 @@ class DriftController:
         nodepools: Informer,
         cloud_provider: CloudProvider,
         nodeclasses: Iterable[Informer] = (),
+        configs: Informer | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.client = client
+        self.configs = configs
         self.nodeclaims = nodeclaims
         self.nodepools = nodepools
         self.cloud_provider = cloud_provider
@@ -140,6 +151,8 @@ class DriftController:
         builder.watches(self.nodepools, mapper=self._claims_of_pool)
         for informer in self.nodeclasses:
             builder.watches(informer, mapper=self._claims_of_nodeclass)
+        if self.configs is not None:
+            builder.watches(self.configs, mapper=lambda _config: self._claim_names(bool))
         builder.workers(10).log_kind("NodeClaim")
 
     def _claim_names(self, match: Any) -> list[str]:
@@ -201,7 +214,8 @@ class DriftController:
         """Why the NodeClaim is drifted, or None."""
         if nodepool_drifted(pool, claim):
             return cond.REASON_NODEPOOL_DRIFTED
-        if requirements_drifted(pool, claim):
+        configs = self.configs.list() if self.configs is not None else ()
+        if requirements_drifted(pool, claim, configs):
             return cond.REASON_REQUIREMENTS_DRIFTED
         if await self._instance_type_missing(pool, claim):
             return cond.REASON_INSTANCE_TYPE_NOT_FOUND

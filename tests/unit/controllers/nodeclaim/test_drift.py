@@ -13,7 +13,7 @@ from karpy.controllers.nodeclaim.disruption.drift import (
 )
 from karpy.controllers.nodepool.hash import nodepool_hash
 from karpy.scheduling.instancetypes import InstanceType, Offering
-from tests.kit import kwok_nodeclass, nodepool
+from tests.kit import kwok_nodeclass, nodepool, schedulingconfig
 
 JSON = dict[str, Any]
 HASH = "karpenter.sh/nodepool-hash"
@@ -67,6 +67,25 @@ def test_requirements_drift_when_labels_no_longer_satisfy_the_pool() -> None:
     not_in = nodepool("pool", requirements=[{"key": "team", "operator": "NotIn", "values": ["a"]}])
     assert not requirements_drifted(not_in, _claim({}))
     assert requirements_drifted(not_in, _claim({"team": "a"}))
+
+
+def test_requirements_drift_under_a_tightened_scheduling_config() -> None:
+    """A SchedulingConfig's requirements count as the NodePool's for the pools of its
+    NodeClass (karpy's extension): tightening the guard rail drifts the nodes it rules out."""
+    pool = nodepool("pool")  # linux only, on the KWOKNodeClass `default`
+    spot_arm = _claim({"kubernetes.io/os": "linux", "karpenter.sh/capacity-type": "spot"})
+    assert not requirements_drifted(pool, spot_arm)
+    assert requirements_drifted(pool, spot_arm, [schedulingconfig()])  # amd64, on-demand
+    elsewhere = schedulingconfig(nodeclass="other")
+    assert not requirements_drifted(pool, spot_arm, [elsewhere])
+    on_demand = _claim(
+        {
+            "kubernetes.io/os": "linux",
+            "karpenter.sh/capacity-type": "on-demand",
+            "kubernetes.io/arch": "amd64",
+        }
+    )
+    assert not requirements_drifted(pool, on_demand, [schedulingconfig(), elsewhere])
 
 
 def test_instance_type_or_offering_gone() -> None:

@@ -12,7 +12,7 @@ from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.controllers.disruption.consolidation import Snapshot, build_snapshot
 from karpy.scheduling import format_resources
 from karpy.scheduling.engine import NodePoolTemplate
-from karpy.state.inputs import state_nodes
+from karpy.state.inputs import nodepool_nodeclass, state_nodes
 from tests.kit import nodepool, pod
 
 JSON = dict[str, Any]
@@ -104,6 +104,7 @@ def snapshot(
     budgets: Sequence[Mapping[str, Any]] | None = None,
     spot_to_spot: bool = False,
     min_savings: float = 0.0,
+    configs: Sequence[JSON] = (),
 ) -> Snapshot:
     raw = nodepool("default", requirements=requirements, policy=policy, budgets=budgets)
     raw["spec"]["disruption"]["consolidateAfter"] = "0s"
@@ -120,4 +121,6 @@ def snapshot(
         now=NOW,
         spot_to_spot=spot_to_spot,
         min_savings=min_savings,
+        configs=configs,
+        nodeclasses={"default": nodepool_nodeclass(raw)},
     )

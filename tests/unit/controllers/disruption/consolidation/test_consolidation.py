@@ -14,7 +14,7 @@ from karpy.controllers.disruption.consolidation import (
     simulate,
     single_node,
 )
-from tests.kit import pdb
+from tests.kit import pdb, schedulingconfig
 from tests.unit.controllers.disruption.consolidation.states import (
     TYPES,
     app_pod,
@@ -66,6 +66,27 @@ def test_two_half_empty_nodes_merge_into_one_cheaper_node() -> None:
     assert decision.replacement is not None
     assert decision.replacement_price < 2 * _price("m-8x-amd64-linux")
     assert set(decision.moves.values()) == {"<replacement>"}
+
+
+def test_replacements_keep_to_the_scheduling_configs() -> None:
+    """The same merge with a SchedulingConfig (karpy's extension) that rules out the s family
+    on the NodePool's NodeClass: the replacement comes from another family."""
+    machines = [machine("big-a", "m-8x-amd64-linux"), machine("big-b", "m-8x-amd64-linux")]
+    pods = [
+        app_pod("a1", "big-a", "4500m", memory="10Gi"),
+        app_pod("b1", "big-b", "4500m", memory="10Gi"),
+    ]
+    family = "karpenter.kwok.sh/instance-family"
+    config = schedulingconfig(requirements=[{"key": family, "operator": "NotIn", "values": ["s"]}])
+    unconstrained = snapshot(machines, pods, budgets=[{"nodes": "100%"}])
+    decision, _ = multi_node(unconstrained, consolidation_candidates(unconstrained)[0])
+    assert decision is not None and decision.replacement is not None
+    assert "s" in {t.requirements[family].any_value() for t in decision.replacement.instance_types}
+    snap = snapshot(machines, pods, budgets=[{"nodes": "100%"}], configs=[config])
+    decision, _ = multi_node(snap, consolidation_candidates(snap)[0])
+    assert decision is not None and decision.replacement is not None
+    families = {t.requirements[family].any_value() for t in decision.replacement.instance_types}
+    assert families and "s" not in families
 
 
 def test_one_node_takes_the_other_when_it_has_room() -> None:
