@@ -79,14 +79,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _instance_types(value: str | None) -> list[InstanceType]:
-    """The kwok catalogue, a catalogue file, or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
+    """The kwok catalogue, a catalogue file (kwok's, or an AWS one written by `karpy catalog
+    export`), or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
     if not value:
         return kwok_instance_types()
     # the AWS models cost a quarter of a second to import: only for `aws` or a file
-    from karpy.cloudprovider.aws.snapshot import load_snapshot, parse_instance_types_argument
+    from karpy.cloudprovider.aws.snapshot import (
+        is_snapshot_file,
+        load_snapshot,
+        load_snapshot_file,
+        parse_instance_types_argument,
+    )
 
     region = parse_instance_types_argument(value)
-    return load_snapshot(region) if region is not None else load_kwok_catalog(value)
+    if region is not None:
+        return load_snapshot(region)
+    # An AWS catalogue (`karpy catalog export --provider aws`) keeps the AWS overhead and labels.
+    return load_snapshot_file(value) if is_snapshot_file(value) else load_kwok_catalog(value)
 
 
 def _positive_int(text: str) -> int:
