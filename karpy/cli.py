@@ -1,4 +1,4 @@
-"""The `karpy` command: `run`, `simulate`, `crds` and `version`.
+"""The `karpy` command: `run`, `simulate`, `catalog`, `crds` and `version`.
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`;
 modules are imported only when their subcommand is chosen, so `karpy version` stays instant.
@@ -20,6 +20,10 @@ from karpy import __version__
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("karpy.operator", "run the controller (settings from flags or environment)"),
     "simulate": ("karpy.simulation.command", "show the nodes karpy would launch for a scenario"),
+    "catalog": (
+        "karpy.simulation.catalogcommand",
+        "export the instance-type catalogue a configuration sees (--instance-types format)",
+    ),
     "crds": ("karpy.apis.crds", "print or write the CustomResourceDefinitions"),
     "version": ("karpy.cli", "print the version"),
 }

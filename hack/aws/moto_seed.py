@@ -3,7 +3,8 @@
     python hack/aws/moto_seed.py --endpoint-url http://127.0.0.1:5000 --cluster demo
 
 Creates a VPC with one subnet per zone (us-east-1a..c) and a security group, both tagged
-`karpenter.sh/discovery=<cluster>`, and the IAM role `KarpenterNodeRole-<cluster>`. moto has no
+`karpenter.sh/discovery=<cluster>`, the IAM role `KarpenterNodeRole-<cluster>` and the EKS
+cluster `<cluster>` (karpy reads its endpoint when `CLUSTER_ENDPOINT` is not set). moto has no
 EKS-optimized AMI parameters, so it prints an amd64 Amazon Linux AMI id for the EC2NodeClass's
 `amiSelectorTerms` (`- id: <ami>` with `amiFamily: AL2023`).
 """
@@ -44,7 +45,12 @@ def main() -> None:
         VpcId=vpc,
         TagSpecifications=[{"ResourceType": "security-group", "Tags": tags}],
     )
-    boto3.client("iam", **kwargs).create_role(
+    subnets = [
+        s["SubnetId"]
+        for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]
+    ]
+    iam = boto3.client("iam", **kwargs)
+    iam.create_role(
         RoleName=f"KarpenterNodeRole-{args.cluster}",
         AssumeRolePolicyDocument=json.dumps(
             {
@@ -58,6 +64,13 @@ def main() -> None:
                 ],
             }
         ),
+    )
+    # The EKS cluster karpy asks for its endpoint and CA when CLUSTER_ENDPOINT is not set.
+    boto3.client("eks", **kwargs).create_cluster(
+        name=args.cluster,
+        version="1.33",
+        roleArn=f"arn:aws:iam::123456789012:role/{args.cluster}-cluster",
+        resourcesVpcConfig={"subnetIds": subnets},
     )
     images = ec2.describe_images(
         Owners=["amazon"],

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from pathlib import Path
 
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
 from karpy.scheduling import CatalogError
@@ -110,16 +111,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _instance_types(value: str | None) -> list[InstanceType]:
-    """The kwok catalogue, a catalogue file, or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
+    """The kwok catalogue, a catalogue file (kwok's, or an AWS one written by `karpy catalog
+    export`), or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
     if not value:
         return kwok_instance_types()
-    if not value.startswith("aws"):
+    if not value.startswith("aws") and not _may_be_aws_catalog(value):
         return load_kwok_catalog(value)
-    # the AWS models cost a quarter of a second to import: only for `aws` (or a file so named)
-    from karpy.cloudprovider.aws.snapshot import load_snapshot, parse_instance_types_argument
+    # the AWS models cost a quarter of a second to import: only for `aws` or an AWS catalogue
+    from karpy.cloudprovider.aws.snapshot import (
+        is_snapshot_file,
+        load_snapshot,
+        load_snapshot_file,
+        parse_instance_types_argument,
+    )
 
     region = parse_instance_types_argument(value)
-    return load_snapshot(region) if region is not None else load_kwok_catalog(value)
+    if region is not None:
+        return load_snapshot(region)
+    # An AWS catalogue (`karpy catalog export --provider aws`) keeps the AWS overhead and labels.
+    return load_snapshot_file(value) if is_snapshot_file(value) else load_kwok_catalog(value)
+
+
+def _may_be_aws_catalog(path: str) -> bool:
+    """A cheap first look (gzipped, or entries with `labels`) before the AWS reader's exact one."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False  # the kwok reader says what is wrong with it
+    return data[:2] == b"\x1f\x8b" or b'"labels"' in data
 
 
 def _positive_int(text: str) -> int:

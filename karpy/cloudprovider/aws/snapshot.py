@@ -34,6 +34,7 @@ from karpy.scheduling.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Res
 __all__ = [
     "DEFAULT_SNAPSHOT_REGION",
     "dump_snapshot",
+    "is_snapshot_file",
     "load_snapshot",
     "parse_instance_types_argument",
     "snapshot_regions",
@@ -90,6 +91,18 @@ def load_snapshot_file(path: str | Path, *, region: str | None = None) -> list[I
     data = Path(path).read_bytes()
     raw = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
     return parse_snapshot(raw, source=str(path), region=region)
+
+
+def is_snapshot_file(path: str | Path) -> bool:
+    """Whether a catalogue file is an AWS one (a snapshot or `karpy catalog export --provider
+    aws`): its entries carry their `labels`. An unreadable file is not (the kwok reader then
+    says what is wrong with it)."""
+    try:
+        data = Path(path).read_bytes()
+        raw = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    except (OSError, ValueError):
+        return False
+    return isinstance(raw, list) and any(isinstance(e, Mapping) and "labels" in e for e in raw)
 
 
 def parse_snapshot(raw: Any, *, source: str, region: str | None = None) -> list[InstanceType]:

@@ -5,6 +5,7 @@ turned into karpy's instance types; the ICE cache; the 12-hour refresh; ISOLATED
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass
 
 import pytest
@@ -85,8 +86,8 @@ async def test_types_and_offerings_come_from_ec2(catalog: Catalog) -> None:
     assert available == {(z, ct) for z in sold for ct in ("on-demand", "spot")}
     for o in m5.offerings:
         # moto's spot history is a stub: 0.00001 in every zone that sells the type; elsewhere
-        # spot falls back to the on-demand price, which comes from the shipped table.
-        spot = 0.00001 if o.zone in sold else 0.096
+        # there is no spot record, so no spot price (Karpenter's rule once spot prices are known).
+        spot = 0.00001 if o.zone in sold else math.inf
         assert o.price == (0.096 if o.capacity_type == "on-demand" else spot)
         zone_id = o.requirements.get(LABEL_TOPOLOGY_ZONE_ID)
         assert zone_id is not None and zone_id.values == {catalog.provider.zone_ids[o.zone]}
@@ -153,6 +154,8 @@ async def test_isolated_vpc_never_calls_the_pricing_api(
     assert call_counter.clients["pricing"] == 0
     assert call_counter.calls["ec2.DescribeSpotPriceHistory"] >= 1
     assert isolated.spot_price("m5.large", "us-east-1a") == 0.00001
+    # Once spot prices are known, a zone without a record has no spot price (Karpenter's rule).
+    assert isolated.spot_updated and isolated.spot_price("m5.large", "us-east-1-nowhere") is None
     assert isolated.on_demand_price("m5.large") == 0.096
     # Not isolated, the same refresh goes to the Price List API first (moto has none: 500).
     connected = PricingProvider(clients)

@@ -43,7 +43,7 @@ def test_shipped_table_is_what_the_hack_script_renders() -> None:
     assert shipped.read_text() == on_demand_prices.render(json.loads(shipped.read_text()))
 
 
-def test_latest_spot_record_wins_and_unknown_spot_falls_back_to_on_demand() -> None:
+def test_latest_spot_record_wins_and_unknown_spot_is_on_demand_until_the_first_update() -> None:
     pricing = PricingProvider(AWSClients("us-east-1"))
     assert pricing.spot_price("m5.large", "us-east-1a") == 0.096  # before any spot data
     old = datetime(2026, 1, 1, tzinfo=UTC)
@@ -61,6 +61,11 @@ def test_latest_spot_record_wins_and_unknown_spot_falls_back_to_on_demand() -> N
     assert pricing.spot_price("m5.large", "us-east-1b") == 0.096
     assert pricing.spot_price("no-such.type", "us-east-1a") is None
     assert pricing.on_demand_price("no-such.type") is None
+    # After a spot update has returned records (Karpenter's rule), no record means no price:
+    # the spot offering is dropped rather than priced as on-demand.
+    pricing.spot_updated = True
+    assert pricing.spot_price("m5.large", "us-east-1a") == 0.04
+    assert pricing.spot_price("m5.large", "us-east-1b") is None
 
 
 def test_price_list_items_and_endpoints() -> None:
