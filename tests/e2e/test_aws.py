@@ -149,6 +149,16 @@ def test_a_pending_pod_launches_an_ec2_instance_that_joins_and_is_terminated(
     labels = claim["metadata"]["labels"]
     assert instance["InstanceType"] == labels["node.kubernetes.io/instance-type"]
     assert instance["InstanceType"].split(".")[0][0] in "cmr"  # the NodePool's categories
+    # Stamped with the EC2NodeClass's hash at launch, as Karpenter does (drift compares them).
+    ec2nodeclass = kubectl.json("get", "ec2nodeclass", "default")
+    stamped = claim["metadata"].get("annotations") or {}
+    for key in (
+        "karpenter.k8s.aws/ec2nodeclass-hash",
+        "karpenter.k8s.aws/ec2nodeclass-hash-version",
+    ):
+        assert stamped[key] == ec2nodeclass["metadata"]["annotations"][key]
+    assert stamped["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
+    assert ec2nodeclass["metadata"]["finalizers"] == ["karpenter.k8s.aws/termination"]
 
     node = register_node(kubectl, claim)
 

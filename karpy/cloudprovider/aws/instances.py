@@ -277,6 +277,11 @@ class AWSInstances:
                     or self.cluster.dns
                 ),
                 labels=dict(claim.metadata.labels or {}),
+                kubelet={
+                    k: v
+                    for k, v in (kubelet.to_dict() if kubelet else {}).items()
+                    if k not in ("maxPods", "clusterDNS")
+                },
                 taints=[
                     Taint(key=t.key, value=t.value, effect=t.effect)
                     for t in [*(claim.spec.taints or []), *(claim.spec.startup_taints or [])]

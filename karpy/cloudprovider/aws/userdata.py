@@ -1,5 +1,6 @@
 """Node bootstrap user data per AMI family (reference §3.1): AL2023 `nodeadm` NodeConfig in a
-MIME multipart archive, Bottlerocket TOML settings, Custom passed through.
+MIME multipart archive, AL2 `/etc/eks/bootstrap.sh` in the same archive, Bottlerocket TOML
+settings, Custom passed through.
 
 The user's `spec.userData` is kept: for AL2023 its MIME parts (or the whole text as one part)
 come first and karpy's NodeConfig last, so nodeadm merges ours over theirs; for Bottlerocket
@@ -16,10 +17,18 @@ from typing import Any, Final
 
 import yaml
 
-__all__ = ["BootstrapOptions", "Taint", "al2023_user_data", "bottlerocket_user_data", "user_data"]
+__all__ = [
+    "BootstrapOptions",
+    "Taint",
+    "al2_user_data",
+    "al2023_user_data",
+    "bottlerocket_user_data",
+    "user_data",
+]
 
 MIME_BOUNDARY: Final = "//"
 NODEADM_CONTENT_TYPE: Final = "application/node.eks.aws"
+SHELL_CONTENT_TYPE: Final = 'text/x-shellscript; charset="us-ascii"'
 LABEL_DO_NOT_SYNC_TAINTS: Final = "karpenter.sh/do-not-sync-taints"
 
 
@@ -98,13 +107,93 @@ def _user_parts(custom: str | None) -> list[tuple[str, str]]:
             parts.append((part.get_content_type(), body))
         return parts
     if custom.lstrip().startswith("#!"):
-        return [('text/x-shellscript; charset="us-ascii"', custom)]
+        return [(SHELL_CONTENT_TYPE, custom)]
     return [(NODEADM_CONTENT_TYPE, custom)]
 
 
 def al2023_user_data(options: BootstrapOptions) -> str:
     """A MIME multipart archive: the user's parts, then karpy's NodeConfig."""
-    parts = [*_user_parts(options.custom_user_data), (NODEADM_CONTENT_TYPE, _node_config(options))]
+    return _mime(
+        [*_user_parts(options.custom_user_data), (NODEADM_CONTENT_TYPE, _node_config(options))]
+    )
+
+
+def _go_quote(text: str) -> str:
+    """Go's `%q` for the plain strings used here."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _joined(name: str, values: Mapping[str, Any], separator: str) -> str | None:
+    if not values:
+        return None
+    pairs = ",".join(f"{k}{separator}{v}" for k, v in sorted(values.items()))
+    return f"{name}={_go_quote(pairs)}"
+
+
+def _kubelet_extra_args(options: BootstrapOptions) -> list[str]:
+    """Karpenter's `kubeletExtraArgs`: labels, taints (always, maybe empty), then the kubelet
+    settings as flags."""
+    labels = ",".join(f"{k}={v}" for k, v in sorted(_node_labels(options).items()))
+    taints = ",".join(
+        f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+        for t in options.taints
+    )
+    kubelet = options.kubelet
+    args: list[str | None] = [
+        f"--node-labels={_go_quote(labels)}",
+        f"--register-with-taints={_go_quote(taints)}",
+    ]
+    if options.max_pods is not None:
+        args.append(f"--max-pods={options.max_pods}")
+    if kubelet.get("podsPerCore") is not None:
+        args.append(f"--pods-per-core={kubelet['podsPerCore']}")
+    args += [
+        _joined("--system-reserved", kubelet.get("systemReserved") or {}, "="),
+        _joined("--kube-reserved", kubelet.get("kubeReserved") or {}, "="),
+        _joined("--eviction-hard", kubelet.get("evictionHard") or {}, "<"),
+        _joined("--eviction-soft", kubelet.get("evictionSoft") or {}, "<"),
+        _joined("--eviction-soft-grace-period", kubelet.get("evictionSoftGracePeriod") or {}, "="),
+    ]
+    for key, flag in (
+        ("evictionMaxPodGracePeriod", "--eviction-max-pod-grace-period"),
+        ("imageGCHighThresholdPercent", "--image-gc-high-threshold"),
+        ("imageGCLowThresholdPercent", "--image-gc-low-threshold"),
+    ):
+        if kubelet.get(key) is not None:
+            args.append(f"{flag}={kubelet[key]}")
+    if kubelet.get("cpuCFSQuota") is not None:
+        args.append(f"--cpu-cfs-quota={'true' if kubelet['cpuCFSQuota'] else 'false'}")
+    return [a for a in args if a]
+
+
+def _al2_script(options: BootstrapOptions) -> str:
+    ca = f"--b64-cluster-ca '{options.ca_bundle}'" if options.ca_bundle else ""
+    lines = [
+        "#!/bin/bash -xe",
+        "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1",
+        f"/etc/eks/bootstrap.sh '{options.cluster_name}' "
+        f"--apiserver-endpoint '{options.cluster_endpoint}' {ca}",
+    ]
+    flags: list[str] = []
+    if options.cluster_dns:
+        if ":" in options.cluster_dns[0]:
+            flags.append("--ip-family ipv6")
+        flags.append(f"--dns-cluster-ip '{options.cluster_dns[0]}'")
+    if options.max_pods is not None:
+        flags.append("--use-max-pods false")
+    flags.append(f"--kubelet-extra-args '{' '.join(_kubelet_extra_args(options))}'")
+    return lines[0] + "\n" + lines[1] + "\n" + " \\\n".join([lines[2], *flags])
+
+
+def al2_user_data(options: BootstrapOptions) -> str:
+    """A MIME multipart archive: the user's parts, then a script running the EKS AL2 AMI's
+    `/etc/eks/bootstrap.sh` with the cluster, max pods, labels, taints and kubelet flags."""
+    return _mime(
+        [*_user_parts(options.custom_user_data), (SHELL_CONTENT_TYPE, _al2_script(options))]
+    )
+
+
+def _mime(parts: Sequence[tuple[str, str]]) -> str:
     lines = [
         "MIME-Version: 1.0",
         f'Content-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"',
@@ -183,11 +272,13 @@ def user_data(ami_family: str, options: BootstrapOptions) -> str:
     """The bootstrap for `ami_family`; Custom passes the user's text through."""
     if ami_family == "AL2023":
         return al2023_user_data(options)
+    if ami_family == "AL2":
+        return al2_user_data(options)
     if ami_family == "Bottlerocket":
         return bottlerocket_user_data(options)
     if ami_family == "Custom":
         return options.custom_user_data or ""
     raise ValueError(
-        f"amiFamily {ami_family!r}: user data is not generated yet (AL2023, "
+        f"amiFamily {ami_family!r}: user data is not generated yet (AL2023, AL2, "
         "Bottlerocket and Custom are)"
     )

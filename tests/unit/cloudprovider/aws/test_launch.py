@@ -35,6 +35,7 @@ from karpy.cloudprovider.aws.launch import (
 from karpy.cloudprovider.aws.userdata import (
     BootstrapOptions,
     Taint,
+    al2_user_data,
     al2023_user_data,
     bottlerocket_user_data,
     user_data,
@@ -126,8 +127,43 @@ def test_bottlerocket_toml_merges_user_settings_under_karpys() -> None:
 def test_custom_passes_through_and_unsupported_families_say_so() -> None:
     custom = BootstrapOptions(**{**OPTIONS.__dict__, "custom_user_data": "raw"})
     assert user_data("Custom", custom) == "raw"
-    with pytest.raises(ValueError, match="AL2"):
-        user_data("AL2", OPTIONS)
+    with pytest.raises(ValueError, match="Windows2022"):
+        user_data("Windows2022", OPTIONS)
+
+
+def test_al2_runs_bootstrap_sh_after_the_users_script() -> None:
+    options = BootstrapOptions(
+        **{
+            **OPTIONS.__dict__,
+            "custom_user_data": "#!/bin/bash\necho hi\n",
+            "kubelet": {
+                "kubeReserved": {"memory": "200Mi", "cpu": "100m"},
+                "evictionHard": {"memory.available": "5%"},
+                "cpuCFSQuota": False,
+            },
+        }
+    )
+    message = email.message_from_string(user_data("AL2", options))
+    parts = [p for p in message.walk() if not p.is_multipart()]
+    assert [p.get_content_type() for p in parts] == ["text/x-shellscript"] * 2
+    assert parts[0].get_payload() == "#!/bin/bash\necho hi"
+    # Karpenter's eksbootstrap.go, flag for flag.
+    assert parts[1].get_payload() == (
+        "#!/bin/bash -xe\n"
+        "exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n"
+        "/etc/eks/bootstrap.sh 'prod' --apiserver-endpoint "
+        "'https://ABC.gr7.us-east-1.eks.amazonaws.com' --b64-cluster-ca 'Q0FCVU5ETEU=' \\\n"
+        "--dns-cluster-ip '10.100.0.10' \\\n"
+        "--use-max-pods false \\\n"
+        "--kubelet-extra-args '"
+        '--node-labels="karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=a" '
+        '--register-with-taints="dedicated=gpu:NoSchedule" --max-pods=29 '
+        '--kube-reserved="cpu=100m,memory=200Mi" --eviction-hard="memory.available<5%" '
+        "--cpu-cfs-quota=false'"
+    )
+    bare = al2_user_data(BootstrapOptions(cluster_name="c", cluster_endpoint="https://c"))
+    assert '--register-with-taints=""' in bare and "--use-max-pods" not in bare
+    assert "--b64-cluster-ca" not in bare and "--dns-cluster-ip" not in bare
 
 
 def nodeclass(**spec: Any) -> EC2NodeClass:
