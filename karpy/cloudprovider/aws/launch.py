@@ -4,11 +4,12 @@ and a changed NodeClass gets a new one.
 
 `LaunchTemplates.ensure` looks the name up (`DescribeLaunchTemplates`) and creates it when EC2
 says it does not exist; names it has seen are remembered for a minute, so a burst of launches
-costs one lookup.
+costs one lookup (concurrent launches of one template wait for the first lookup).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import json
@@ -169,6 +170,7 @@ class LaunchTemplates:
         self._ttl = ttl.total_seconds()
         self._clock = clock
         self._seen: dict[str, float] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
 
     def forget(self, name: str) -> None:
         """Drop a name EC2 no longer knows (CreateFleet said the template does not exist)."""
@@ -177,6 +179,13 @@ class LaunchTemplates:
     async def ensure(self, data: Mapping[str, Any], tags: Mapping[str, str]) -> LaunchTemplate:
         """The template for `data`, created with `tags` if EC2 does not have it."""
         name = launch_template_name(data)
+        # Launches of one template wait for the first to look it up (or make it), not race it.
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            return await self._ensure(name, data, tags)
+
+    async def _ensure(
+        self, name: str, data: Mapping[str, Any], tags: Mapping[str, str]
+    ) -> LaunchTemplate:
         now = self._clock()
         seen = self._seen.get(name)
         if seen is not None and now - seen < self._ttl:

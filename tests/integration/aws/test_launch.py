@@ -676,3 +676,20 @@ async def test_types_too_small_for_the_requests_are_not_asked_for(
     )
     launched = await launcher.instances.create(claim, launcher.nodeclass, launcher.types)
     assert (launched.metadata.labels or {})["node.kubernetes.io/instance-type"] == "m5.xlarge"
+
+
+async def test_concurrent_launches_look_each_template_up_once(
+    world: World, launcher: Launcher
+) -> None:
+    await asyncio.gather(
+        *(
+            launcher.instances.create(
+                claim_of(f"c-{i}", f"u-{i}"), launcher.nodeclass, launcher.types
+            )
+            for i in range(4)
+        )
+    )
+    # Two templates (m5.large runs 29 pods, m5.xlarge 58), each looked up and made once.
+    assert world.counter.calls["ec2.DescribeLaunchTemplates"] == 2
+    assert world.counter.calls["ec2.CreateLaunchTemplate"] == 2
+    assert world.counter.calls["ec2.CreateFleet"] == 4
