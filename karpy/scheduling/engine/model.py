@@ -179,7 +179,8 @@ class SchedulingInput:
     preference_policy: PreferencePolicy = "Respect"
     min_values_policy: MinValuesPolicy = "Strict"
     max_instance_types: int = MAX_INSTANCE_TYPES
-    # Time budget for the exact planner on small batches (engine/exact); 0 turns it off.
+    # CPU seconds for planning a small batch, heuristic and exact planner (engine/exact)
+    # together; 0 turns the exact planner off.
     exact_seconds: float = 0.2
 
 

@@ -48,10 +48,13 @@ __all__ = ["Scheduler", "schedule"]
 
 def schedule(inp: SchedulingInput) -> SchedulingResult:
     """Schedule a snapshot. Pure and deterministic: the same input gives the same plan
-    (small batches also get the exact planner, whose time budget may cut its search short)."""
+    (small batches also get the exact planner, whose search stops at deterministic work limits
+    or at the time budget in CPU seconds, which the heuristic's own time counts against; the
+    result's `exact` says when the clock cut it)."""
+    started = exact.Budget.start(inp.exact_seconds)
     result = Scheduler(inp).solve()
     if inp.exact_seconds > 0 and len(inp.pods) <= exact.MAX_PODS:
-        result = exact.improve(inp, result, budget=inp.exact_seconds)
+        result = exact.improve(inp, result, started=started)
     return result
 
 

@@ -2,9 +2,10 @@
 
 `improve(input, heuristic)` builds a MILP of the batch (see `milp.py`) when every constraint
 the batch uses is modelled (`problem.py`), prunes dominated purchase options (`prune.py`) and
-solves it with HiGHS inside a time budget, cut off at the heuristic plan's cost. The cheaper
-plan wins (on equal cost, the one with fewer nodes); the result says whether it is proven
-optimal and carries the solver's best bound. Pods the heuristic could not place stay
+solves it with HiGHS under deterministic work limits and a time budget (counted from the start
+of the heuristic, so the two together stay within it), cut off at the heuristic plan's cost.
+The cheaper plan wins (on equal cost, the one with fewer nodes); the result says whether it is
+proven optimal and carries the solver's best bound. Pods the heuristic could not place stay
 unschedulable (with its reasons); optimality is over plans for the others. Out-of-reach batches
 return the heuristic's plan with the reason in `exact`.
 """
@@ -14,17 +15,18 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from karpy.scheduling.engine.exact.milp import NODE_EPSILON, slot_count, solve
+from karpy.scheduling.engine.exact.milp import NODE_EPSILON, Budget, slot_count, solve
 from karpy.scheduling.engine.exact.patterns import solve_patterns
 from karpy.scheduling.engine.exact.plan import to_result
 from karpy.scheduling.engine.exact.problem import build
 from karpy.scheduling.engine.exact.prune import prune
 from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 
-__all__ = ["MAX_PODS", "TIME_BUDGET", "improve"]
+__all__ = ["MAX_PODS", "TIME_BUDGET", "Budget", "improve"]
 
 # Batches up to this many pending pods are planned exactly; larger ones keep the heuristic.
 MAX_PODS = 64
+# CPU seconds (see `milp.clock`) for the heuristic and the exact planner together.
 TIME_BUDGET = 0.2
 
 
@@ -32,33 +34,46 @@ def _mark(result: SchedulingResult, **changes: object) -> SchedulingResult:
     return dataclasses.replace(result, **changes)  # type: ignore[arg-type]
 
 
+# Below this much time left after the heuristic, the exact planner does not start.
+MIN_SECONDS = 0.01
+
+
 def improve(
-    inp: SchedulingInput, heuristic: SchedulingResult, *, budget: float = TIME_BUDGET
+    inp: SchedulingInput,
+    heuristic: SchedulingResult,
+    *,
+    budget: float = TIME_BUDGET,
+    started: Budget | None = None,
 ) -> SchedulingResult:
-    """The cheaper of the heuristic's plan and the exact one, with optimality and bound."""
+    """The cheaper of the heuristic's plan and the exact one, with optimality and bound.
+    `started` (a budget started before the heuristic ran) overrides `budget`, CPU seconds
+    from now."""
     start = time.perf_counter()
-    deadline = start + budget
+    clock = started if started is not None else Budget.start(budget)
     if not inp.pods:
         return _mark(heuristic, optimal=True, best_bound=0.0, exact="no pods")
     if len(inp.pods) > MAX_PODS:
         return _mark(heuristic, exact=f"batch larger than {MAX_PODS} pods")
     if heuristic.cost <= 0:
         return _mark(heuristic, optimal=True, best_bound=0.0, exact="no new nodes")
+    if clock.left() < MIN_SECONDS:
+        return _mark(heuristic, exact="time limit: no time left after the heuristic")
     problem = build(inp, heuristic)
     if isinstance(problem, str):
         return _mark(heuristic, exact=f"not modelled: {problem}")
     options = prune(problem.options, problem.pool_left)
     nodes = len(heuristic.node_claims)
     cutoff = heuristic.cost + NODE_EPSILON * nodes + 1e-9
-    by_patterns = solve_patterns(problem, options, cutoff, deadline)
-    if by_patterns is not None:
+    by_patterns = solve_patterns(problem, options, cutoff, clock)
+    if not isinstance(by_patterns, str):
         sol, slots = by_patterns, sum(len(c.pods) for c in problem.classes)
     elif any(c.clash for c in problem.classes):
         return _mark(
-            heuristic, exact="not modelled: anti-affinity between classes, too many patterns"
+            heuristic,
+            exact=f"not modelled: anti-affinity between classes, listing stopped ({by_patterns})",
         )
     else:
-        sol = solve(problem, options, cutoff, deadline)
+        sol = solve(problem, options, cutoff, clock)
         slots = slot_count(problem, options, cutoff)
     bound = max(0.0, sol.bound - NODE_EPSILON * slots)
     elapsed = time.perf_counter() - start

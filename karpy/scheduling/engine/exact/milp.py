@@ -19,12 +19,51 @@ import numpy as np
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.problem import Option, Problem
 
-__all__ = ["NODE_EPSILON", "Solution", "solve"]
+__all__ = ["NODE_EPSILON", "NODE_LIMIT", "Budget", "Solution", "clock", "describe", "solve"]
 
 NODE_EPSILON = 1e-6
 # Relative gap at which HiGHS calls a plan optimal: far below any price difference that matters.
 MIP_GAP = 1e-5
+# Branch-and-bound nodes HiGHS may explore: a deterministic limit, so that on all but a heavily
+# loaded machine the work done (and so the plan) does not depend on load.
+NODE_LIMIT = 2_000
+
+
+def clock() -> float:
+    """The clock the time budget runs on: this thread's CPU time. On a loaded machine wall time
+    says more about the neighbours than about the work done; the planner runs in a worker
+    thread, so the event loop's CPU does not count either."""
+    return time.thread_time()
+
+
+# HiGHS's time limit is wall time: the CPU left is converted at the rate the planner has been
+# getting CPU so far, at most this many wall seconds per CPU second.
+MAX_WALL_PER_CPU = 8.0
 _NODES = pool_limits.NODES
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The planning time budget: CPU seconds (`clock`), from the start of the heuristic."""
+
+    deadline: float
+    cpu_start: float
+    wall_start: float
+
+    @classmethod
+    def start(cls, seconds: float) -> Budget:
+        now = clock()
+        return cls(now + seconds, now, time.perf_counter())
+
+    def left(self) -> float:
+        return self.deadline - clock()
+
+    def wall_limit(self, cpu: float) -> float:
+        """Wall seconds for HiGHS to spend `cpu` CPU seconds at the rate seen so far."""
+        used_cpu = clock() - self.cpu_start
+        used_wall = time.perf_counter() - self.wall_start
+        rate = used_wall / used_cpu if used_cpu > 0.005 else 1.0
+        return cpu * min(MAX_WALL_PER_CPU, max(1.0, rate))
 
 
 @dataclass
@@ -56,6 +95,18 @@ class _Rows:
         self.hi.append(hi)
 
 
+def describe(res: object) -> str:
+    """HiGHS's verdict, saying plainly whether a work limit or the clock ended the search."""
+    message = str(getattr(res, "message", ""))
+    if getattr(res, "status", None) == 0:
+        return "optimal"
+    if "time limit" in message.lower():
+        return "time limit reached (the plan may depend on load)"
+    if "node limit" in message.lower() or "iteration" in message.lower():
+        return f"node limit ({NODE_LIMIT}) reached"
+    return message
+
+
 def slot_count(problem: Problem, options: list[Option], cutoff: float) -> int:
     """Enough slots for any plan cheaper than the cutoff: no more nodes than pods, and no more
     than the cutoff buys at the cheapest option's price."""
@@ -68,7 +119,7 @@ def slot_count(problem: Problem, options: list[Option], cutoff: float) -> int:
     return max(0, min(pods, math.floor(cutoff / cheapest + 1e-9)))
 
 
-def solve(problem: Problem, options: list[Option], cutoff: float, deadline: float) -> Solution:
+def solve(problem: Problem, options: list[Option], cutoff: float, budget: Budget) -> Solution:
     # scipy loads on first use (see lp.warm_up), not when the engine is imported
     from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
     from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
@@ -151,23 +202,28 @@ def solve(problem: Problem, options: list[Option], cutoff: float, deadline: floa
     if nz:
         rows.add([(z(s, k), cost[z(s, k)]) for s in range(slots) for k in range(nk)], 0, cutoff)
     integrality = np.ones(ncol)
-    left_s = deadline - time.perf_counter()
+    left_s = budget.left()
     if left_s <= 0.005:
-        return Solution([], {}, False, 0.0, "no time left to solve")
+        return Solution([], {}, False, 0.0, "time limit: no time left to solve")
     a = coo_matrix((rows.v, (rows.r, rows.c)), shape=(len(rows.lo), ncol)).tocsr()
     res = milp(
         cost,
         integrality=integrality,
         bounds=Bounds(lb, ub),
         constraints=LinearConstraint(a, rows.lo, rows.hi),
-        options={"time_limit": left_s, "mip_rel_gap": MIP_GAP, "presolve": True},
+        options={
+            "time_limit": budget.wall_limit(left_s),
+            "mip_rel_gap": MIP_GAP,
+            "presolve": True,
+            "node_limit": NODE_LIMIT,
+        },
     )
     bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
     if res.status == 2:
         # Nothing at or under the cutoff: the heuristic's plan is as cheap as the model allows.
         return Solution([], {}, True, cutoff, "infeasible under the cutoff")
     if res.x is None:
-        return Solution([], {}, False, max(0.0, bound), str(res.message))
+        return Solution([], {}, False, max(0.0, bound), f"slots: {describe(res)}")
     sol = np.round(res.x).astype(np.int64)
     nodes: list[tuple[Option, dict[int, int]]] = []
     for s in range(slots):
@@ -185,4 +241,4 @@ def solve(problem: Problem, options: list[Option], cutoff: float, deadline: floa
     optimal = res.status == 0
     if optimal:
         bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
-    return Solution(nodes, existing, optimal, max(0.0, bound), str(res.message))
+    return Solution(nodes, existing, optimal, max(0.0, bound), f"slots: {describe(res)}")

@@ -11,39 +11,77 @@ spends its time on symmetric slots.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from karpy.scheduling.engine import limits as pool_limits
-from karpy.scheduling.engine.exact.milp import MIP_GAP, NODE_EPSILON, Solution
+from karpy.scheduling.engine.exact.milp import (
+    MIP_GAP,
+    NODE_EPSILON,
+    NODE_LIMIT,
+    Budget,
+    Solution,
+    clock,
+    describe,
+)
 from karpy.scheduling.engine.exact.problem import Option, PodClass, Problem
 
 __all__ = ["MAX_PATTERNS", "solve_patterns"]
 
 MAX_PATTERNS = 60_000
+# Deterministic work limit on listing fillings (HiGHS has NODE_LIMIT): it, not the clock, ends
+# the search on all but a heavily loaded machine, so the plan does not depend on load; the
+# clock (the time budget) is only the backstop.
+MAX_STEPS = 200_000
 # Share of the time left that listing may take before the slot model gets the rest.
 LIST_SHARE = 0.75
 _NODES = pool_limits.NODES
 
 
 class _TooMany(Exception):
-    pass
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class _Work:
+    """What listing may still spend: patterns, search steps, and a wall-clock stop."""
+
+    def __init__(self, stop: float) -> None:
+        self.patterns = MAX_PATTERNS
+        self.steps = MAX_STEPS
+        self.stop = stop
+
+    def step(self) -> None:
+        self.steps -= 1
+        if self.steps < 0:
+            raise _TooMany(f"more than {MAX_STEPS} search steps")
+        if not self.steps % 512 and clock() > self.stop:
+            raise _TooMany("time limit")
 
 
 def _fillings(
-    classes: Sequence[PodClass],
-    allowed: Sequence[int],
-    room: Sequence[int],
-    budget: list[int],
-    stop: float,
+    classes: Sequence[PodClass], allowed: Sequence[int], room: Sequence[int], work: _Work
 ) -> Iterator[dict[int, int]]:
-    """Maximal fillings of `room` with the `allowed` classes (at most their pod counts)."""
+    """Maximal fillings of `room` with the `allowed` classes (at most their pod counts).
+
+    Classes are chosen in turn, most pods first; a class given fewer pods than fit stays
+    "open", and a branch is cut as soon as some open class would still fit even if every later
+    class took all it could (and none of them clashes with it): no filling below is maximal."""
     # big pods first: fewer partial fillings that smaller pods could still grow
     order = sorted(allowed, key=lambda ci: classes[ci].vec, reverse=True)
+    caps = [min(len(classes[ci].pods), classes[ci].per_node) for ci in order]
+    ndim = len(room)
+    most = [[0] * ndim for _ in range(len(order) + 1)]
+    later_clash: list[frozenset[int]] = [frozenset()] * (len(order) + 1)
+    for i in range(len(order) - 1, -1, -1):
+        vec = classes[order[i]].vec
+        most[i] = [most[i + 1][d] + caps[i] * vec[d] for d in range(ndim)]
+        later_clash[i] = later_clash[i + 1] | classes[order[i]].clash | {order[i]}
     counts: dict[int, int] = {}
     left = list(room)
+    open_: list[int] = []
 
     def fits(ci: int) -> bool:
         c = classes[ci]
@@ -53,15 +91,24 @@ def _fillings(
             return False
         return all(v <= f for v, f in zip(c.vec, left, strict=True))
 
+    def doomed(i: int) -> bool:
+        for u in open_:
+            if u in later_clash[i] or any(d in later_clash[i] for d in classes[u].clash):
+                continue
+            vec = classes[u].vec
+            if all(left[d] - most[i][d] >= vec[d] for d in range(ndim)):
+                return True
+        return False
+
     def walk(i: int) -> Iterator[dict[int, int]]:
+        work.step()
+        if doomed(i):
+            return
         if i == len(order):
-            budget[1] += 1
-            if not budget[1] % 512 and time.perf_counter() > stop:
-                raise _TooMany
             if counts and not any(fits(ci) for ci in order):
-                budget[0] -= 1
-                if budget[0] < 0:
-                    raise _TooMany
+                work.patterns -= 1
+                if work.patterns < 0:
+                    raise _TooMany(f"more than {MAX_PATTERNS} fillings")
                 yield dict(counts)
             return
         ci = order[i]
@@ -72,7 +119,12 @@ def _fillings(
             for r, v in enumerate(classes[ci].vec):
                 left[r] -= v
         while True:
+            reopened = added < caps[i] and fits(ci)
+            if reopened:
+                open_.append(ci)
             yield from walk(i + 1)
+            if reopened:
+                open_.pop()
             if not added:
                 break
             counts[ci] -= 1
@@ -86,29 +138,29 @@ def _fillings(
 
 
 def solve_patterns(
-    problem: Problem, options: list[Option], cutoff: float, deadline: float
-) -> Solution | None:
-    """Solve by patterns; None when there are too many to list (use the slot model)."""
+    problem: Problem, options: list[Option], cutoff: float, budget: Budget
+) -> Solution | str:
+    """Solve by patterns; a string saying why when there are too many to list (use the slot
+    model)."""
     # scipy loads on first use (see lp.warm_up), not when the engine is imported
     from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
     from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
     classes = problem.classes
-    budget = [MAX_PATTERNS, 0]
-    stop = time.perf_counter() + (deadline - time.perf_counter()) * LIST_SHARE
+    work = _Work(clock() + budget.left() * LIST_SHARE)
     cols: list[tuple[Option | None, int, dict[int, int]]] = []  # (option, existing idx, fill)
     try:
         for o in options:
-            for fill in _fillings(classes, sorted(o.classes), o.alloc, budget, stop):
+            for fill in _fillings(classes, sorted(o.classes), o.alloc, work):
                 cols.append((o, -1, fill))
         free = problem.cluster.free
         for e, ok in enumerate(problem.existing_ok):
             if ok:
                 room = [int(v) for v in free[e]]
-                for fill in _fillings(classes, sorted(ok), room, budget, stop):
+                for fill in _fillings(classes, sorted(ok), room, work):
                     cols.append((None, e, fill))
-    except _TooMany:
-        return None
+    except _TooMany as stopped:
+        return stopped.why
     n = len(cols)
     cost = np.array([o.price + NODE_EPSILON if o is not None else 0.0 for o, _, _ in cols])
     ub = np.array(
@@ -161,7 +213,7 @@ def solve_patterns(
     # A rounded LP plan first: often much better than the heuristic's, it tightens the cutoff
     # and stands if the search runs out of time.
     limited = any(left is not None for left in problem.pool_left.values())
-    rounded = None if limited else _rounded(cols, cost, classes, a, lo, hi, bounds, deadline)
+    rounded = None if limited else _rounded(cols, cost, classes, a, lo, hi, bounds, budget)
     if rounded is not None:
         value = float(cost @ rounded)
         if value < cutoff:
@@ -170,17 +222,21 @@ def solve_patterns(
             rounded = None
     row([(j, float(cost[j])) for j in range(n) if cost[j]], -math.inf, cutoff)
     a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
-    left_s = deadline - time.perf_counter()
+    left_s = budget.left()
     if left_s <= 0.002:
         if rounded is not None:
             return _decode(cols, classes, rounded, False, 0.0, "patterns: rounded LP plan")
-        return Solution([], {}, False, 0.0, "no time left to solve")
+        return Solution([], {}, False, 0.0, "time limit: no time left to solve")
     res = milp(
         cost,
         integrality=np.ones(n),
         bounds=bounds,
         constraints=LinearConstraint(a, lo, hi),
-        options={"time_limit": left_s, "mip_rel_gap": MIP_GAP},
+        options={
+            "time_limit": budget.wall_limit(left_s),
+            "mip_rel_gap": MIP_GAP,
+            "node_limit": NODE_LIMIT,
+        },
     )
     bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
     if res.status == 2:
@@ -188,17 +244,16 @@ def solve_patterns(
             # nothing cheaper than the rounded plan: it is the optimum
             return _decode(cols, classes, rounded, True, cutoff, "patterns: rounded LP plan")
         return Solution([], {}, True, cutoff, "patterns: nothing cheaper than the heuristic plan")
+    status = f"patterns: {describe(res)}"
     if res.x is None:
         if rounded is not None:
-            return _decode(
-                cols, classes, rounded, False, max(0.0, bound), f"patterns: {res.message}"
-            )
-        return Solution([], {}, False, max(0.0, bound), f"patterns: {res.message}")
+            return _decode(cols, classes, rounded, False, max(0.0, bound), status)
+        return Solution([], {}, False, max(0.0, bound), status)
     optimal = res.status == 0
     if optimal:
         bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
     sol = np.round(res.x).astype(np.int64)
-    return _decode(cols, classes, sol, optimal, max(0.0, bound), f"patterns: {res.message}")
+    return _decode(cols, classes, sol, optimal, max(0.0, bound), status)
 
 
 _Col = tuple[Option | None, int, dict[int, int]]
@@ -212,14 +267,14 @@ def _rounded(
     lo: list[float],
     hi: list[float],
     bounds: object,
-    deadline: float,
+    budget: Budget,
 ) -> np.ndarray | None:
     """The LP relaxation rounded up (existing nodes down), then short classes covered
     greedily by the new-node pattern that covers most per dollar."""
     # scipy loads on first use (see lp.warm_up), not when the engine is imported
     from scipy.optimize import LinearConstraint, milp
 
-    left_s = (deadline - time.perf_counter()) / 4
+    left_s = budget.left() / 4
     if left_s <= 0.002:
         return None
     lp = milp(
@@ -227,7 +282,7 @@ def _rounded(
         integrality=np.zeros(len(cols)),
         bounds=bounds,
         constraints=LinearConstraint(a, lo, hi),
-        options={"time_limit": left_s},
+        options={"time_limit": budget.wall_limit(left_s)},
     )
     if lp.x is None:
         return None

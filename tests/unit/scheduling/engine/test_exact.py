@@ -1,9 +1,11 @@
-"""The exact planner against an independent brute force on hundreds of small random batches.
+"""The exact planner against independent optima on hundreds of small random batches.
 
-The brute force lists every partition of the pods into nodes and prices each part as the
-cheapest existing node (free) or purchase that admits it, reading only the raw pod dicts and
-the catalogue. A plan must be feasible (independent checker), never dearer than the heuristic
-alone, and when it says it is optimal, no dearer than the brute-force optimum.
+For batches of up to seven pods the brute force lists every partition of the pods into nodes
+and prices each part as the cheapest existing node (free) or purchase that admits it, reading
+only the raw pod dicts and the catalogue; larger batches are checked against the independent
+slot MILP of tests/bench/optimum.py (its own code, not the planner's). A plan must be feasible
+(independent checker), never dearer than the heuristic alone, never cheaper than the optimum,
+and when it says it is optimal, exactly as cheap.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.pods import pod_view
+from tests.bench.optimum import optimum
 from tests.unit.scheduling.engine.builders import (
     CAPACITY_TYPE,
     HOSTNAME,
@@ -62,7 +65,7 @@ def _catalogue(rng: random.Random) -> list[InstanceType]:
 
 
 def _scenario(
-    rng: random.Random,
+    rng: random.Random, pods: tuple[int, int] = (2, 6)
 ) -> tuple[SchedulingInput, list[dict[str, Any]], list[dict[str, Any]]]:
     types = _catalogue(rng)
     shapes = []
@@ -89,7 +92,7 @@ def _scenario(
             )
         )
     raws = []
-    for i in range(rng.randint(2, 6)):
+    for i in range(rng.randint(*pods)):
         cpu, mem, labels, spec = rng.choice(shapes)
         raws.append(raw_pod(f"p{i}", cpu=cpu, memory=mem, labels=labels, **spec))
     if rng.random() < 0.1:
@@ -258,6 +261,36 @@ def test_exact_plans_are_feasible_and_no_dearer_than_the_optimum() -> None:
             improved += 1
     assert proven >= 0.9 * cases
     assert improved > 0
+
+
+def test_larger_batches_against_an_independent_milp() -> None:
+    rng = random.Random(16)
+    proven = known = 0
+    cases = 40
+    for _ in range(cases):
+        inp, raws, daemons = _scenario(rng, pods=(8, 18))
+        heuristic = _heuristic(inp)
+        result = exact.improve(inp, heuristic, budget=2.0)
+        check_plan(inp, raws, result, raw_daemons=daemons)
+        assert result.cost <= heuristic.cost + 1e-9
+        placed = [r for r in raws if f"default/{r['metadata']['name']}" not in result.errors]
+        best = optimum(
+            placed,
+            inp.templates[0].instance_types,
+            inp.existing_nodes,
+            daemons,
+            upper=heuristic.cost,
+            seconds=60,
+        )
+        if best is None:
+            continue
+        known += 1
+        assert best <= result.cost + 1e-6, "the reference MILP missed a plan"
+        if result.optimal:
+            proven += 1
+            assert result.cost == pytest.approx(best, rel=2e-5, abs=1e-6), result.exact
+    assert known >= 0.9 * cases
+    assert proven >= 0.9 * known
 
 
 def test_out_of_reach_batches_keep_the_heuristic_plan_and_say_why() -> None:
