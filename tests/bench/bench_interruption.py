@@ -20,6 +20,7 @@ instance is queued (10 SendMessageBatch calls). Reported:
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -226,6 +227,11 @@ def run(work_dir: Path) -> dict[str, Any]:
 
 
 def cases() -> Iterator[dict[str, Any]]:
+    keep = os.environ.get("BENCH_WORK_DIR")  # keeps karpy's log for a look afterwards
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        yield run(Path(keep))
+        return
     with tempfile.TemporaryDirectory(prefix="karpy-bench-interruption-") as tmp:
         yield run(Path(tmp))
 

@@ -22,7 +22,12 @@ from kubetest import Kubectl
 
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.aws.clients import AWSClients
-from karpy.cloudprovider.aws.interruption import InterruptionController, Message, MessageHandler
+from karpy.cloudprovider.aws.interruption import (
+    InterruptionController,
+    Message,
+    MessageHandler,
+    parse_message,
+)
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.kube import Cache, Client, EventRecorder, RealClock
 from karpy.kube.backoff import Backoff
@@ -527,3 +532,16 @@ async def test_a_deep_queue_is_read_with_several_receives_in_flight(env: Env) ->
         what="120 messages deleted",
     )
     assert receives.most >= 2
+
+
+async def test_one_message_handled_twice_at_once_deletes_once(env: Env, kubectl: Kubectl) -> None:
+    """SQS may deliver a message again while the first delivery is still being handled (its
+    visibility timeout ran out): both read the same cached NodeClaim, only one deletes it."""
+    launched(kubectl, "spot-a", "i-0aaa")
+    await seen(env, "spot-a", "i-0aaa")
+    handler = env.handler(UnavailableOfferings())
+    message = parse_message(body(spot_interruption("i-0aaa")))
+    deleted = await asyncio.gather(*(handler.handle(message) for _ in range(3)))
+    assert sorted(deleted) == [0, 0, 1]
+    assert env.disrupted == [("spot-a", "spot_interrupted")]
+    assert deleting(kubectl, "spot-a")

@@ -164,8 +164,10 @@ class MessageHandler:
             )
 
     async def _delete(self, claim: JSON, reason: str) -> bool:
-        """Write the disruption reason, then delete this very NodeClaim (by UID); False when it
-        is gone, replaced or already being deleted."""
+        """Write the disruption reason, then delete this very NodeClaim; False when it is gone,
+        replaced or already being deleted. The DELETE carries the UID and the resourceVersion
+        just seen not deleting, so of two deliveries of one message handled at once only one
+        deletes (the other sees a conflict, looks again and finds it deleting)."""
         name = str(meta(claim).get("name") or "")
         uid = str(meta(claim).get("uid") or "") or None
         current: JSON | None = claim
@@ -174,18 +176,26 @@ class MessageHandler:
                 return False
             if uid is not None and meta(current).get("uid") != uid:
                 return False
-            conditions = Conditions.of(current, now=self.clock.wall())
-            if not conditions.set(
-                cond.NODECLAIM_DISRUPTION_REASON, cond.STATUS_TRUE, reason=reason, message=reason
-            ):
-                break
-            patch = {
-                "metadata": {"resourceVersion": meta(current).get("resourceVersion")},
-                "status": {"conditions": conditions.items},
-            }
             try:
-                await self.client.patch_status(NODECLAIMS, name, patch)
-                break
+                conditions = Conditions.of(current, now=self.clock.wall())
+                if conditions.set(
+                    cond.NODECLAIM_DISRUPTION_REASON,
+                    cond.STATUS_TRUE,
+                    reason=reason,
+                    message=reason,
+                ):
+                    patch = {
+                        "metadata": {"resourceVersion": meta(current).get("resourceVersion")},
+                        "status": {"conditions": conditions.items},
+                    }
+                    current = await self.client.patch_status(NODECLAIMS, name, patch)
+                await self.client.delete(
+                    NODECLAIMS,
+                    name,
+                    uid=uid,
+                    resource_version=str(meta(current).get("resourceVersion") or "") or None,
+                )
+                return True
             except NotFoundError:
                 return False
             except ConflictError:
@@ -193,16 +203,8 @@ class MessageHandler:
                     current = await self.client.get(NODECLAIMS, name)
                 except NotFoundError:
                     return False
-        else:
-            raise ConflictError(
-                status=409,
-                reason="Conflict",
-                message=f"NodeClaim {name!r} kept changing while marking it disrupted",
-            )
-        try:
-            await self.client.delete(NODECLAIMS, name, uid=uid)
-        except NotFoundError:
-            return False
-        except ConflictError:  # another NodeClaim took the name
-            return False
-        return True
+        raise ConflictError(
+            status=409,
+            reason="Conflict",
+            message=f"NodeClaim {name!r} kept changing while deleting it for an interruption",
+        )
