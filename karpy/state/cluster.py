@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS, SCHEDULINGCONFIGS
 from karpy.apis.v1 import conditions, labels
+from karpy.apis.v1.schedulingconfig import DEFAULT_NAME
 from karpy.kube.cache import Cache
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.informer import HandlerFuncs, Informer
@@ -51,6 +52,7 @@ from karpy.state.inputs import (
     node_key,
     nodepool_nodeclass,
     nodepool_usage,
+    parameters,
 )
 from karpy.state.nodepoolhealth import NodePoolHealth
 from karpy.state.statenode import StateNode, claim_condition
@@ -263,9 +265,18 @@ class Cluster:
         self._marked.difference_update(keys)
         self._changed_at = self.clock.now()
 
+    def _nomination_window(self) -> float:
+        """The window, from the `default` SchedulingConfig's batchMaxDuration when it sets one
+        (it overrides BATCH_MAX_DURATION live), else as configured."""
+        default = self.schedulingconfig_informer.get(DEFAULT_NAME)
+        batch_max = parameters([default]).batch_max if default is not None else None
+        if batch_max is None:
+            return self.nomination_window
+        return nomination_window(batch_max.total_seconds())
+
     def nominate(self, *keys: str) -> None:
         """Pods were planned onto these nodes; keep disruption off them for the window."""
-        until = self.clock.now() + self.nomination_window
+        until = self.clock.now() + self._nomination_window()
         for key in keys:
             self._nominated[key] = until
 

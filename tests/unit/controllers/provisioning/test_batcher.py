@@ -1,11 +1,19 @@
-"""The provisioning batch window (idle 1 s, max 10 s by default), on a fake clock."""
+"""The provisioning batch window (idle 1 s, max 10 s by default, or the `default`
+SchedulingConfig's), on a fake clock."""
 
 from __future__ import annotations
 
 import asyncio
 
+from karpy.apis.descriptors import SCHEDULINGCONFIGS
+from karpy.controllers.provisioning import batch_window
 from karpy.controllers.provisioning.batcher import Batcher
+from karpy.kube.cache import Cache
+from karpy.kube.client import Client
 from karpy.kube.clock import FakeClock
+from karpy.kube.transport import AiohttpTransport
+from karpy.settings import Settings
+from tests.kit import schedulingconfig
 
 
 async def _run(clock: FakeClock, batcher: Batcher) -> asyncio.Task[bool]:
@@ -109,3 +117,17 @@ async def test_a_live_window_is_read_for_each_batch() -> None:
     for _ in range(2):
         await clock.step(1.0)
     assert task.done() and task.result() is True
+
+
+async def test_the_window_is_the_default_configs_else_the_settings() -> None:
+    client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
+    try:
+        configs = Cache(client).informer(SCHEDULINGCONFIGS)
+        settings = Settings(provider="kwok")
+        assert batch_window(settings, configs) == (1.0, 10.0)
+        configs.replace([schedulingconfig(batchIdleDuration="5s", requirements=[])], "1")
+        assert batch_window(settings, configs) == (5.0, 10.0)
+        configs.replace([schedulingconfig("team", batchMaxDuration="1m", requirements=[])], "2")
+        assert batch_window(settings, configs) == (1.0, 10.0)  # only `default` counts
+    finally:
+        await client.close()
