@@ -120,6 +120,8 @@ def _int(value: Any, path: Path, *, minimum: int | None = None, maximum: int | N
 
 
 def _string_map(value: Any, path: Path) -> None:
+    if type(value) is dict and all(type(item) is str for item in value.values()):
+        return  # the usual case, checked without a call per entry
     for key, item in _obj(value, path).items():
         if not isinstance(item, str):
             raise FieldError((path, str(key)), f"must be a string, got {describe(item)}")
@@ -130,6 +132,10 @@ def _strings(value: Any, path: Path) -> None:
         _str(item, (path, i))
 
 
+# the amounts already parsed: an export repeats a handful of them thousands of times
+_MILLIS: dict[str, int] = {}
+
+
 def _quantities(value: Any, path: Path, *, positive: bool = False) -> None:
     """A resource list: every amount a quantity, never negative (or zero, if `positive`)."""
     for name, amount in _obj(value, path).items():
@@ -138,10 +144,14 @@ def _quantities(value: Any, path: Path, *, positive: bool = False) -> None:
             raise FieldError(
                 where, f"must be a quantity such as '500m' or '1Gi', got {describe(amount)}"
             )
-        try:
-            millis = milli_value(amount)
-        except QuantityError as err:
-            raise FieldError(where, f"Invalid value {amount!r}: {err}") from None
+        millis = _MILLIS.get(amount) if type(amount) is str else None
+        if millis is None:
+            try:
+                millis = milli_value(amount)
+            except QuantityError as err:
+                raise FieldError(where, f"Invalid value {amount!r}: {err}") from None
+            if type(amount) is str and len(_MILLIS) < 4096:
+                _MILLIS[amount] = millis
         if millis < 0 or (positive and millis == 0):
             bound = "greater than zero" if positive else "greater than or equal to 0"
             raise FieldError(where, f"Invalid value {amount!r}: must be {bound}")
@@ -167,8 +177,13 @@ def _fields(obj: Mapping[str, Any], path: Path, table: Mapping[str, Check]) -> N
     (a pod spec from an export sets a dozen fields, of hundreds)."""
     for key, value in obj.items():
         check = table.get(key)
-        if check is not None and value is not None:
-            check(value, (path, key))
+        if check is None or value is None:
+            continue
+        if check is _string:
+            if type(value) is not str:
+                _str(value, (path, key))  # raises, naming the field
+            continue
+        check(value, (path, key))
 
 
 def _each(table: Mapping[str, Check]) -> Check:
