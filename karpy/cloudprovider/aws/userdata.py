@@ -1,6 +1,6 @@
 """Node bootstrap user data per AMI family (reference §3.1): AL2023 `nodeadm` NodeConfig in a
 MIME multipart archive, AL2 `/etc/eks/bootstrap.sh` in the same archive, Bottlerocket TOML
-settings, Custom passed through.
+settings, Windows `Start-EKSBootstrap.ps1` in PowerShell, Custom passed through.
 
 The user's `spec.userData` is kept: for AL2023 its MIME parts (or the whole text as one part)
 come first and karpy's NodeConfig last, so nodeadm merges ours over theirs; for Bottlerocket
@@ -24,6 +24,7 @@ __all__ = [
     "al2023_user_data",
     "bottlerocket_user_data",
     "user_data",
+    "windows_user_data",
 ]
 
 MIME_BOUNDARY: Final = "//"
@@ -193,6 +194,27 @@ def al2_user_data(options: BootstrapOptions) -> str:
     )
 
 
+def windows_user_data(options: BootstrapOptions) -> str:
+    """PowerShell: the user's script, then the EKS Windows AMI's `Start-EKSBootstrap.ps1`."""
+    lines = ["<powershell>"]
+    if options.custom_user_data:
+        lines.append(options.custom_user_data)
+    lines.append(
+        '[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"'
+    )
+    call = (
+        f"& $EKSBootstrapScriptFile -EKSClusterName '{options.cluster_name}' "
+        f"-APIServerEndpoint '{options.cluster_endpoint}'"
+    )
+    if options.ca_bundle:
+        call += f" -Base64ClusterCA '{options.ca_bundle}'"
+    call += f" -KubeletExtraArgs '{' '.join(_kubelet_extra_args(options))}'"
+    if options.cluster_dns:
+        call += f" -DNSClusterIP '{options.cluster_dns[0]}'"
+    lines += [call, "</powershell>"]
+    return "\n".join(lines)
+
+
 def _mime(parts: Sequence[tuple[str, str]]) -> str:
     lines = [
         "MIME-Version: 1.0",
@@ -276,9 +298,11 @@ def user_data(ami_family: str, options: BootstrapOptions) -> str:
         return al2_user_data(options)
     if ami_family == "Bottlerocket":
         return bottlerocket_user_data(options)
+    if ami_family.startswith("Windows"):
+        return windows_user_data(options)
     if ami_family == "Custom":
         return options.custom_user_data or ""
     raise ValueError(
-        f"amiFamily {ami_family!r}: user data is not generated yet (AL2023, AL2, "
-        "Bottlerocket and Custom are)"
+        f"amiFamily {ami_family!r}: no user data for this family (AL2023, AL2, "
+        "Bottlerocket, Windows2019/2022/2025 and Custom have it)"
     )

@@ -127,8 +127,30 @@ def test_bottlerocket_toml_merges_user_settings_under_karpys() -> None:
 def test_custom_passes_through_and_unsupported_families_say_so() -> None:
     custom = BootstrapOptions(**{**OPTIONS.__dict__, "custom_user_data": "raw"})
     assert user_data("Custom", custom) == "raw"
-    with pytest.raises(ValueError, match="Windows2022"):
-        user_data("Windows2022", OPTIONS)
+    with pytest.raises(ValueError, match="'Ubuntu': no user data"):
+        user_data("Ubuntu", OPTIONS)
+
+
+def test_windows_runs_start_eks_bootstrap_after_the_users_powershell() -> None:
+    options = BootstrapOptions(**{**OPTIONS.__dict__, "custom_user_data": "Write-Host hi"})
+    # Karpenter's windows.go, line for line.
+    assert user_data("Windows2022", options) == "\n".join(
+        [
+            "<powershell>",
+            "Write-Host hi",
+            "[string]$EKSBootstrapScriptFile = "
+            '"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1"',
+            "& $EKSBootstrapScriptFile -EKSClusterName 'prod' "
+            "-APIServerEndpoint 'https://ABC.gr7.us-east-1.eks.amazonaws.com' "
+            "-Base64ClusterCA 'Q0FCVU5ETEU=' "
+            "-KubeletExtraArgs '--node-labels=\"karpenter.sh/do-not-sync-taints=true,"
+            'karpenter.sh/nodepool=default,team=a" '
+            '--register-with-taints="dedicated=gpu:NoSchedule" --max-pods=29\' '
+            "-DNSClusterIP '10.100.0.10'",
+            "</powershell>",
+        ]
+    )
+    assert user_data("Windows2019", options) == user_data("Windows2025", options)
 
 
 def test_al2_runs_bootstrap_sh_after_the_users_script() -> None:
