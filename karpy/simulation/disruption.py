@@ -251,6 +251,8 @@ class Replay:
         self.spot_to_spot = spot_to_spot
         self.min_savings = min_savings
         self.views = PodViews()
+        self.timed_out = False
+        """The last search stopped at its time budget without a command."""
         self._replacements = 0
         claimed = {str((c.get("status") or {}).get("providerID") or "") for c in nodeclaims} - {""}
         self.claims: dict[str, JSON] = {_name(c): dict(c) for c in nodeclaims}
@@ -479,13 +481,14 @@ def next_step(
         replay.remove([r.name for r in refs])
         return step
     candidates, _ = consolidation_candidates(snapshot)
-    decision, _ = multi_node(snapshot, candidates, timeout=multi_timeout)
+    decision, stats = multi_node(snapshot, candidates, timeout=multi_timeout)
     method = METHOD_MULTI
     if decision is None:
-        found, _ = single_node(snapshot, candidates, timeout=single_timeout)
+        found, stats = single_node(snapshot, candidates, timeout=single_timeout)
         decision = found[0] if found else None
         method = METHOD_SINGLE
     if decision is None:
+        replay.timed_out = stats.timed_out
         return None
     refs = [_ref(c) for c in decision.candidates]
     budgets = _budgets(snapshot, cond.DISRUPTION_REASON_UNDERUTILIZED, refs)
@@ -526,7 +529,7 @@ def plan_disruption(
             replay, snapshot, multi_timeout=multi_timeout, single_timeout=single_timeout
         )
         if step is None:
-            plan.converged = True
+            plan.converged = not replay.timed_out
             break
         plan.steps.append(step)
         snapshot = replay.snapshot()
