@@ -85,6 +85,13 @@ CACHED_RESOURCES: tuple[Resource, ...] = (
 COMPONENT = "karpenter"
 """Event source component and leader-lease name prefix, as Karpenter's."""
 
+ABSENT_CRD_HINT = (
+    "to use it, install karpy's CRDs with the karpy-crd chart (manifests/charts/karpy-crd), "
+    "or apply its file from `karpy crds --output DIR` (named <group>_<plural>.yaml)"
+)
+"""How to get an extension kind's CRD (logged once when the cluster lacks it, as it does with
+Karpenter's karpenter-crd chart)."""
+
 
 def register_informers(ctx: ControllerContext) -> None:
     """Create the shared informers (they start with the manager, on every replica)."""
@@ -202,6 +209,7 @@ async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrappe
         )
     manager = Manager(
         client=client,
+        cache=Cache(client, absent_hint=ABSENT_CRD_HINT),
         options=ManagerOptions(
             bind_address=settings.server.bind_address,
             metrics_port=settings.server.metrics_port,

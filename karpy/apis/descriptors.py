@@ -28,13 +28,15 @@ __all__ = [
 
 
 def of(custom: CustomResource[Any]) -> Resource:
-    """The kube `Resource` of a custom resource kind (equal descriptors share one informer)."""
+    """The kube `Resource` of a custom resource kind (equal descriptors share one informer);
+    karpy's extension kinds are `optional`: a cluster may lack their CRDs."""
     return Resource(
         custom.group,
         custom.version,
         custom.kind,
         custom.plural,
         namespaced=custom.scope == "Namespaced",
+        optional=custom.optional,
     )
 
 

@@ -69,6 +69,9 @@ class CustomResource(Generic[M]):
     scale: tuple[str, str] | None = None
     scope: Literal["Cluster", "Namespaced"] = "Cluster"
     annotations: Mapping[str, str] = field(default_factory=dict)
+    optional: bool = False
+    """karpy's extension kind, absent from Karpenter's CRD chart: karpy runs without its CRD
+    (the kind is then empty) and picks it up once the CRD is installed."""
 
     @property
     def api_version(self) -> str:

@@ -6,7 +6,9 @@ Transforms are chosen per resource (defaults: pods and nodes trimmed to what kar
 `managedFields` dropped from everything else) and indexes are registered per resource (pods by
 node name, nodes by providerID, plus any a caller adds); both apply to every informer of that
 resource. The cache is a runnable in the manager's caches group: it runs on every replica, and
-informers created after it started begin at once.
+informers created after it started begin at once. Informers of `optional` resources the API
+server does not serve count as synced (empty), so a missing extension CRD holds nothing back;
+`absent_hint` says in their log line how to install it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import structlog
 from karpy.kube.client import Client, Selector, selector_string
 from karpy.kube.clock import Clock, RealClock
 from karpy.kube.informer import Informer
-from karpy.kube.reflector import DEFAULT_PAGE_SIZE
+from karpy.kube.reflector import DEFAULT_ABSENT_HINT, DEFAULT_ABSENT_RECHECK, DEFAULT_PAGE_SIZE
 from karpy.kube.resources import NODES, PODS, Resource
 from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, IndexFunc, field_indexer
 from karpy.kube.transforms import strip_managed_fields, trim_node, trim_pod
@@ -58,8 +60,12 @@ class Cache:
         default_transform: Transform | None = strip_managed_fields,
         page_size: int = DEFAULT_PAGE_SIZE,
         clock: Clock | None = None,
+        absent_recheck: float = DEFAULT_ABSENT_RECHECK,
+        absent_hint: str = DEFAULT_ABSENT_HINT,
     ) -> None:
         self.client = client
+        self.absent_recheck = absent_recheck
+        self.absent_hint = absent_hint
         self.clock = clock or RealClock()
         self.page_size = page_size
         self.default_transform = default_transform
@@ -124,6 +130,8 @@ class Cache:
                 indexers=self._indexers.get(resource),
                 page_size=self.page_size,
                 clock=self.clock,
+                absent_recheck=self.absent_recheck,
+                absent_hint=self.absent_hint,
             )
             self._informers[key] = informer
             if self._task_group is not None:

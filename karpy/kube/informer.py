@@ -5,7 +5,8 @@ and then tells every registered handler what changed. Handlers run on the event 
 watch events, so they must be cheap and non-blocking: map the object to a key and add it to a
 work queue. A handler that raises is logged and skipped; it cannot stop the informer.
 A handler registered after the first sync is first told about every cached object as an add,
-as client-go does.
+as client-go does. An informer of an `optional` resource the API server does not serve syncs
+empty and fills once the resource appears (see `karpy.kube.reflector`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,12 @@ import structlog
 
 from karpy.kube.client import Client, Selector, WatchEvent, selector_string
 from karpy.kube.clock import Clock, RealClock
-from karpy.kube.reflector import DEFAULT_PAGE_SIZE, Reflector
+from karpy.kube.reflector import (
+    DEFAULT_ABSENT_HINT,
+    DEFAULT_ABSENT_RECHECK,
+    DEFAULT_PAGE_SIZE,
+    Reflector,
+)
 from karpy.kube.resources import Resource
 from karpy.kube.store import IndexFunc, Store
 
@@ -77,6 +83,8 @@ class Informer:
         page_size: int = DEFAULT_PAGE_SIZE,
         inactivity_timeout: float = 90.0,
         clock: Clock | None = None,
+        absent_recheck: float = DEFAULT_ABSENT_RECHECK,
+        absent_hint: str = DEFAULT_ABSENT_HINT,
     ) -> None:
         self.resource = resource
         self.namespace = namespace
@@ -98,6 +106,8 @@ class Informer:
             page_size=page_size,
             inactivity_timeout=inactivity_timeout,
             clock=self.clock,
+            absent_recheck=absent_recheck,
+            absent_hint=absent_hint,
         )
         self._log = log.bind(resource=resource.display)
 
@@ -115,6 +125,12 @@ class Informer:
 
     async def wait_for_sync(self) -> None:
         await self._synced.wait()
+
+    @property
+    def served(self) -> bool | None:
+        """False while an optional resource is not served (the cache is then empty), None
+        before the first list answered."""
+        return self.reflector.served
 
     def get(self, key: str) -> JSON | None:
         return self.store.get(key)

@@ -2,12 +2,14 @@
 
 A `Resource` is plain data (group, version, kind, plural, namespaced); it builds request paths
 and object keys. Custom resources (NodeClaims, NodePools, …) are declared the same way by the
-packages that own them; this module knows only built-in kinds.
+packages that own them; this module knows only built-in kinds. A resource marked `optional` may
+be missing from a cluster (an extension kind whose CRD is not installed): its informers treat
+it as empty instead of waiting for it (`karpy.kube.reflector`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -39,6 +41,10 @@ class Resource:
     kind: str
     plural: str
     namespaced: bool
+    optional: bool = field(default=False, compare=False)
+    """The API server may not serve it (its CRD is not installed): informers then hold it as
+    empty and look again periodically. Not part of equality, so every descriptor of one kind
+    still shares one informer."""
 
     @property
     def api_version(self) -> str:

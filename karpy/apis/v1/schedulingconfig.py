@@ -143,6 +143,7 @@ SCHEDULINGCONFIG = CustomResource(
         PrinterColumn("Ready", '.status.conditions[?(@.type=="Ready")].status'),
         PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
     ),
+    optional=True,
 )
 
 
