@@ -15,6 +15,7 @@ from karpy.apis.v1alpha1.nodeoverlay import (
     NodeOverlayStatus,
     validate_nodeoverlay,
 )
+from karpy.apis.v1alpha1.nodeoverlay_validation import runtime_validate_overlay
 
 __all__ = [
     "ANNOTATION_CAPACITY_OVERLAY_APPLIED",
@@ -24,5 +25,6 @@ __all__ = [
     "NodeOverlayRequirement",
     "NodeOverlaySpec",
     "NodeOverlayStatus",
+    "runtime_validate_overlay",
     "validate_nodeoverlay",
 ]
