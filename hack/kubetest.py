@@ -35,6 +35,7 @@ CLUSTER_SCOPED_TEST_KINDS = (
     "ec2nodeclasses.karpenter.k8s.aws",
     "kwoknodeclasses.karpenter.kwok.sh",
     "schedulingconfigs.karpenter.sh",
+    "nodeoverlays.karpenter.sh",
 )
 
 

@@ -14,6 +14,7 @@ from karpy.apis.aws.v1.ec2nodeclass import EC2NODECLASS
 from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
 from karpy.apis.resource import CustomResource
 from karpy.apis.v1 import NODECLAIM, NODEPOOL, SCHEDULINGCONFIG
+from karpy.apis.v1alpha1 import NODEOVERLAY
 from karpy.kube.resources import Resource
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "EC2NODECLASSES",
     "KWOKNODECLASSES",
     "NODECLAIMS",
+    "NODEOVERLAYS",
     "NODEPOOLS",
     "SCHEDULINGCONFIGS",
     "of",
@@ -45,4 +47,12 @@ NODECLAIMS: Final = of(NODECLAIM)
 KWOKNODECLASSES: Final = of(KWOKNODECLASS)
 EC2NODECLASSES: Final = of(EC2NODECLASS)
 SCHEDULINGCONFIGS: Final = of(SCHEDULINGCONFIG)
-CRD_RESOURCES: Final = (NODEPOOLS, NODECLAIMS, KWOKNODECLASSES, EC2NODECLASSES, SCHEDULINGCONFIGS)
+NODEOVERLAYS: Final = of(NODEOVERLAY)
+CRD_RESOURCES: Final = (
+    NODEPOOLS,
+    NODECLAIMS,
+    KWOKNODECLASSES,
+    EC2NODECLASSES,
+    SCHEDULINGCONFIGS,
+    NODEOVERLAYS,
+)

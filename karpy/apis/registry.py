@@ -13,6 +13,7 @@ from karpy.apis.schema import K8sModel
 from karpy.apis.v1.nodeclaim import NODECLAIM
 from karpy.apis.v1.nodepool import NODEPOOL
 from karpy.apis.v1.schedulingconfig import SCHEDULINGCONFIG
+from karpy.apis.v1alpha1.nodeoverlay import NODEOVERLAY
 
 RESOURCES: Final[tuple[CustomResource[Any], ...]] = (
     NODEPOOL,
@@ -20,6 +21,7 @@ RESOURCES: Final[tuple[CustomResource[Any], ...]] = (
     EC2NODECLASS,
     KWOKNODECLASS,
     SCHEDULINGCONFIG,
+    NODEOVERLAY,
 )
 BY_TYPE: Final[dict[tuple[str, str], CustomResource[Any]]] = {
     (r.api_version, r.kind): r for r in RESOURCES

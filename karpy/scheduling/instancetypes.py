@@ -69,7 +69,16 @@ class Offering:
 class InstanceType:
     """A launchable node shape. Treat as immutable after construction."""
 
-    __slots__ = ("allocatable", "capacity", "name", "offerings", "overhead", "requirements")
+    __slots__ = (
+        "allocatable",
+        "capacity",
+        "capacity_overlaid",
+        "name",
+        "offerings",
+        "overhead",
+        "price_overlaid",
+        "requirements",
+    )
 
     def __init__(
         self,
@@ -95,6 +104,9 @@ class InstanceType:
             Requirement(LABEL_CAPACITY_TYPE, complement=False, values=capacity_types),
         ]
         self.requirements = (requirements or Requirements()).add(*base)
+        # Whether a NodeOverlay priced some offering / added capacity (NodeClaim annotations).
+        self.price_overlaid = False
+        self.capacity_overlaid = False
 
     def cheapest_offering(self, reqs: Requirements | None = None) -> Offering | None:
         """The cheapest available offering compatible with `reqs` (ties: zone, then type)."""

@@ -240,6 +240,7 @@ def _disruption(args: argparse.Namespace, scenario: Scenario) -> int:
         namespaces=objects.namespaces,
         configs=objects.configs,
         nodeclasses=objects.nodeclasses,
+        overlays=objects.overlays,
         spot_to_spot=args.spot_to_spot,
         min_savings=args.min_savings,
         preference_policy=args.preference_policy,

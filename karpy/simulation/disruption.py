@@ -237,8 +237,11 @@ class Replay:
         preference_policy: PreferencePolicy = "Respect",
         configs: Sequence[Mapping[str, Any]] = (),
         nodeclasses: Mapping[str, NodeClassKey | None] | None = None,
+        overlays: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.preference_policy: PreferencePolicy = preference_policy
+        self.overlays = list(overlays)
+        """NodeOverlays: replacements are priced with them."""
         self.configs = list(configs)
         """SchedulingConfigs (karpy's extension): replacements keep to them."""
         self.nodeclasses = dict(nodeclasses or {})
@@ -291,6 +294,7 @@ class Replay:
             preference_policy=self.preference_policy,
             configs=self.configs,
             nodeclasses=self.nodeclasses,
+            overlays=self.overlays,
         )
 
     def cost(self, snapshot: Snapshot) -> tuple[float, int]:
@@ -319,6 +323,7 @@ class Replay:
                 templates=self.templates,
                 configs=self.configs,
                 nodeclasses=self.nodeclasses,
+                overlays=self.overlays,
             ),
             views=PodViews(),
             preference_policy=self.preference_policy,

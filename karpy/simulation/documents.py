@@ -99,7 +99,7 @@ def _prune(obj: dict[str, Any]) -> dict[str, Any]:
         kept = _STATUS_KEPT.get(kind) if isinstance(kind, str) else None
         if isinstance(status, dict) and kept is not None:
             obj["status"] = {k: v for k, v in status.items() if k in kept}
-        elif kind in ("NodePool", "SchedulingConfig"):
+        elif kind in ("NodePool", "SchedulingConfig", "NodeOverlay"):
             obj.pop("status", None)  # the cluster's record, not part of the scenario
     return obj
 

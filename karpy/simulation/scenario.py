@@ -4,8 +4,10 @@ A scenario is any mix of Kubernetes objects in YAML or JSON files (multi-documen
 Kinds the simulation uses are validated, then turned into scheduler inputs by
 `karpy.state.inputs`, exactly as the provisioner turns the live cluster's objects; workloads
 are expanded into the pods their controllers would create (named `<workload>-<index>`);
-SchedulingConfigs (karpy's extension) constrain the NodePools and set the policies as they do
-in a cluster; every other kind is skipped with a warning, so manifests can be fed as they are.
+SchedulingConfigs (karpy's extension) constrain the NodePools and set the policies, and
+NodeOverlays adjust prices and capacities, as they do in a cluster (an overlay that conflicts
+with another of the same weight is ignored with a warning); every other kind is skipped with
+a warning, so manifests can be fed as they are.
 Invalid input raises `ScenarioError` naming the file, the document and the field.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import NodePool, validate_nodepool, validate_schedulingconfig
+from karpy.apis.v1alpha1 import validate_nodeoverlay
 from karpy.scheduling import InstanceType, ResourceError, TaintError
 from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.model import MinValuesPolicy, PreferencePolicy
@@ -39,6 +42,7 @@ USED = frozenset(
     {
         "NodePool",
         "SchedulingConfig",
+        "NodeOverlay",
         "Pod",
         "Node",
         "NodeClaim",
@@ -70,6 +74,8 @@ class ScenarioObjects:
     configs: list[dict[str, Any]] = field(default_factory=list)
     """SchedulingConfigs, and each NodePool's NodeClass they match on."""
     nodeclasses: dict[str, NodeClassKey | None] = field(default_factory=dict)
+    overlays: list[dict[str, Any]] = field(default_factory=list)
+    """NodeOverlays."""
 
 
 @dataclass
@@ -137,6 +143,7 @@ def load_scenario(
     pdbs: list[dict[str, Any]] = []
     nodeclasses: dict[str, NodeClassKey | None] = {}
     configs: dict[str, dict[str, Any]] = {}
+    overlays: dict[str, dict[str, Any]] = {}
     pod_docs: list[tuple[Document, dict[str, Any]]] = []
     daemon_docs: list[Document] = []
     node_docs: list[Document] = []
@@ -178,6 +185,14 @@ def load_scenario(
             if config.name in configs:
                 raise ScenarioError(f"{doc.where()}: metadata.name: duplicate SchedulingConfig")
             configs[config.name] = config.to_dict()
+        elif kind == "NodeOverlay":
+            try:
+                overlay = validate_nodeoverlay(doc.obj)
+            except ValidationError as err:
+                raise ScenarioError(f"{doc.where()}: {err}") from None
+            if overlay.name in overlays:
+                raise ScenarioError(f"{doc.where()}: metadata.name: duplicate NodeOverlay")
+            overlays[overlay.name] = overlay.to_dict()
         elif kind == "Pod":
             pod_docs.append((doc, dict(doc.obj)))
         elif kind == "DaemonSet":
@@ -249,6 +264,7 @@ def load_scenario(
         templates=[t for _, t in nodepools],
         configs=list(configs.values()),
         nodeclasses=nodeclasses,
+        overlays=list(overlays.values()),
     )
     try:
         built = build_input(
@@ -263,6 +279,11 @@ def load_scenario(
         raise ScenarioError(f"{at}: {err.detail}") from None
     except ResourceError as err:
         raise ScenarioError(str(err)) from None
+    if built.overlays is not None:
+        warnings.extend(
+            f"NodeOverlay {name} is ignored: {why}"
+            for name, why in sorted(built.overlays.conflicts.items())
+        )
     return Scenario(
         input=built.input,
         warnings=warnings,
@@ -277,6 +298,7 @@ def load_scenario(
             namespaces=namespaces,
             configs=list(configs.values()),
             nodeclasses=nodeclasses,
+            overlays=list(overlays.values()),
         ),
         explain=built.explain,
     )

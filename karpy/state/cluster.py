@@ -23,7 +23,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS, SCHEDULINGCONFIGS
+from karpy.apis.descriptors import NODECLAIMS, NODEOVERLAYS, NODEPOOLS, SCHEDULINGCONFIGS
 from karpy.apis.v1 import conditions, labels
 from karpy.apis.v1.schedulingconfig import DEFAULT_NAME
 from karpy.kube.cache import Cache
@@ -89,6 +89,8 @@ class ClusterSnapshot:
     configs: tuple[JSON, ...] = ()
     """SchedulingConfigs (karpy's extension), and each NodePool's NodeClass they match on."""
     nodeclasses: Mapping[str, NodeClassKey | None] = field(default_factory=dict)
+    overlays: tuple[JSON, ...] = ()
+    """NodeOverlays (only with the NodeOverlay feature gate)."""
 
     def active_nodes(self) -> list[StateNode]:
         """Nodes not marked for deletion: the ones new pods can still go to."""
@@ -109,6 +111,7 @@ class ClusterSnapshot:
             templates=tuple(templates),
             configs=self.configs,
             nodeclasses=self.nodeclasses,
+            overlays=self.overlays,
         )
 
 
@@ -151,6 +154,7 @@ class Cluster:
         *,
         clock: Clock | None = None,
         nomination_window: float = DEFAULT_NOMINATION_WINDOW,
+        node_overlays: bool = False,
     ) -> None:
         self.cache = cache
         self.clock = clock or RealClock()
@@ -167,6 +171,10 @@ class Cluster:
         self.pv_informer: Informer = cache.informer(PERSISTENTVOLUMES)
         self.storageclass_informer: Informer = cache.informer(STORAGECLASSES)
         self.schedulingconfig_informer: Informer = cache.informer(SCHEDULINGCONFIGS)
+        # Only with the NodeOverlay gate: without it the CRD need not be installed.
+        self.nodeoverlay_informer: Informer | None = (
+            cache.informer(NODEOVERLAYS) if node_overlays else None
+        )
         self._pending: dict[str, _PendingClaim] = {}
         self._planned: dict[str, dict[str, None]] = {}
         self._marked: set[str] = set()
@@ -447,6 +455,7 @@ class Cluster:
             storage_classes=tuple(self.storageclass_informer.list()),
             configs=tuple(self.schedulingconfig_informer.list()),
             nodeclasses={_name(p): nodepool_nodeclass(p) for p in self.nodepool_informer.list()},
+            overlays=tuple(self.nodeoverlay_informer.list()) if self.nodeoverlay_informer else (),
         )
 
 

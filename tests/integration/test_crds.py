@@ -21,6 +21,7 @@ from karpy.apis.aws.v1 import EC2NODECLASS
 from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
 from karpy.apis.registry import resource_for, validate_object
 from karpy.apis.v1 import NODECLAIM, NODEPOOL, SCHEDULINGCONFIG, NodePool
+from karpy.apis.v1alpha1 import NODEOVERLAY
 from tests.unit.apis.apis_invalid_cases import (
     CASES,
     Case,
@@ -28,6 +29,7 @@ from tests.unit.apis.apis_invalid_cases import (
     kwoknodeclass,
     matches,
     nodeclaim,
+    nodeoverlay,
     nodepool,
     schedulingconfig,
 )
@@ -41,6 +43,7 @@ CRD_NAMES = (  # in deletion order: claims before pools
     "ec2nodeclasses.karpenter.k8s.aws",
     "kwoknodeclasses.karpenter.kwok.sh",
     "schedulingconfigs.karpenter.sh",
+    "nodeoverlays.karpenter.sh",
 )
 
 
@@ -90,6 +93,7 @@ def test_crds_are_established_and_served(crds: None, kubectl: Kubectl) -> None:
     out = kubectl("api-resources", "--api-group=karpenter.sh", "-o", "name").stdout.split()
     assert sorted(out) == [
         "nodeclaims.karpenter.sh",
+        "nodeoverlays.karpenter.sh",
         "nodepools.karpenter.sh",
         "schedulingconfigs.karpenter.sh",
     ]
@@ -124,11 +128,15 @@ def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -
             "kubernetes.io/arch",
             "karpenter.sh/capacity-type",
         ]
+        overlay = _get(kubectl, "nodeoverlays.karpenter.sh", "m-savings-plan")
+        assert (overlay["spec"]["priceAdjustment"], overlay["spec"]["weight"]) == ("-40%", 10)
+        fuse = _get(kubectl, "nodeoverlays.karpenter.sh", "fuse-device")
+        assert fuse["spec"]["capacity"] == {"example.com/fuse": "1"}
         deployment = _get(kubectl, "deployment", "inflate")
         assert deployment["metadata"]["namespace"] == "default"
 
         # What the apiserver stored is what karpy's models and admission produce.
-        for stored in (aws_pool, kwok_pool, nodeclass, kwok, config):
+        for stored in (aws_pool, kwok_pool, nodeclass, kwok, config, overlay, fuse):
             resource = resource_for(stored["apiVersion"], stored["kind"])
             assert resource is not None
             assert resource.validate(stored).to_dict() == stored
@@ -145,6 +153,7 @@ def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -
         ec2nodeclass("min-ec2"),
         kwoknodeclass("min-kwok"),
         schedulingconfig("min-sc"),
+        nodeoverlay("min-no"),
     ],
     ids=lambda o: o["kind"],
 )
@@ -366,6 +375,23 @@ def test_kubectl_get_shows_karpenters_columns(crds: None, kubectl: Kubectl) -> N
             _delete(kubectl, obj)
 
 
+def test_kubectl_get_shows_nodeoverlay_columns(crds: None, kubectl: Kubectl) -> None:
+    overlay = nodeoverlay("columns")
+    try:
+        kubectl.apply(overlay)
+        rows = _columns(kubectl, "overlays")
+        assert rows[0] == ["NAME", "READY", "AGE"]
+        assert rows[1][0] == "columns"
+        rows = _columns(kubectl, "nodeoverlays", "-o", "wide")
+        assert rows[0] == ["NAME", "READY", "AGE", "WEIGHT"]
+        assert rows[1][-1] == "10"
+        assert (
+            "nodeoverlay.karpenter.sh/columns" in kubectl("get", "karpenter", "-o", "name").stdout
+        )
+    finally:
+        _delete(kubectl, overlay)
+
+
 def test_status_is_a_subresource(crds: None, kubectl: Kubectl) -> None:
     claim = nodeclaim("status-sub")
     claim["status"] = {"providerID": "kwok://ignored"}
@@ -379,4 +405,4 @@ def test_status_is_a_subresource(crds: None, kubectl: Kubectl) -> None:
 
 def test_every_resource_is_covered() -> None:
     kinds = {NODEPOOL.kind, NODECLAIM.kind, EC2NODECLASS.kind, KWOKNODECLASS.kind}
-    assert kinds | {SCHEDULINGCONFIG.kind} == {c.kind for c in CASES}
+    assert kinds | {SCHEDULINGCONFIG.kind, NODEOVERLAY.kind} == {c.kind for c in CASES}

@@ -131,6 +131,26 @@ def schedulingconfig(
     }
 
 
+def nodeoverlay(
+    name: str = "overlay",
+    *,
+    requirements: Sequence[Mapping[str, Any]] = (),
+    weight: int | None = None,
+    **spec: Any,
+) -> JSON:
+    """A NodeOverlay (`karpenter.sh/v1alpha1`); `spec` adds fields in API spelling
+    (`priceAdjustment="-50%"`, `capacity={"example.com/fuse": "1"}`)."""
+    body: JSON = {"requirements": [dict(r) for r in requirements], **spec}
+    if weight is not None:
+        body["weight"] = weight
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
 def claim_spec(**extra: Any) -> JSON:
     """A NodeClaim spec of linux nodes on the `default` KWOKNodeClass, plus `extra` fields."""
     return {

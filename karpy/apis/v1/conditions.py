@@ -41,6 +41,12 @@ SCHEDULINGCONFIG_VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
 SCHEDULINGCONFIG_READY_DEPENDENTS: Final = (SCHEDULINGCONFIG_VALIDATION_SUCCEEDED,)
 REASON_SCHEDULINGCONFIG_VALIDATION_FAILED: Final = "SchedulingConfigValidationFailed"
 
+# --- NodeOverlay (karpenter.sh/v1alpha1) ------------------------------------------------------
+NODEOVERLAY_VALIDATION_SUCCEEDED: Final = "ValidationSucceeded"
+NODEOVERLAY_READY_DEPENDENTS: Final = (NODEOVERLAY_VALIDATION_SUCCEEDED,)
+REASON_NODEOVERLAY_CONFLICT: Final = "Conflict"
+REASON_NODEOVERLAY_RUNTIME_VALIDATION: Final = "RuntimeValidation"
+
 # --- NodeClaim -----------------------------------------------------------------------------
 NODECLAIM_LAUNCHED: Final = "Launched"
 NODECLAIM_REGISTERED: Final = "Registered"

@@ -3,7 +3,8 @@
 `generateName: <nodepool>-`, an owner reference to the NodePool, the template's labels and
 annotations plus the NodePool hash, requirements narrowed to the instance types that fit,
 resource requests (pods plus DaemonSet overhead), taints, startup taints, the NodeClass
-reference, expireAfter and terminationGracePeriod.
+reference, expireAfter and terminationGracePeriod. When a NodeOverlay priced or added capacity
+to any of its instance types, Karpenter's overlay annotations say so.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from typing import Any
 from karpy.apis.v1 import group_of_ref, labels
 from karpy.apis.v1.nodepool import API_VERSION as NODEPOOL_API_VERSION
 from karpy.apis.v1.nodepool import KIND as NODEPOOL_KIND
+from karpy.apis.v1alpha1 import (
+    ANNOTATION_CAPACITY_OVERLAY_APPLIED,
+    ANNOTATION_PRICE_OVERLAY_APPLIED,
+)
 from karpy.controllers.nodepool.hash import hash_annotations
 from karpy.scheduling.engine.model import NewNodeClaim
 from karpy.scheduling.resources import format_resources
@@ -53,6 +58,10 @@ def nodeclaim_for(claim: NewNodeClaim, nodepool: Mapping[str, Any]) -> JSON:
     annotations.update(hash_annotations(nodepool))
     if claim.min_values_relaxed:
         annotations[labels.ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED] = "true"
+    if any(it.price_overlaid for it in claim.instance_types):
+        annotations[ANNOTATION_PRICE_OVERLAY_APPLIED] = "true"
+    if any(it.capacity_overlaid for it in claim.instance_types):
+        annotations[ANNOTATION_CAPACITY_OVERLAY_APPLIED] = "true"
     body: JSON = {
         "requirements": requirements_for(claim),
         "resources": {"requests": format_resources(claim.requests)},

@@ -2,7 +2,7 @@
 
 The provisioner (objects from the informer cache) and `karpy simulate` (objects from scenario
 files) both call `build_input`, so pods, volume topology, existing nodes and DaemonSet overhead
-are read once, alike, and SchedulingConfigs apply to both.
+are read once, alike, and SchedulingConfigs and NodeOverlays apply to both.
 
 from karpy.state.inputs import ClusterObjects, build_input
 """
@@ -28,6 +28,7 @@ from karpy.state.inputs.configs import (
     parameters,
 )
 from karpy.state.inputs.nodes import existing_node, join_nodes, node_key, state_nodes
+from karpy.state.inputs.overlays import Overlay, OverlayResult, apply_overlays, overlays_of
 from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeError, VolumeTopology, pod_claim_names
 
@@ -39,10 +40,13 @@ __all__ = [
     "InputError",
     "Inputs",
     "NodeClassKey",
+    "Overlay",
+    "OverlayResult",
     "Parameters",
     "PodViews",
     "VolumeError",
     "VolumeTopology",
+    "apply_overlays",
     "build_input",
     "conflicts",
     "daemonset_pod",
@@ -52,6 +56,7 @@ __all__ = [
     "node_key",
     "nodepool_nodeclass",
     "nodepool_usage",
+    "overlays_of",
     "parameters",
     "pod_claim_names",
     "state_nodes",

@@ -2,9 +2,10 @@
 
 The provisioner feeds this from the informer cache and `karpy simulate` from scenario files;
 both hand over plain collections (pending pods, existing nodes, DaemonSets, claims, volumes,
-StorageClasses, namespaces, NodePool templates, SchedulingConfigs), so the same objects give the
-same plan. Volume topology, DaemonSet overhead, existing nodes, NodePool usage and the
-SchedulingConfigs' requirements and parameters are applied here and nowhere else.
+StorageClasses, namespaces, NodePool templates, SchedulingConfigs, NodeOverlays), so the same
+objects give the same plan. Volume topology, DaemonSet overhead, existing nodes, NodePool usage,
+the SchedulingConfigs' requirements and parameters and the NodeOverlays' prices and capacities
+are applied here and nowhere else.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from karpy.state.inputs.configs import (
     with_default_spread,
 )
 from karpy.state.inputs.nodes import existing_node
+from karpy.state.inputs.overlays import OverlayResult, apply_overlays, overlays_of
 from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeTopology
 from karpy.state.statenode import StateNode
@@ -80,6 +82,8 @@ class ClusterObjects:
     """SchedulingConfig objects (karpy's extension); none leaves everything as it was."""
     nodeclasses: Mapping[str, NodeClassKey | None] = field(default_factory=dict)
     """Each template's NodeClass (NodePool name -> (group, kind, name)), which configs match."""
+    overlays: Sequence[JSON] = ()
+    """NodeOverlay objects (`karpenter.sh/v1alpha1`); none leaves the instance types as they are."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ class Inputs:
     """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist."""
     explainer: Explainer | None = None
     """Names the SchedulingConfigs that kept pods off NodePools (see `explain`)."""
+    overlays: OverlayResult | None = None
+    """Which NodeOverlays applied and which conflicted (None: there were none)."""
 
     def explain(self, errors: Mapping[str, str]) -> dict[str, str]:
         """A plan's pod errors, each followed by the configs that ruled the pod out of a NodePool
@@ -123,7 +129,16 @@ def build_input(
     views = views if views is not None else PodViews()
     params = parameters(objects.configs)
     rails = guardrails(objects.configs)
-    templates, dropped = constrain_templates(objects.templates, objects.nodeclasses, rails)
+    overlaid: OverlayResult | None = None
+    base = list(objects.templates)
+    if objects.overlays:
+        readable, invalid = overlays_of(objects.overlays)
+        if strict and invalid:
+            name, why = sorted(invalid.items())[0]
+            raise InputError("NodeOverlay", name, why)
+        overlaid = apply_overlays(base, readable)
+        base = overlaid.templates
+    templates, dropped = constrain_templates(base, objects.nodeclasses, rails)
     topology = VolumeTopology(
         claims=objects.claims, volumes=objects.volumes, classes=objects.storage_classes
     )
@@ -177,6 +192,7 @@ def build_input(
         )
         if rails
         else None,
+        overlays=overlaid,
     )
 
 

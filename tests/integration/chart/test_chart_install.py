@@ -92,6 +92,10 @@ def test_documented_install_upgrade_and_uninstall(
     assert can(kubectl, sa, "patch", "schedulingconfigs.karpenter.sh", "--subresource=status")
     assert not can(kubectl, sa, "patch", "schedulingconfigs.karpenter.sh")
     assert not can(kubectl, sa, "delete", "schedulingconfigs.karpenter.sh")
+    # NodeOverlays: the same (their status says whether they apply)
+    assert can(kubectl, sa, "watch", "nodeoverlays.karpenter.sh")
+    assert can(kubectl, sa, "patch", "nodeoverlays.karpenter.sh", "--subresource=status")
+    assert not can(kubectl, sa, "patch", "nodeoverlays.karpenter.sh")
     assert not can(kubectl, sa, "create", "pods", "-n", "default")
 
     generation = deployment["metadata"]["generation"]

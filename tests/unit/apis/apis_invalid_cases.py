@@ -54,12 +54,24 @@ def schedulingconfig(name: str = "sc") -> Obj:
     }
 
 
+def nodeoverlay(name: str = "no") -> Obj:
+    return kit.nodeoverlay(
+        name,
+        requirements=[
+            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.large"]}
+        ],
+        priceAdjustment="-10%",
+        weight=10,
+    )
+
+
 BASES: dict[str, Callable[[str], Obj]] = {
     "NodePool": nodepool,
     "NodeClaim": nodeclaim,
     "EC2NodeClass": ec2nodeclass,
     "KWOKNodeClass": kwoknodeclass,
     "SchedulingConfig": schedulingconfig,
+    "NodeOverlay": nodeoverlay,
 }
 
 Mutation = Callable[[Obj], None]
@@ -969,10 +981,100 @@ SCHEDULINGCONFIG_CASES = [
     ),
 ]
 
+NO_REQS = "spec.requirements"
+# NodeOverlay (karpenter.sh/v1alpha1): Karpenter's CRD rules.
+NODEOVERLAY_CASES = [
+    Case(
+        "no-in-empty-values",
+        "NodeOverlay",
+        _sc_req(key="kubernetes.io/arch", operator="In", values=[]),
+        NO_REQS,
+        "requirements with operator 'In' must have a value defined",
+    ),
+    Case(
+        "no-notin-empty-values",
+        "NodeOverlay",
+        _sc_req(key="kubernetes.io/arch", operator="NotIn", values=[]),
+        NO_REQS,
+        "requirements with operator 'NotIn' must have a value defined",
+    ),
+    Case(
+        "no-gte-negative",
+        "NodeOverlay",
+        _sc_req(key="example.com/gen", operator="Gte", values=["-1"]),
+        NO_REQS,
+        "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer",
+    ),
+    Case(
+        "no-unknown-operator",
+        "NodeOverlay",
+        _sc_req(key="kubernetes.io/arch", operator="Foo", values=["amd64"]),
+        f"{NO_REQS}[0].operator",
+        'Unsupported value: "Foo"',
+    ),
+    Case(
+        "no-requirements-missing",
+        "NodeOverlay",
+        _set("spec.requirements", DELETE),
+        NO_REQS,
+        "Required value",
+    ),
+    Case(
+        "no-price-and-adjustment",
+        "NodeOverlay",
+        _set("spec.price", "1.5"),
+        "spec",
+        "cannot set both 'price' and 'priceAdjustment'",
+    ),
+    Case(
+        "no-adjustment-unsigned",
+        "NodeOverlay",
+        _set("spec.priceAdjustment", "10%"),
+        "spec.priceAdjustment",
+        "should match",
+    ),
+    Case(
+        "no-adjustment-below-minus-100",
+        "NodeOverlay",
+        _set("spec.priceAdjustment", "-150%"),
+        "spec.priceAdjustment",
+        "should match",
+    ),
+    Case(
+        "no-price-negative",
+        "NodeOverlay",
+        _set("spec.price", "-1"),
+        "spec.price",
+        "should match",
+    ),
+    Case(
+        "no-capacity-cpu",
+        "NodeOverlay",
+        _set("spec.capacity", {"cpu": "2", "example.com/fuse": "1"}),
+        "spec.capacity",
+        "invalid resource restricted",
+    ),
+    Case(
+        "no-weight-zero",
+        "NodeOverlay",
+        _set("spec.weight", 0),
+        "spec.weight",
+        "should be greater than or equal to 1",
+    ),
+    Case(
+        "no-weight-too-high",
+        "NodeOverlay",
+        _set("spec.weight", 10001),
+        "spec.weight",
+        "should be less than or equal to 10000",
+    ),
+]
+
 CASES: list[Case] = [
     *NODEPOOL_CASES,
     *NODECLAIM_CASES,
     *EC2_CASES,
     *KWOK_CASES,
     *SCHEDULINGCONFIG_CASES,
+    *NODEOVERLAY_CASES,
 ]

@@ -23,6 +23,7 @@ FILES = {
     "karpenter.k8s.aws_ec2nodeclasses.yaml",
     "karpenter.kwok.sh_kwoknodeclasses.yaml",
     "karpenter.sh_schedulingconfigs.yaml",  # karpy's extension
+    "karpenter.sh_nodeoverlays.yaml",
 }
 
 
@@ -60,6 +61,7 @@ def test_rendering_is_deterministic() -> None:
         "ec2nodeclasses.karpenter.k8s.aws",
         "kwoknodeclasses.karpenter.kwok.sh",
         "schedulingconfigs.karpenter.sh",
+        "nodeoverlays.karpenter.sh",
     ]
 
 
@@ -69,7 +71,7 @@ def test_command_prints_one_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert crds.run(parser.parse_args([])) == 0
     out = capsys.readouterr().out
     assert out == crds.render_all()
-    assert len([d for d in yaml.safe_load_all(out) if d]) == 5
+    assert len([d for d in yaml.safe_load_all(out) if d]) == 6
 
 
 def test_command_writes_karpenters_files(tmp_path: Path) -> None:
@@ -111,6 +113,15 @@ def test_schedulingconfig_printer_columns() -> None:
         ("Ready", '.status.conditions[?(@.type=="Ready")].status'),
         ("Age", ".metadata.creationTimestamp"),
     ]
+
+
+def test_nodeoverlay_names_and_printer_columns() -> None:
+    names = _crd("NodeOverlay")["spec"]["names"]
+    assert (names["plural"], names["shortNames"]) == ("nodeoverlays", ["overlays"])
+    assert _crd("NodeOverlay")["spec"]["versions"][0]["name"] == "v1alpha1"
+    assert resource_for("karpenter.sh/v1alpha1", "NodeOverlay") is not None
+    assert [n for n, _ in _columns("NodeOverlay", 0)] == ["Ready", "Age"]
+    assert _columns("NodeOverlay", 1) == [("Weight", ".spec.weight")]
 
 
 def test_nodeclaim_printer_columns() -> None:

@@ -54,6 +54,7 @@ def test_the_table_covers_every_kind_and_updates() -> None:
         "EC2NodeClass",
         "KWOKNodeClass",
         "SchedulingConfig",
+        "NodeOverlay",
     }
     assert sum(c.update for c in CASES) >= 5
     assert len({c.id for c in CASES}) == len(CASES)

@@ -141,6 +141,7 @@ class _Consolidation:
             views=self.views,
             configs=state.configs,
             nodeclasses=state.nodeclasses,
+            overlays=state.overlays,
         )
 
     def search(

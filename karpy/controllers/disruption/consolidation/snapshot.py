@@ -126,9 +126,11 @@ def build_snapshot(
     preference_policy: PreferencePolicy = "Respect",
     configs: Sequence[JSON] = (),
     nodeclasses: Mapping[str, NodeClassKey | None] | None = None,
+    overlays: Sequence[JSON] = (),
 ) -> Snapshot:
     """A snapshot of these objects; unreadable pending pods are left out (`unreadable`).
-    SchedulingConfigs constrain the replacements as they constrain provisioning."""
+    SchedulingConfigs constrain the replacements and NodeOverlays price them as they do in
+    provisioning."""
     views = views if views is not None else PodViews()
     built = build_input(
         ClusterObjects(
@@ -142,6 +144,7 @@ def build_snapshot(
             templates=templates,
             configs=configs,
             nodeclasses=dict(nodeclasses or {}),
+            overlays=overlays,
         ),
         views=views,
         preference_policy=preference_policy,
