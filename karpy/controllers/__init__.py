@@ -26,6 +26,7 @@ def registrars() -> list[Registrar]:
         nodepool,
         provisioning,
         schedulingconfig,
+        static,
     )
     from karpy.controllers.node import health as node_health
     from karpy.controllers.node import termination as node_termination
@@ -43,6 +44,7 @@ def registrars() -> list[Registrar]:
         node_termination.register,
         node_health.register,
         nodepool.register,
+        static.register,
         schedulingconfig.register,
         disruption.register,
         garbagecollection.register,
