@@ -216,6 +216,26 @@ def test_transition_rules_do_not_run_on_create() -> None:
     validate_nodepool(obj)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [{"replicas": 0}, {"replicas": 3, "limits": {"nodes": "5"}}, {"replicas": 2, "limits": {}}],
+    ids=["zero", "node-limit", "empty-limits"],
+)
+def test_static_nodepools_may_have_replicas_and_a_node_limit(spec: dict[str, Any]) -> None:
+    obj = nodepool()
+    obj["spec"].update(spec)
+    assert validate_nodepool(obj).is_static
+
+
+def test_static_nodepool_replicas_and_node_limit_may_change() -> None:
+    stored = nodepool()
+    stored["spec"]["replicas"] = 3
+    updated = copy.deepcopy(stored)
+    updated["spec"]["replicas"] = 1
+    updated["spec"]["limits"] = {"nodes": "4"}
+    assert validate_nodepool(updated, old=stored).spec.replicas == 1
+
+
 # --- defaults ------------------------------------------------------------------------------
 def test_nodepool_defaults() -> None:
     obj = nodepool()
