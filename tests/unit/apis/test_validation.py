@@ -313,9 +313,20 @@ def test_examples_are_valid_and_names_never_collide() -> None:
         ("NodePool", "default"),
         ("EC2NodeClass", "default"),
         ("NodePool", "local"),
+        ("NodePool", "static"),
         ("KWOKNodeClass", "local"),
         ("SchedulingConfig", "default"),
     }
+
+
+def test_static_example_nodepool_is_a_static_pool_with_room_for_a_replacement() -> None:
+    (doc,) = [
+        d for d in _example_docs() if d["kind"] == "NodePool" and d["metadata"]["name"] == "static"
+    ]
+    pool = validate_nodepool(doc)
+    assert pool.is_static
+    assert pool.spec.replicas == 3
+    assert pool.spec.limits == {"nodes": "4"}
 
 
 def test_aws_example_nodepool_is_the_one_documented() -> None:
