@@ -27,6 +27,7 @@ def registrars() -> list[Registrar]:
         nodepool,
         provisioning,
         schedulingconfig,
+        static,
     )
     from karpy.controllers.node import health as node_health
     from karpy.controllers.node import termination as node_termination
@@ -45,6 +46,7 @@ def registrars() -> list[Registrar]:
         node_health.register,
         nodepool.register,
         nodeoverlay.register,
+        static.register,
         schedulingconfig.register,
         disruption.register,
         garbagecollection.register,

@@ -99,9 +99,14 @@ def test_crds_are_established_and_served(crds: None, kubectl: Kubectl) -> None:
     ]
 
 
+def _example_files() -> list[str]:
+    """Every manifest under manifests/examples (the IAM policy there is not one)."""
+    return [arg for path in sorted(EXAMPLES.rglob("*.yaml")) for arg in ("-f", str(path))]
+
+
 def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -> None:
     try:
-        kubectl("apply", "-R", "-f", str(EXAMPLES))
+        kubectl("apply", *_example_files())
         aws_pool = _get(kubectl, "nodepools.karpenter.sh", "default")
         kwok_pool = _get(kubectl, "nodepools.karpenter.sh", "local")
         for pool in (aws_pool, kwok_pool):
@@ -132,17 +137,20 @@ def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -
         assert (overlay["spec"]["priceAdjustment"], overlay["spec"]["weight"]) == ("-40%", 10)
         fuse = _get(kubectl, "nodeoverlays.karpenter.sh", "fuse-device")
         assert fuse["spec"]["capacity"] == {"example.com/fuse": "1"}
+        static_pool = _get(kubectl, "nodepools.karpenter.sh", "static")
+        assert static_pool["spec"]["replicas"] == 3
+        assert static_pool["spec"]["limits"] == {"nodes": 4}
         deployment = _get(kubectl, "deployment", "inflate")
         assert deployment["metadata"]["namespace"] == "default"
 
         # What the apiserver stored is what karpy's models and admission produce.
-        for stored in (aws_pool, kwok_pool, nodeclass, kwok, config, overlay, fuse):
+        for stored in (aws_pool, kwok_pool, static_pool, nodeclass, kwok, config, overlay, fuse):
             resource = resource_for(stored["apiVersion"], stored["kind"])
             assert resource is not None
             assert resource.validate(stored).to_dict() == stored
             assert resource.admit(_strip_server_fields(stored)) == _strip_server_fields(stored)
     finally:
-        kubectl("delete", "-R", "-f", str(EXAMPLES), "--ignore-not-found", "--wait=false")
+        kubectl("delete", *_example_files(), "--ignore-not-found", "--wait=false")
 
 
 @pytest.mark.parametrize(

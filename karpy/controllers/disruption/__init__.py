@@ -16,7 +16,7 @@ from karpy.controllers.disruption.controller import (
     DisruptionController,
 )
 from karpy.controllers.disruption.events import DedupingEvents
-from karpy.controllers.disruption.methods import Drift, Emptiness, Method
+from karpy.controllers.disruption.methods import Drift, Emptiness, Method, StaticDrift
 from karpy.controllers.disruption.orchestration import OrchestrationQueue, QueueController
 from karpy.kube.resources import PODDISRUPTIONBUDGETS
 
@@ -24,10 +24,16 @@ __all__ = ["NAME", "POLLING_PERIOD", "VALIDATION_DELAY", "DisruptionController",
 
 
 def methods(ctx: ControllerContext, events: DedupingEvents) -> list[Method]:
-    """The methods in Karpenter's order: emptiness, drift, multi-node consolidation,
-    single-node consolidation."""
+    """The methods in Karpenter's order: emptiness, static drift (gate `StaticCapacity`),
+    drift, multi-node consolidation, single-node consolidation."""
+    static: list[Method] = []
+    if ctx.settings.feature_gates.static_capacity:
+        static.append(
+            StaticDrift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider, events=events)
+        )
     return [
         Emptiness(events=events),
+        *static,
         Drift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider, events=events),
         _consolidation(ctx, MultiNodeConsolidation),
         _consolidation(ctx, SingleNodeConsolidation),

@@ -91,6 +91,8 @@ class Case:
     path: str | None
     message: str
     update: bool = False
+    before: Mutation | None = None
+    """Applied to the base object first (e.g. to store a static NodePool and update it)."""
 
     @property
     def name(self) -> str:
@@ -99,6 +101,8 @@ class Case:
     def objects(self) -> tuple[Obj | None, Obj]:
         """(stored object for an update or None, the object to submit)."""
         base = BASES[self.kind](self.name)
+        if self.before is not None:
+            self.before(base)
         changed = copy.deepcopy(base)
         self.mutate(changed)
         return (base if self.update else None), changed
@@ -478,6 +482,13 @@ NODEPOOL_CASES = [
         "only 'limits.nodes' is supported on static",
     ),
     Case(
+        "static-with-nodes-and-cpu-limits",
+        "NodePool",
+        _set("spec", {**nodepool()["spec"], "replicas": 2, "limits": {"nodes": "5", "cpu": "10"}}),
+        "spec",
+        "only 'limits.nodes' is supported on static",
+    ),
+    Case(
         "static-with-weight",
         "NodePool",
         _set("spec", {**nodepool()["spec"], "replicas": 2, "weight": 10}),
@@ -530,6 +541,33 @@ NODEPOOL_CASES = [
         "spec",
         "Cannot transition NodePool between static",
         update=True,
+    ),
+    Case(
+        "static-to-dynamic",
+        "NodePool",
+        _set("spec.replicas", DELETE),
+        "spec",
+        "Cannot transition NodePool between static",
+        update=True,
+        before=_set("spec.replicas", 3),
+    ),
+    Case(
+        "static-add-weight",
+        "NodePool",
+        _set("spec.weight", 5),
+        "spec",
+        "'weight' is not supported on static NodePools",
+        update=True,
+        before=_set("spec.replicas", 3),
+    ),
+    Case(
+        "static-add-memory-limit",
+        "NodePool",
+        _set("spec.limits", {"nodes": "5", "memory": "10Gi"}),
+        "spec",
+        "only 'limits.nodes' is supported on static",
+        update=True,
+        before=_set("spec.replicas", 3),
     ),
 ]
 

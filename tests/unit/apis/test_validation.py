@@ -217,6 +217,26 @@ def test_transition_rules_do_not_run_on_create() -> None:
     validate_nodepool(obj)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [{"replicas": 0}, {"replicas": 3, "limits": {"nodes": "5"}}, {"replicas": 2, "limits": {}}],
+    ids=["zero", "node-limit", "empty-limits"],
+)
+def test_static_nodepools_may_have_replicas_and_a_node_limit(spec: dict[str, Any]) -> None:
+    obj = nodepool()
+    obj["spec"].update(spec)
+    assert validate_nodepool(obj).is_static
+
+
+def test_static_nodepool_replicas_and_node_limit_may_change() -> None:
+    stored = nodepool()
+    stored["spec"]["replicas"] = 3
+    updated = copy.deepcopy(stored)
+    updated["spec"]["replicas"] = 1
+    updated["spec"]["limits"] = {"nodes": "4"}
+    assert validate_nodepool(updated, old=stored).spec.replicas == 1
+
+
 # --- defaults ------------------------------------------------------------------------------
 def test_nodepool_defaults() -> None:
     obj = nodepool()
@@ -294,9 +314,20 @@ def test_examples_are_valid_and_names_never_collide() -> None:
         ("NodePool", "default"),
         ("EC2NodeClass", "default"),
         ("NodePool", "local"),
+        ("NodePool", "static"),
         ("KWOKNodeClass", "local"),
         ("SchedulingConfig", "default"),
     }
+
+
+def test_static_example_nodepool_is_a_static_pool_with_room_for_a_replacement() -> None:
+    (doc,) = [
+        d for d in _example_docs() if d["kind"] == "NodePool" and d["metadata"]["name"] == "static"
+    ]
+    pool = validate_nodepool(doc)
+    assert pool.is_static
+    assert pool.spec.replicas == 3
+    assert pool.spec.limits == {"nodes": "4"}
 
 
 def test_aws_example_nodepool_is_the_one_documented() -> None:

@@ -10,6 +10,7 @@ from karpy.controllers.disruption.methods.base import (
 )
 from karpy.controllers.disruption.methods.drift import Drift
 from karpy.controllers.disruption.methods.emptiness import Emptiness
+from karpy.controllers.disruption.methods.staticdrift import StaticDrift
 
 __all__ = [
     "DECISION_DELETE",
@@ -19,5 +20,6 @@ __all__ = [
     "Drift",
     "Emptiness",
     "Method",
+    "StaticDrift",
     "within_budgets",
 ]
