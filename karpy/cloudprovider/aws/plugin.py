@@ -28,6 +28,7 @@ from karpy.cloudprovider.aws.interruption import InterruptionController, Message
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.pricing import PricingProvider
+from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.registry import PluginContext, ProviderUnavailableError
@@ -162,6 +163,17 @@ class AWSPlugin:
                     clock=ctx.clock,
                 )
             )
+            if not ctx.settings.aws.isolated_vpc:
+                ctx.add(
+                    InstanceProfileGC(
+                        nodeclasses=ctx.cache.informer(EC2NODECLASSES),
+                        nodeclaims=ctx.cache.informer(NODECLAIMS),
+                        cleanup=NodeClassCleanup(
+                            provider.resolver.clients, cluster_name=ctx.settings.cluster_name
+                        ),
+                        clock=ctx.clock,
+                    )
+                )
         queue = ctx.settings.aws.interruption_queue.strip()
         if not queue:
             log.info("interruption handling is off: INTERRUPTION_QUEUE is not set")

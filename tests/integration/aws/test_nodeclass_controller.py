@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -21,7 +22,8 @@ from karpy.cloudprovider.aws.nodeclasscontroller import (
     EC2NodeClassController,
 )
 from karpy.cloudprovider.aws.nodeclasshash import nodeclass_hash
-from karpy.kube import Cache, Client, NotFoundError
+from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
+from karpy.kube import Cache, Client, FakeClock, NotFoundError
 from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     CLUSTER,
     DISCOVERY,
@@ -280,3 +282,54 @@ async def test_another_hash_version_restamps_nodeclaims_as_karpenter_does(
     assert drifted["karpenter.k8s.aws/ec2nodeclass-hash"] == "1234"
     assert drifted["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
     assert (await client.get(NODECLAIMS, "kwok"))["metadata"]["annotations"] == older
+
+
+async def test_unused_instance_profiles_older_than_an_hour_are_deleted(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    client, _cache, controller = running
+    ours = f"/karpenter/{world.clients.region}/{CLUSTER}/"
+    async with world.clients.client("iam") as iam:
+        for name, path in (
+            ("in-status", f"{ours}uid-1/"),
+            ("on-a-claim", f"{ours}uid-2/"),
+            ("unused", f"{ours}uid-3/"),
+            ("other-cluster", f"/karpenter/{world.clients.region}/other/uid-4/"),
+        ):
+            await iam.create_instance_profile(InstanceProfileName=name, Path=path)
+        await iam.add_role_to_instance_profile(InstanceProfileName="unused", RoleName=ROLE)
+    await client.create(EC2NODECLASSES, manifest())
+    await client.patch_status(
+        EC2NODECLASSES, "default", {"status": {"instanceProfile": "in-status"}}
+    )
+    await client.create(
+        NODECLAIMS,
+        ec2_nodeclaim(
+            "user", annotations={"karpenter.k8s.aws/instance-profile-name": "on-a-claim"}
+        ),
+    )
+    await cached(
+        controller.nodeclasses,
+        "default",
+        lambda o: o is not None and (o.get("status") or {}).get("instanceProfile"),
+    )
+    await cached(controller.nodeclaims, "user", lambda c: c is not None)
+    now = datetime.now(UTC)
+    clock = FakeClock(wall_start=now)
+    gc = InstanceProfileGC(
+        nodeclasses=controller.nodeclasses,
+        nodeclaims=controller.nodeclaims,
+        cleanup=controller.cleanup,
+        clock=clock,
+    )
+    assert gc.in_use() == {"in-status", "on-a-claim"}
+    result = await gc.reconcile(gc.name)
+    assert result is not None and result.requeue_after == 30 * 60
+    assert {"in-status", "on-a-claim", "unused", "other-cluster"} <= await profiles(world)
+
+    clock.advance(2 * 3600)  # an hour after their creation, unused profiles may go
+    await gc.reconcile(gc.name)
+    remaining = await profiles(world)
+    assert "unused" not in remaining
+    assert {"in-status", "on-a-claim", "other-cluster"} <= remaining
