@@ -11,21 +11,48 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
+import pytest
 from kubetest import Kubectl
+from moto.server import ThreadedMotoServer
 
 from tests.e2e.aws_kubelets import Kubelets
 from tests.e2e.conftest import KarpyFactory
 from tests.e2e.support import deployment, nodeclaims, wait_for, wait_nodepool_ready
 from tests.e2e.test_aws import CREDENTIALS, REGION, REPO, _lower, ec2_instances
-from tests.e2e.test_aws import moto as moto  # the moto server fixture
 from tests.kit import pdb
 from tests.kit.interruption import body, spot_interruption
 
 JSON = dict[str, Any]
 QUEUE = "demo"
+
+
+def reset(endpoint: str) -> None:
+    request = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+@pytest.fixture
+def moto() -> Iterator[str]:
+    """A moto server from a clean state, left clean: servers in one process share moto's
+    backends, so the IAM role and VPC seeded here would break the next test's seed."""
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    reset(endpoint)
+    try:
+        yield endpoint
+    finally:
+        reset(endpoint)
+        server.stop()
+
+
 REPLICAS = 3
 
 
