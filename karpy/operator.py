@@ -2,7 +2,9 @@
 controllers into one manager, and run it until SIGTERM.
 
 To add an informer, append its resource to `CACHED_RESOURCES` (and grant `list`/`watch` in the
-chart's ClusterRole, `manifests/charts/karpy/templates/clusterrole.yaml`). `_main` fills one
+chart's ClusterRole, `manifests/charts/karpy/templates/clusterrole.yaml`). karpy's extension
+kinds are declared `optional=True` on their `CustomResource`: a cluster with only Karpenter's
+CRDs then runs as if they had no objects (`ABSENT_CRD_HINT` is logged once). `_main` fills one
 `ControllerContext` (settings, client, cache, events, clock, cloud provider, cluster state,
 manager) and hands it to the provider plugin (its own controllers), then to each of
 `REGISTRATIONS`: the informers, then every area's `register(ctx)` (`karpy.controllers`).

@@ -70,8 +70,9 @@ class CustomResource(Generic[M]):
     scope: Literal["Cluster", "Namespaced"] = "Cluster"
     annotations: Mapping[str, str] = field(default_factory=dict)
     optional: bool = False
-    """karpy's extension kind, absent from Karpenter's CRD chart: karpy runs without its CRD
-    (the kind is then empty) and picks it up once the CRD is installed."""
+    """A kind a cluster may lack (karpy's extensions, which Karpenter's CRD chart lacks; alpha
+    kinds newer than a user's Karpenter CRDs): karpy runs without its CRD, as if the kind had
+    no objects, and picks it up once the CRD is installed. Karpenter's v1 kinds are required."""
 
     @property
     def api_version(self) -> str:

@@ -1,9 +1,10 @@
-"""End to end: karpy on a cluster with Karpenter's CRDs only (no SchedulingConfig CRD, as
-Karpenter's karpenter-crd chart installs them) provisions as before, says once how to install
-the missing CRD, and applies SchedulingConfigs once the CRD is installed, without a restart.
+"""End to end: karpy on a cluster with Karpenter's v1 CRDs only (no SchedulingConfig CRD, as
+Karpenter's karpenter-crd chart installs them, and no alpha NodeOverlay CRD) provisions as
+before, says once per missing CRD how to install it, and applies SchedulingConfigs once their CRD
+is installed, without a restart.
 
-The test deletes the session's SchedulingConfig CRD and puts it back in a `finally`, so the
-tests after it find it as the session fixture left it."""
+The test deletes the session's SchedulingConfig and NodeOverlay CRDs and puts them back in a
+`finally`, so the tests after it find them as the session fixture left them."""
 
 from __future__ import annotations
 
@@ -30,7 +31,11 @@ from tests.kit import LINUX, schedulingconfig
 pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[2]
 CRD = "schedulingconfigs.karpenter.sh"
-CRD_FILE = REPO / "manifests" / "crds" / "karpenter.sh_schedulingconfigs.yaml"
+OVERLAY_CRD = "nodeoverlays.karpenter.sh"
+CRD_FILES = {
+    CRD: REPO / "manifests" / "crds" / "karpenter.sh_schedulingconfigs.yaml",
+    OVERLAY_CRD: REPO / "manifests" / "crds" / "karpenter.sh_nodeoverlays.yaml",
+}
 ARCH = "kubernetes.io/arch"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 OPEN_REQUIREMENTS = [
@@ -40,9 +45,9 @@ OPEN_REQUIREMENTS = [
 ]
 
 
-def _install_crd(kubectl: Kubectl) -> None:
-    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILE))
-    kubectl("wait", "--for=condition=Established", f"crd/{CRD}", "--timeout=60s", timeout=90)
+def _install_crd(kubectl: Kubectl, name: str) -> None:
+    kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD_FILES[name]))
+    kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s", timeout=90)
 
 
 def _log_records(process: KarpyProcess) -> list[dict[str, Any]]:
@@ -56,20 +61,22 @@ def _log_records(process: KarpyProcess) -> list[dict[str, Any]]:
     return records
 
 
-def _absent_lines(process: KarpyProcess) -> list[dict[str, Any]]:
+def _absent_lines(process: KarpyProcess, crd: str = CRD) -> list[dict[str, Any]]:
     return [
         r
         for r in _log_records(process)
-        if r.get("crd") == CRD and "is not served" in str(r.get("message", ""))
+        if r.get("crd") == crd and "is not served" in str(r.get("message", ""))
     ]
 
 
 def test_without_the_schedulingconfig_crd_karpy_provisions_and_picks_it_up_later(
     kubectl: Kubectl, namespace: str, karpy_factory: KarpyFactory, kwok_pool: PoolFactory
 ) -> None:
-    kubectl("delete", "crd", CRD, "--ignore-not-found", "--wait=true", timeout=120)
+    for name in CRD_FILES:
+        kubectl("delete", "crd", name, "--ignore-not-found", "--wait=true", timeout=120)
     try:
         assert not kubectl.has_resource(CRD)
+        assert not kubectl.has_resource(OVERLAY_CRD)
         karpy = karpy_factory()  # ready: every informer synced, the missing kind included
         kwok_pool("default", requirements=OPEN_REQUIREMENTS)
 
@@ -83,9 +90,10 @@ def test_without_the_schedulingconfig_crd_karpy_provisions_and_picks_it_up_later
         assert lines[0]["level"] == "INFO"
         assert "karpy-crd" in lines[0]["message"]
         assert "karpy crds" in lines[0]["message"]
+        assert len(_absent_lines(karpy, OVERLAY_CRD)) == 1
 
         # The CRD arrives: the next re-check (each minute) picks the kind up.
-        _install_crd(kubectl)
+        _install_crd(kubectl, CRD)
         kubectl.apply(schedulingconfig())  # amd64 and on-demand on the KWOKNodeClass `default`
 
         def config_ready() -> bool:
@@ -125,4 +133,5 @@ def test_without_the_schedulingconfig_crd_karpy_provisions_and_picks_it_up_later
             assert (labels[ARCH], labels[CAPACITY_TYPE]) == ("amd64", "on-demand"), labels
         assert any(n["metadata"]["labels"][ARCH] == "arm64" for n in nodes(kubectl))
     finally:
-        _install_crd(kubectl)
+        for name in CRD_FILES:
+            _install_crd(kubectl, name)

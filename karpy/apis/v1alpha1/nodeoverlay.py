@@ -140,6 +140,7 @@ NODEOVERLAY = CustomResource(
         PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
         PrinterColumn("Weight", ".spec.weight", "integer", priority=1),
     ),
+    optional=True,  # alpha: CRDs from Karpenter charts before NodeOverlay lack it
 )
 
 
