@@ -171,6 +171,9 @@ def load_scenario(
             seen_pools.add(model.name)
             models.append(model)
             nodeclasses[model.name] = nodepool_nodeclass(doc.obj)
+            if model.is_static:  # as the provisioner: pods are never provisioned onto it
+                warnings.append(f"{doc.where()}: static NodePool (spec.replicas): not provisioned")
+                continue
             try:
                 nodepools.append(
                     (doc, NodePoolTemplate.from_nodepool(model.to_dict(), instance_types))

@@ -109,6 +109,19 @@ def test_other_kinds_are_skipped_with_a_warning(
     assert json.loads(out)["stats"]["pods"] == 3
 
 
+def test_static_nodepools_are_not_provisioned_onto(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    static = NODEPOOL.replace("{name: default}", "{name: a-fixed}").replace(
+        "spec:\n  template:", "spec:\n  replicas: 5\n  template:"
+    )
+    f = write(tmp_path, "s.yaml", static, NODEPOOL, DEPLOYMENT)
+    code, out, err = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    assert "static NodePool (spec.replicas): not provisioned" in err
+    assert {c["nodePool"] for c in json.loads(out)["nodeClaims"]} == {"default"}
+
+
 def test_lists_and_several_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pools = write(tmp_path, "pools.yaml", NODEPOOL)
     items = {"apiVersion": "v1", "kind": "List", "items": [yaml.safe_load(DEPLOYMENT)]}
