@@ -317,6 +317,8 @@ def test_examples_are_valid_and_names_never_collide() -> None:
         ("NodePool", "static"),
         ("KWOKNodeClass", "local"),
         ("SchedulingConfig", "default"),
+        ("NodeOverlay", "m-savings-plan"),
+        ("NodeOverlay", "fuse-device"),
     }
 
 
