@@ -47,7 +47,10 @@ class KwokPlugin:
 
     async def build(self, settings: Settings, *, client: Client, cache: Cache) -> CloudProvider:
         return KwokCloudProvider(
-            client=client, cache=cache, instance_types=instance_types(settings)
+            client=client,
+            cache=cache,
+            instance_types=instance_types(settings),
+            node_overlays=settings.feature_gates.node_overlay,
         )
 
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:

@@ -26,7 +26,8 @@ from karpy.controllers.common.status import write_conditions
 from karpy.kube import Client, Clock, Informer, RealClock, Result
 from karpy.kube.builder import Builder
 from karpy.scheduling.engine.model import NodePoolTemplate
-from karpy.state.inputs import apply_overlays, overlays_of
+from karpy.scheduling.overlays import overlays_of
+from karpy.state.inputs import overlay_templates
 
 __all__ = ["NAME", "NodeOverlayStatusController", "overlay_errors"]
 
@@ -99,7 +100,7 @@ class NodeOverlayStatusController:
         readable, unreadable = overlays_of(o for o in objs if _name(o) not in invalid)
         for name, why in unreadable.items():
             invalid[name] = [why]
-        result = apply_overlays(await self._templates(), readable)
+        result = overlay_templates(await self._templates(), readable)
         verdicts: dict[str, tuple[str, str] | None] = {}
         for obj in objs:
             name = _name(obj)

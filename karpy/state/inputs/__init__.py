@@ -28,7 +28,7 @@ from karpy.state.inputs.configs import (
     parameters,
 )
 from karpy.state.inputs.nodes import existing_node, join_nodes, node_key, state_nodes
-from karpy.state.inputs.overlays import Overlay, OverlayResult, apply_overlays, overlays_of
+from karpy.state.inputs.overlays import OverlaidTemplates, overlay_templates
 from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeError, VolumeTopology, pod_claim_names
 
@@ -40,13 +40,11 @@ __all__ = [
     "InputError",
     "Inputs",
     "NodeClassKey",
-    "Overlay",
-    "OverlayResult",
+    "OverlaidTemplates",
     "Parameters",
     "PodViews",
     "VolumeError",
     "VolumeTopology",
-    "apply_overlays",
     "build_input",
     "conflicts",
     "daemonset_pod",
@@ -56,7 +54,7 @@ __all__ = [
     "node_key",
     "nodepool_nodeclass",
     "nodepool_usage",
-    "overlays_of",
+    "overlay_templates",
     "parameters",
     "pod_claim_names",
     "state_nodes",

@@ -21,6 +21,7 @@ from karpy.scheduling.engine.model import (
     PreferencePolicy,
     SchedulingInput,
 )
+from karpy.scheduling.overlays import overlays_of
 from karpy.scheduling.pods import PodError, PodView
 from karpy.scheduling.resources import ResourceError, ResourceMap, add
 from karpy.scheduling.taints import TaintError
@@ -34,7 +35,7 @@ from karpy.state.inputs.configs import (
     with_default_spread,
 )
 from karpy.state.inputs.nodes import existing_node
-from karpy.state.inputs.overlays import OverlayResult, apply_overlays, overlays_of
+from karpy.state.inputs.overlays import OverlaidTemplates, overlay_templates
 from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeTopology
 from karpy.state.statenode import StateNode
@@ -93,7 +94,7 @@ class Inputs:
     """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist."""
     explainer: Explainer | None = None
     """Names the SchedulingConfigs that kept pods off NodePools (see `explain`)."""
-    overlays: OverlayResult | None = None
+    overlays: OverlaidTemplates | None = None
     """Which NodeOverlays applied and which conflicted (None: there were none)."""
 
     def explain(self, errors: Mapping[str, str]) -> dict[str, str]:
@@ -129,14 +130,14 @@ def build_input(
     views = views if views is not None else PodViews()
     params = parameters(objects.configs)
     rails = guardrails(objects.configs)
-    overlaid: OverlayResult | None = None
+    overlaid: OverlaidTemplates | None = None
     base = list(objects.templates)
     if objects.overlays:
         readable, invalid = overlays_of(objects.overlays)
         if strict and invalid:
             name, why = sorted(invalid.items())[0]
             raise InputError("NodeOverlay", name, why)
-        overlaid = apply_overlays(base, readable)
+        overlaid = overlay_templates(base, readable)
         base = overlaid.templates
     templates, dropped = constrain_templates(base, objects.nodeclasses, rails)
     topology = VolumeTopology(

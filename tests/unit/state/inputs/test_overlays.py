@@ -19,8 +19,9 @@ from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
 from karpy.scheduling.engine import SchedulingResult, schedule
 from karpy.scheduling.engine.model import NodePoolTemplate
 from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.overlays import adjusted_price, overlays_of
 from karpy.state.inputs import ClusterObjects, InputError, build_input
-from karpy.state.inputs.overlays import adjusted_price, apply_overlays, overlays_of
+from karpy.state.inputs import overlay_templates as apply_overlays
 from tests.kit import LINUX_AMD64_ON_DEMAND, nodeoverlay, nodepool, pod
 
 JSON = dict[str, Any]
