@@ -316,6 +316,8 @@ def test_examples_are_valid_and_names_never_collide() -> None:
         ("NodePool", "local"),
         ("NodePool", "static"),
         ("KWOKNodeClass", "local"),
+        ("NodeOverlay", "m-savings-plan"),
+        ("NodeOverlay", "fuse-device"),
         ("SchedulingConfig", "default"),
         ("NodeOverlay", "m-savings-plan"),
         ("NodeOverlay", "fuse-device"),
