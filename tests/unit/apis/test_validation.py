@@ -319,8 +319,6 @@ def test_examples_are_valid_and_names_never_collide() -> None:
         ("NodeOverlay", "m-savings-plan"),
         ("NodeOverlay", "fuse-device"),
         ("SchedulingConfig", "default"),
-        ("NodeOverlay", "m-savings-plan"),
-        ("NodeOverlay", "fuse-device"),
     }
 
 
