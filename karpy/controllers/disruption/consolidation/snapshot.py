@@ -164,7 +164,8 @@ def build_snapshot(
     return Snapshot(
         nodes=tuple(nodes),
         nodepools=dict(nodepools),
-        templates={t.name: t for t in templates},
+        # existing nodes are priced as the replacements are: at the overlays' prices
+        templates={t.name: t for t in (built.overlays.templates if built.overlays else templates)},
         pdbs=PdbLimits(pdbs),
         now=now,
         base=inp,

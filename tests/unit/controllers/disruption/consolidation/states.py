@@ -105,6 +105,7 @@ def snapshot(
     spot_to_spot: bool = False,
     min_savings: float = 0.0,
     configs: Sequence[JSON] = (),
+    overlays: Sequence[JSON] = (),
 ) -> Snapshot:
     raw = nodepool("default", requirements=requirements, policy=policy, budgets=budgets)
     raw["spec"]["disruption"]["consolidateAfter"] = "0s"
@@ -123,4 +124,5 @@ def snapshot(
         min_savings=min_savings,
         configs=configs,
         nodeclasses={"default": nodepool_nodeclass(raw)},
+        overlays=overlays,
     )

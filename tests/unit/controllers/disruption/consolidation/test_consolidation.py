@@ -14,7 +14,7 @@ from karpy.controllers.disruption.consolidation import (
     simulate,
     single_node,
 )
-from tests.kit import pdb, schedulingconfig
+from tests.kit import nodeoverlay, pdb, schedulingconfig
 from tests.unit.controllers.disruption.consolidation.states import (
     TYPES,
     app_pod,
@@ -87,6 +87,22 @@ def test_replacements_keep_to_the_scheduling_configs() -> None:
     assert decision is not None and decision.replacement is not None
     families = {t.requirements[family].any_value() for t in decision.replacement.instance_types}
     assert families and "s" not in families
+
+
+def test_a_node_of_a_discounted_family_is_priced_at_the_overlay_price() -> None:
+    """An m node whose pod a cheaper c node would hold is replaced, unless a NodeOverlay makes
+    m the cheaper family: then the node is priced at the overlay's price like the replacements,
+    and nothing is cheaper than it."""
+    machines = [machine("m", "m-2x-amd64-linux")]
+    pods = [app_pod("a", "m", "1500m")]
+    plain = snapshot(machines, pods)
+    found, _ = single_node(plain, consolidation_candidates(plain)[0])
+    assert [d.kind for d in found] == ["replace"]
+    family = {"key": "karpenter.kwok.sh/instance-family", "operator": "In", "values": ["m"]}
+    discount = nodeoverlay("m-half", requirements=[family], priceAdjustment="-50%")
+    snap = snapshot(machines, pods, overlays=[discount])
+    found, _ = single_node(snap, consolidation_candidates(snap)[0])
+    assert found == []
 
 
 def test_one_node_takes_the_other_when_it_has_room() -> None:
