@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_NODEPOOL
+from karpy.apis.v1.labels import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_TOPOLOGY_ZONE,
+)
 from karpy.scheduling.engine.exact.milp import Solution
 from karpy.scheduling.engine.exact.problem import Option, Problem
 from karpy.scheduling.engine.model import NewNodeClaim, SchedulingInput, SchedulingResult
@@ -22,6 +27,10 @@ def _claim(
     reqs = pool.node_reqs
     for ci in pods:
         reqs = reqs.union(option.alt[ci])
+    if any(problem.classes[ci].zonal is not None for ci in pods):
+        # the zonal spread counted these pods in the option's zone: the node must launch there
+        zone = Requirement(LABEL_TOPOLOGY_ZONE, complement=False, values=(option.offering.zone,))
+        reqs = reqs.without(LABEL_TOPOLOGY_ZONE).add(zone)
     used = np.zeros(len(problem.dims.names), dtype=np.int64)
     for ci, ps in pods.items():
         used += np.array(problem.classes[ci].vec, dtype=np.int64) * len(ps)
