@@ -6,9 +6,10 @@ use, and models each node slot as one purchase (type, zone, capacity type) with 
 per class of identical pods. It covers what the optimality benchmark and the property test
 generate: requests, zone and capacity-type node selectors, DaemonSet overhead, instance-type
 overhead, unavailable offerings, hostname anti-affinity (matchLabels), hostname spread
-(maxSkew per node) and existing nodes with room. Slots are ordered by price (dearest first) to
-break their symmetry. `optimum` returns the cheapest plan's price, or None when HiGHS does not
-prove it within the time limit.
+(maxSkew per node), zonal spread (over the zones of the catalogue and the existing nodes that
+the pod's zone selector allows; no bound pods) and existing nodes with room. Slots are ordered
+by price (dearest first) to break their symmetry. `optimum` returns the cheapest plan's price,
+or None when HiGHS does not prove it within the time limit.
 """
 
 from __future__ import annotations
@@ -61,11 +62,11 @@ def _anti_terms(raw: Mapping[str, Any]) -> list[dict[str, str]]:
     return [t["labelSelector"]["matchLabels"] for t in terms if t["topologyKey"] == HOSTNAME]
 
 
-def _spreads(raw: Mapping[str, Any]) -> list[tuple[dict[str, str], int]]:
+def _spreads(raw: Mapping[str, Any], key: str = HOSTNAME) -> list[tuple[dict[str, str], int]]:
     return [
         (sc["labelSelector"]["matchLabels"], int(sc["maxSkew"]))
         for sc in raw["spec"].get("topologySpreadConstraints") or []
-        if sc["topologyKey"] == HOSTNAME
+        if sc["topologyKey"] == key
     ]
 
 
@@ -111,8 +112,8 @@ def _hosts(
     existing: Sequence[ExistingNode],
     daemons: Sequence[dict[str, Any]],
 ) -> tuple[list[_Host], list[_Host]]:
-    """Purchases (of those with the same room admitting the same classes, the cheapest) and
-    existing nodes."""
+    """Purchases (of those with the same room admitting the same classes, in the same zone when
+    a zonal spread counts zones, the cheapest) and existing nodes."""
     ds: dict[str, int] = {}
     for d in daemons:
         for k, v in requests(d).items():
@@ -125,7 +126,8 @@ def _hosts(
                 continue
             labels = {ZONE: o.zone, CAPACITY_TYPE: o.capacity_type}
             admitted = [i for i, c in enumerate(classes) if _admits(c, labels)]
-            key = json.dumps([room, admitted], sort_keys=True)
+            zone = o.zone if any(_spreads(c.raw, ZONE) for c in classes) else ""
+            key = json.dumps([room, admitted, zone], sort_keys=True)
             if key not in bought or o.price < bought[key].price:
                 bought[key] = _Host(o.price, room, labels, existing=False)
     old = [
@@ -183,7 +185,19 @@ def optimum(
     def u(c: int, h: int) -> int:
         return ny + nx + c * hosts + h
 
-    n = ny + 2 * nx
+    # zonal spreads: w[c,s,z] pods of a spread class on slot s in zone z
+    zones = sorted({o.labels[ZONE] for o in offers} | {h.labels[ZONE] for h in old})
+    zonal = [c for c, cls in enumerate(classes) if _spreads(cls.raw, ZONE)]
+    nw = len(zonal) * slots * len(zones)
+
+    def w(i: int, s: int, z: int) -> int:
+        return ny + 2 * nx + (i * slots + s) * len(zones) + z
+
+    # then per spread and zone: p (pods it counts there), used (binary); and the spread's low
+    spread_terms = [(c, t) for c in zonal for t in _spreads(classes[c].raw, ZONE)]
+    base = ny + 2 * nx + nw
+    per_term = 2 * len(zones) + 1
+    n = base + per_term * len(spread_terms)
     cost = np.zeros(n)
     ub = np.zeros(n)
     for s in range(slots):
@@ -233,6 +247,55 @@ def optimum(
                 rows.append((row, -math.inf, skew + big))
     for c, cls in enumerate(classes):
         rows.append(({x(c, h): 1.0 for h in range(hosts)}, cls.count, cls.count))
+    total = sum(cls.count for cls in classes)
+    for i, c in enumerate(zonal):
+        selector = classes[c].raw["spec"].get("nodeSelector") or {}
+        for s in range(slots):
+            split = {x(c, s): 1.0}
+            for z, zone in enumerate(zones):
+                ub[w(i, s, z)] = classes[c].count if selector.get(ZONE, zone) == zone else 0
+                split[w(i, s, z)] = -1.0
+                row = {w(i, s, z): 1.0}
+                row.update(
+                    {y(s, k): -float(total) for k, o in enumerate(offers) if o.labels[ZONE] == zone}
+                )
+                rows.append((row, -math.inf, 0))
+            rows.append((split, 0, 0))
+    for t, (c, (selector, skew)) in enumerate(spread_terms):
+        counted = [d for d in zonal if _selects(selector, classes[d].raw)]
+        if len(counted) != sum(_selects(selector, cls.raw) for cls in classes):
+            raise ValueError("a zonal spread over pods without one is not modelled")
+        own = classes[c].raw["spec"].get("nodeSelector") or {}
+        eligible = [z for z, zone in enumerate(zones) if own.get(ZONE, zone) == zone]
+        low = base + t * per_term + 2 * len(zones)
+        big = float(total + skew)
+        ub[low] = big
+        for z in eligible:
+            p, used = base + t * per_term + z, base + t * per_term + len(zones) + z
+            ub[p], ub[used] = total, 1
+            row = {p: 1.0}
+            for d in counted:
+                i = zonal.index(d)
+                for s in range(slots):
+                    row[w(i, s, z)] = -1.0
+                for h in range(slots, hosts):
+                    if old[h - slots].labels.get(ZONE) == zones[z]:
+                        row[x(d, h)] = -1.0
+            rows.append((row, 0, 0))
+            rows.append(({low: 1.0, p: -1.0}, -math.inf, 0))
+            rows.append(({p: 1.0, low: -1.0, used: big}, -math.inf, skew + big))
+            # a zone gets this class's pods only if used (then within the skew)
+            row = {used: -float(total)}
+            i = zonal.index(c)
+            for s in range(slots):
+                row[w(i, s, z)] = 1.0
+            for h in range(slots, hosts):
+                if old[h - slots].labels.get(ZONE) == zones[z]:
+                    row[x(c, h)] = 1.0
+            rows.append((row, -math.inf, 0))
+        for h in range(slots, hosts):
+            if old[h - slots].labels.get(ZONE) not in [zones[z] for z in eligible]:
+                ub[x(c, h)] = 0
     if upper is not None and ny:
         rows.append(({j: cost[j] for j in range(ny)}, 0, upper + 1e-6))
     r = [i for i, (row, _, _) in enumerate(rows) for _ in row]

@@ -61,16 +61,18 @@ def improve(
     problem = build(inp, heuristic)
     if isinstance(problem, str):
         return _mark(heuristic, exact=f"not modelled: {problem}")
-    options = prune(problem.options, problem.pool_left)
+    zonal = frozenset(ci for ci, c in enumerate(problem.classes) if c.zonal is not None)
+    options = prune(problem.options, problem.pool_left, zonal)
     nodes = len(heuristic.node_claims)
     cutoff = heuristic.cost + NODE_EPSILON * nodes + 1e-9
     by_patterns = solve_patterns(problem, options, cutoff, clock)
     if not isinstance(by_patterns, str):
         sol, slots = by_patterns, sum(len(c.pods) for c in problem.classes)
-    elif any(c.clash for c in problem.classes):
+    elif any(c.clash or c.zonal for c in problem.classes):
         return _mark(
             heuristic,
-            exact=f"not modelled: anti-affinity between classes, listing stopped ({by_patterns})",
+            exact="not modelled: anti-affinity between classes or zonal spread, listing"
+            f" stopped ({by_patterns})",
         )
     else:
         sol = solve(problem, options, cutoff, clock)

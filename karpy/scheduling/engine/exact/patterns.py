@@ -11,10 +11,11 @@ spends its time on symmetric slots.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from karpy.apis.v1.labels import LABEL_TOPOLOGY_ZONE
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.milp import (
     MIP_GAP,
@@ -208,12 +209,21 @@ def solve_patterns(
             )
     if len(lo) and not any(cols):
         return Solution([], {}, False, 0.0, "no way to place the pods")
-    a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
-    bounds = Bounds(np.zeros(n), ub)
+    zones = [_zone(problem, o, e) for o, e, _ in cols]
+    # zonal spreads: per class and eligible zone, pods placed there (after surplus is dropped)
+    spread_at: dict[tuple[int, str], int] = {}
+    extra_ub: list[float] = []
+    for ci, cls in enumerate(classes):
+        if cls.zonal is not None:
+            _spread_rows(ci, cls, cols, zones, n, extra_ub, spread_at, row)
     # A rounded LP plan first: often much better than the heuristic's, it tightens the cutoff
-    # and stands if the search runs out of time.
-    limited = any(left is not None for left in problem.pool_left.values())
-    rounded = None if limited else _rounded(cols, cost, classes, a, lo, hi, bounds, budget)
+    # and stands if the search runs out of time (it may break a zonal spread: not then).
+    limited = any(left is not None for left in problem.pool_left.values()) or bool(extra_ub)
+    rounded = None
+    if not limited:
+        a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
+        bounds = Bounds(np.zeros(n), ub)
+        rounded = _rounded(cols, cost, classes, a, lo, hi, bounds, budget)
     if rounded is not None:
         value = float(cost @ rounded)
         if value < cutoff:
@@ -221,7 +231,10 @@ def solve_patterns(
         else:
             rounded = None
     row([(j, float(cost[j])) for j in range(n) if cost[j]], -math.inf, cutoff)
-    a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
+    total = n + len(extra_ub)
+    cost = np.concatenate([cost, np.zeros(len(extra_ub))])
+    bounds = Bounds(np.zeros(total), np.concatenate([ub, np.array(extra_ub)]))
+    a = coo_matrix((v, (r, c)), shape=(len(lo), total)).tocsr()
     left_s = budget.left()
     if left_s <= 0.002:
         if rounded is not None:
@@ -229,7 +242,7 @@ def solve_patterns(
         return Solution([], {}, False, 0.0, "time limit: no time left to solve")
     res = milp(
         cost,
-        integrality=np.ones(n),
+        integrality=np.ones(total),
         bounds=bounds,
         constraints=LinearConstraint(a, lo, hi),
         options={
@@ -253,10 +266,51 @@ def solve_patterns(
     if optimal:
         bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
     sol = np.round(res.x).astype(np.int64)
-    return _decode(cols, classes, sol, optimal, max(0.0, bound), status)
+    zone_need = {key: int(sol[j]) for key, j in spread_at.items()}
+    return _decode(cols, classes, sol, optimal, max(0.0, bound), status, zones, zone_need)
 
 
 _Col = tuple[Option | None, int, dict[int, int]]
+
+
+def _zone(problem: Problem, option: Option | None, e: int) -> str:
+    if option is not None:
+        return option.offering.zone
+    return problem.cluster.nodes[e].node.labels.get(LABEL_TOPOLOGY_ZONE, "")
+
+
+def _spread_rows(
+    ci: int,
+    cls: PodClass,
+    cols: list[_Col],
+    zones: list[str],
+    n: int,
+    extra_ub: list[float],
+    spread_at: dict[tuple[int, str], int],
+    row: Callable[[list[tuple[int, float]], float, float], None],
+) -> None:
+    """Rows and columns (after the `n` pattern columns) that keep a class's zonal spread:
+    p[z] pods of the class in zone z (at most what the zone's patterns hold, all placed),
+    low <= bound[z] + p[z] in every eligible zone, and, in every zone that gets pods
+    (used[z] = 1), bound[z] + p[z] - low <= maxSkew."""
+    spread = cls.zonal
+    assert spread is not None
+    count = len(cls.pods)
+    big = float(count + max(spread.bound.values(), default=0) + spread.max_skew)
+    start = n + len(extra_ub)
+    placed = {z: start + i for i, z in enumerate(spread.eligible)}
+    used = {z: start + len(placed) + i for i, z in enumerate(spread.eligible)}
+    low = start + 2 * len(placed)
+    extra_ub.extend([float(count)] * len(placed) + [1.0] * len(used) + [big])
+    for z, pz in placed.items():
+        spread_at[(ci, z)] = pz
+        held = [(j, -float(f[ci])) for j, (_, _, f) in enumerate(cols) if ci in f and zones[j] == z]
+        row([(pz, 1.0), *held], -math.inf, 0)
+        row([(pz, 1.0), (used[z], -float(count))], -math.inf, 0)
+        bound = float(spread.bound.get(z, 0))
+        row([(low, 1.0), (pz, -1.0)], -math.inf, bound)
+        row([(pz, 1.0), (low, -1.0), (used[z], big)], -math.inf, spread.max_skew + big - bound)
+    row([(pz, 1.0) for pz in placed.values()], count, count)
 
 
 def _rounded(
@@ -317,9 +371,13 @@ def _decode(
     optimal: bool,
     bound: float,
     status: str,
+    zones: Sequence[str] = (),
+    zone_need: dict[tuple[int, str], int] | None = None,
 ) -> Solution:
-    """Nodes and existing-node placements from pattern counts; surplus pods are dropped."""
+    """Nodes and existing-node placements from pattern counts; surplus pods are dropped (for a
+    class with a zonal spread, each zone keeps the pods the solution counts there)."""
     need = {ci: len(cls.pods) for ci, cls in enumerate(classes)}
+    per_zone = zone_need or {}
     nodes: list[tuple[Option, dict[int, int]]] = []
     existing: dict[int, dict[int, int]] = {}
     # existing nodes first (free), then new nodes
@@ -332,6 +390,9 @@ def _decode(
             got = {}
             for ci, k in fill.items():
                 take = min(k, need[ci])
+                if classes[ci].zonal is not None:
+                    take = min(take, per_zone.get((ci, zones[j]), 0))
+                    per_zone[(ci, zones[j])] = per_zone.get((ci, zones[j]), 0) - take
                 if take:
                     got[ci] = take
                     need[ci] -= take

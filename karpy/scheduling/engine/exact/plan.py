@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from karpy.apis.v1.labels import LABEL_TOPOLOGY_ZONE
 from karpy.scheduling.engine.claims import new_claim
 from karpy.scheduling.engine.exact.milp import Solution
 from karpy.scheduling.engine.exact.problem import Option, Problem
 from karpy.scheduling.engine.model import NewNodeClaim, SchedulingInput, SchedulingResult
 from karpy.scheduling.pods import PodView
+from karpy.scheduling.requirements import Requirement
 
 __all__ = ["to_result"]
 
@@ -20,6 +22,10 @@ def _claim(
     reqs = pool.node_reqs
     for ci in pods:
         reqs = reqs.union(option.alt[ci])
+    if any(problem.classes[ci].zonal is not None for ci in pods):
+        # the zonal spread counted these pods in the option's zone: the node must launch there
+        zone = Requirement(LABEL_TOPOLOGY_ZONE, complement=False, values=(option.offering.zone,))
+        reqs = reqs.without(LABEL_TOPOLOGY_ZONE).add(zone)
     used = np.zeros(len(problem.dims.names), dtype=np.int64)
     for ci, ps in pods.items():
         used += np.array(problem.classes[ci].vec, dtype=np.int64) * len(ps)

@@ -21,12 +21,22 @@ from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.pool_limits import limits_left
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.instancetypes import InstanceType, Offering
-from karpy.scheduling.pods import DO_NOT_SCHEDULE, PodView
+from karpy.scheduling.pods import DO_NOT_SCHEDULE, PodView, SpreadConstraint
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import CPU, MEMORY, PODS
 from karpy.scheduling.taints import Toleration
 
-__all__ = ["Option", "PodClass", "Problem", "build"]
+__all__ = ["Option", "PodClass", "Problem", "ZonalSpread", "build"]
+
+
+@dataclass(frozen=True)
+class ZonalSpread:
+    """A zonal topology spread over the class's own pods: after the plan, every zone that got
+    new pods holds at most `max_skew` more matching pods than the emptiest eligible zone."""
+
+    max_skew: int
+    eligible: tuple[str, ...]  # the zones the spread counts (Karpenter's domains for the pod)
+    bound: dict[str, int]  # matching pods already bound, per zone
 
 
 @dataclass(eq=False)
@@ -41,6 +51,7 @@ class PodClass:
     # most pods of the class on one node: 1 with anti-affinity, maxSkew with a hostname spread
     per_node: int = 1 << 30
     clash: frozenset[int] = frozenset()  # other classes it may not share a node with
+    zonal: ZonalSpread | None = None
 
 
 @dataclass(eq=False)
@@ -78,8 +89,13 @@ class Problem:
 def _unsupported(p: PodView, policy: str) -> str:
     if p.unsupported:
         return p.unsupported
+    zonal = 0
     for sp in p.spread:
-        if not sp.is_hostname:
+        if sp.topology_key == LABEL_TOPOLOGY_ZONE:
+            zonal += 1
+            if zonal > 1 or sp.node_taints_policy == "Honor":
+                return "topology spread"
+        elif not sp.is_hostname:
             return "topology spread"
         if sp.when_unsatisfiable != DO_NOT_SCHEDULE and policy == "Respect":
             return "preferences"
@@ -116,7 +132,17 @@ def _signature(p: PodView) -> tuple[object, ...]:
     )
 
 
-def _classes(inp: SchedulingInput, dims: Dims, skip: Mapping[str, str]) -> list[PodClass] | str:
+def _zones(inp: SchedulingInput, pools: list[PoolContext]) -> set[str]:
+    """Every zone an existing node or a pool's available offering is in."""
+    out = {z for n in inp.existing_nodes if (z := n.labels.get(LABEL_TOPOLOGY_ZONE))}
+    for pool in pools:
+        out |= pool.domains(pool.all_mask, Requirements(), LABEL_TOPOLOGY_ZONE)
+    return out
+
+
+def _classes(
+    inp: SchedulingInput, dims: Dims, skip: Mapping[str, str], zones: set[str]
+) -> list[PodClass] | str:
     groups: dict[tuple[object, ...], list[PodView]] = {}
     for p in inp.pods:
         if p.key in skip:
@@ -140,8 +166,15 @@ def _classes(inp: SchedulingInput, dims: Dims, skip: Mapping[str, str]) -> list[
             or any(t.selects(pod, ns) for t in other.anti_affinity)
         }
         per_node = 1 if ci in clash else len(pods)
+        zonal: ZonalSpread | None = None
         for sp in pod.spread:
             if sp.when_unsatisfiable != DO_NOT_SCHEDULE and inp.preference_policy == "Ignore":
+                continue
+            if not sp.is_hostname:
+                got = _zonal(inp, reps, ci, sp, alts, zones)
+                if isinstance(got, str):
+                    return got
+                zonal = got
                 continue
             # Every new node is a domain with no matching pod, so the skew caps each node at
             # maxSkew pods, as long as the spread counts only this class's pending pods.
@@ -166,9 +199,38 @@ def _classes(inp: SchedulingInput, dims: Dims, skip: Mapping[str, str]) -> list[
                 one_per_node=ci in clash,
                 clash=frozenset(clash - {ci}),
                 per_node=per_node,
+                zonal=zonal,
             )
         )
     return classes
+
+
+def _zonal(
+    inp: SchedulingInput,
+    reps: list[PodView],
+    ci: int,
+    sp: SpreadConstraint,
+    alts: list[Requirements],
+    zones: set[str],
+) -> ZonalSpread | str:
+    """A zonal spread the model handles: it counts only this class among the pending pods."""
+    pod = reps[ci]
+    selects = [
+        di
+        for di, other in enumerate(reps)
+        if other.namespace == pod.namespace and sp.selector.matches(other.labels)
+    ]
+    if selects != [ci] or len(alts) != 1:
+        return "zonal spread over other pods"
+    allowed = alts[0].get(LABEL_TOPOLOGY_ZONE) if sp.node_affinity_policy == "Honor" else None
+    eligible = tuple(sorted(z for z in zones if allowed is None or allowed.has(z)))
+    bound: dict[str, int] = {}
+    for n in inp.existing_nodes:
+        zone = n.labels.get(LABEL_TOPOLOGY_ZONE)
+        for b in n.pods:
+            if zone and b.namespace == pod.namespace and sp.selector.matches(b.labels):
+                bound[zone] = bound.get(zone, 0) + 1
+    return ZonalSpread(max_skew=sp.max_skew, eligible=eligible, bound=bound)
 
 
 def _fixed(opt_reqs: Requirements, alt: Requirements) -> bool:
@@ -193,16 +255,16 @@ def build(inp: SchedulingInput, heuristic: SchedulingResult) -> Problem | str:
     for d in inp.daemonset_pods:
         names.update(d.requests)
     dims = Dims(sorted(names))
-    # Pods the heuristic could not place stay unschedulable; the rest are planned exactly.
-    got = _classes(inp, dims, heuristic.errors)
-    if isinstance(got, str):
-        return got
-    classes = got
     ordered = sorted(inp.templates, key=lambda t: (t.weight, t.name), reverse=True)
     pools = [
         PoolContext(t, index=i, dims=dims, daemons=inp.daemonset_pods)
         for i, t in enumerate(ordered)
     ]
+    # Pods the heuristic could not place stay unschedulable; the rest are planned exactly.
+    got = _classes(inp, dims, heuristic.errors, _zones(inp, pools))
+    if isinstance(got, str):
+        return got
+    classes = got
     for pool in pools:
         if pool.has_prefer_no_schedule:
             return "PreferNoSchedule taints"
@@ -257,7 +319,8 @@ def _pool_options(
     pool: PoolContext, classes: list[PodClass], allowed: list[set[int]]
 ) -> list[Option] | str:
     """The pool's options: per instance type, the cheapest offering for each set of classes
-    its offerings admit (offerings differ only in zone and capacity type)."""
+    its offerings admit (offerings differ only in zone and capacity type), per zone when one
+    of the classes has a zonal spread."""
     out: list[Option] = []
     cands = [
         ci
@@ -289,7 +352,7 @@ def _pool_options(
                 type_alts[ci] = ok
         if not type_alts:
             continue
-        best: dict[frozenset[int], tuple[Offering, dict[int, Requirements]]] = {}
+        best: dict[tuple[frozenset[int], str], tuple[Offering, dict[int, Requirements]]] = {}
         for o in it.offerings:
             if not o.available or not o.compatible(pool.node_reqs):
                 continue
@@ -301,7 +364,9 @@ def _pool_options(
                         break
             if not alt_for:
                 continue
-            key = frozenset(alt_for)
+            # a class with a zonal spread needs an option in every zone
+            zonal = any(classes[ci].zonal is not None for ci in alt_for)
+            key = (frozenset(alt_for), o.zone if zonal else "")
             held = best.get(key)
             if held is None or (o.price, o.zone, o.capacity_type) < (
                 held[0].price,
@@ -309,7 +374,7 @@ def _pool_options(
                 held[0].capacity_type,
             ):
                 best[key] = (o, alt_for)
-        for key, (o, alt_for) in best.items():
+        for (hosted, _), (o, alt_for) in best.items():
             out.append(
                 Option(
                     pool=pool,
@@ -319,7 +384,7 @@ def _pool_options(
                     alloc=pool.alloc[ti],
                     capacity=dict(it.capacity),
                     price=o.price,
-                    classes=key,
+                    classes=hosted,
                     alt=alt_for,
                 )
             )

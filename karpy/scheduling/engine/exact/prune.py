@@ -24,21 +24,30 @@ def _limit_ok(a: Option, b: Option, left: dict[int, dict[str, int] | None]) -> b
     return all(b.capacity.get(k, 0) <= a.capacity.get(k, 0) for k in lb)
 
 
-def _dominates(b: Option, a: Option, left: dict[int, dict[str, int] | None]) -> bool:
+def _dominates(
+    b: Option, a: Option, left: dict[int, dict[str, int] | None], zonal: frozenset[int]
+) -> bool:
     return (
         b.price <= a.price
+        and (b.offering.zone == a.offering.zone or not (a.classes & zonal))
         and b.classes >= a.classes
         and all(x >= y for x, y in zip(b.alloc, a.alloc, strict=True))
         and _limit_ok(a, b, left)
     )
 
 
-def prune(options: Sequence[Option], left: dict[int, dict[str, int] | None]) -> list[Option]:
+def prune(
+    options: Sequence[Option],
+    left: dict[int, dict[str, int] | None],
+    zonal: frozenset[int] = frozenset(),
+) -> list[Option]:
+    """The options no optimal plan can do without; for options hosting a class with a zonal
+    spread (`zonal`), only one in the same zone can stand in."""
     order = sorted(range(len(options)), key=lambda i: (options[i].price, i))
     kept: list[Option] = []
     for i in order:
         a = options[i]
-        if any(_dominates(b, a, left) for b in kept):
+        if any(_dominates(b, a, left, zonal) for b in kept):
             continue
         kept.append(a)
     return kept

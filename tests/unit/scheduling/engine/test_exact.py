@@ -65,7 +65,7 @@ def _catalogue(rng: random.Random) -> list[InstanceType]:
 
 
 def _scenario(
-    rng: random.Random, pods: tuple[int, int] = (2, 6)
+    rng: random.Random, pods: tuple[int, int] = (2, 6), zonal: bool = False
 ) -> tuple[SchedulingInput, list[dict[str, Any]], list[dict[str, Any]]]:
     types = _catalogue(rng)
     shapes = []
@@ -79,7 +79,9 @@ def _scenario(
             selector[CAPACITY_TYPE] = rng.choice(CTS)
         if selector:
             spec["nodeSelector"] = selector
-        if rng.random() < 0.3:
+        if zonal and rng.random() < 0.6:
+            spec["topologySpreadConstraints"] = spread(ZONE, labels, skew=rng.choice([1, 2]))
+        elif rng.random() < 0.3:
             spec["affinity"] = anti_affinity(HOSTNAME, {"app": rng.choice(["a0", f"a{s}"])})
         elif rng.random() < 0.25:
             spec["topologySpreadConstraints"] = spread(HOSTNAME, labels, skew=rng.choice([1, 2]))
@@ -263,16 +265,22 @@ def test_exact_plans_are_feasible_and_no_dearer_than_the_optimum() -> None:
     assert improved > 0
 
 
-def test_larger_batches_against_an_independent_milp() -> None:
-    rng = random.Random(16)
-    proven = known = 0
+@pytest.mark.parametrize(
+    ("seed", "pods", "zonal"), [(16, (8, 18), False), (17, (2, 12), True)], ids=["larger", "zonal"]
+)
+def test_against_an_independent_milp(seed: int, pods: tuple[int, int], zonal: bool) -> None:
+    rng = random.Random(seed)
+    proven = known = spread_modelled = 0
     cases = 40
     for _ in range(cases):
-        inp, raws, daemons = _scenario(rng, pods=(8, 18))
+        inp, raws, daemons = _scenario(rng, pods=pods, zonal=zonal)
         heuristic = _heuristic(inp)
         result = exact.improve(inp, heuristic, budget=2.0)
         check_plan(inp, raws, result, raw_daemons=daemons)
         assert result.cost <= heuristic.cost + 1e-9
+        spread_modelled += "not modelled" not in result.exact and any(
+            "topologySpreadConstraints" in r["spec"] for r in raws
+        )
         placed = [r for r in raws if f"default/{r['metadata']['name']}" not in result.errors]
         best = optimum(
             placed,
@@ -291,6 +299,8 @@ def test_larger_batches_against_an_independent_milp() -> None:
             assert result.cost == pytest.approx(best, rel=2e-5, abs=1e-6), result.exact
     assert known >= 0.9 * cases
     assert proven >= 0.9 * known
+    if zonal:
+        assert spread_modelled >= 0.25 * cases
 
 
 def test_out_of_reach_batches_keep_the_heuristic_plan_and_say_why() -> None:
@@ -301,6 +311,7 @@ def test_out_of_reach_batches_keep_the_heuristic_plan_and_say_why() -> None:
             topologySpreadConstraints=[
                 {
                     "maxSkew": 1,
+                    "minDomains": 3,
                     "topologyKey": ZONE,
                     "whenUnsatisfiable": "DoNotSchedule",
                     "labelSelector": {"matchLabels": {"app": "s"}},
