@@ -41,6 +41,7 @@ from karpy.state.inputs.volumes import VolumeTopology
 from karpy.state.statenode import StateNode
 
 __all__ = [
+    "DRA_UNSUPPORTED",
     "NODES_RESOURCE",
     "ClusterObjects",
     "InputError",
@@ -52,6 +53,10 @@ __all__ = [
 JSON = Mapping[str, Any]
 NODES_RESOURCE = "nodes"
 _UNREADABLE = (PodError, ResourceError, TaintError, ValueError)
+DRA_UNSUPPORTED = (
+    "spec.resourceClaims: dynamic resource allocation (DRA) is not supported yet, "
+    "the pod is left to kube-scheduler"
+)
 
 
 class InputError(ValueError):
@@ -91,7 +96,8 @@ class ClusterObjects:
 class Inputs:
     input: SchedulingInput
     errors: dict[str, str]
-    """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist."""
+    """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist or a
+    pod asking for DRA devices."""
     explainer: Explainer | None = None
     """Names the SchedulingConfigs that kept pods off NodePools (see `explain`)."""
     overlays: OverlaidTemplates | None = None
@@ -100,7 +106,8 @@ class Inputs:
     def explain(self, errors: Mapping[str, str]) -> dict[str, str]:
         """A plan's pod errors, each followed by the configs that ruled the pod out of a NodePool
         it would otherwise fit."""
-        return self.explainer.explain(errors) if self.explainer is not None else dict(errors)
+        out = self.explainer.explain(errors) if self.explainer is not None else dict(errors)
+        return {**out, **self.errors}
 
 
 def nodepool_usage(nodes: Iterable[StateNode]) -> dict[str, ResourceMap]:
@@ -146,6 +153,10 @@ def build_input(
     errors: dict[str, str] = {}
     pending: list[PodView] = []
     for pod in objects.pending:
+        if _claims_devices(pod):
+            # left out even in strict builds: the pod is valid, karpy only cannot place it yet
+            errors[podutil.pod_key(pod)] = DRA_UNSUPPORTED
+            continue
         try:
             pod = with_default_spread(pod, params.spread)
             pending.append(views.view(pod, volume_terms=topology.terms(pod)))
@@ -195,6 +206,12 @@ def build_input(
         else None,
         overlays=overlaid,
     )
+
+
+def _claims_devices(pod: JSON) -> bool:
+    """Whether the pod asks for DRA devices: Karpenter ignores such pods, and karpy cannot know
+    which nodes a ResourceClaim's devices would be on, so any plan for it could be wrong."""
+    return bool((pod.get("spec") or {}).get("resourceClaims"))
 
 
 def _check_pods(node: StateNode, views: PodViews) -> None:

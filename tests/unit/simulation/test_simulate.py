@@ -376,3 +376,24 @@ def test_the_collector_is_left_as_it_was(
         simulate(capsys, *args)
         assert gc.isenabled()
         assert gc.get_freeze_count() == 0
+
+
+def test_pods_claiming_dra_devices_are_listed_as_unsupported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dra = """
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml}
+spec:
+  containers: [{name: t, image: t, resources: {requests: {cpu: 500m}, claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+"""
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT, dra)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["stats"]["pods"] == 3
+    [left] = doc["unschedulable"]
+    assert left["pod"] == "ml/trainer"
+    assert "DRA" in left["reason"] and "not supported yet" in left["reason"]
