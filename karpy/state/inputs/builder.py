@@ -34,6 +34,7 @@ from karpy.state.inputs.configs import (
     parameters,
     with_default_spread,
 )
+from karpy.state.inputs.limitranges import LimitRangeDefaults
 from karpy.state.inputs.nodes import existing_node
 from karpy.state.inputs.overlays import OverlaidTemplates, overlay_templates
 from karpy.state.inputs.pods import PodViews, daemonset_pod
@@ -90,6 +91,11 @@ class ClusterObjects:
     """Each template's NodeClass (NodePool name -> (group, kind, name)), which configs match."""
     overlays: Sequence[JSON] = ()
     """NodeOverlay objects (`karpenter.sh/v1alpha1`); none leaves the instance types as they are."""
+    limit_ranges: Sequence[JSON] = ()
+    """LimitRanges: their container defaults fill DaemonSet containers' missing requests."""
+    admitted: bool = True
+    """The pending pods went through the API server's admission (LimitRanger); False for pods
+    `karpy simulate` makes from workload templates, which then get the defaults too."""
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,7 @@ def build_input(
     topology = VolumeTopology(
         claims=objects.claims, volumes=objects.volumes, classes=objects.storage_classes
     )
+    limits = LimitRangeDefaults(objects.limit_ranges)
     errors: dict[str, str] = {}
     pending: list[PodView] = []
     for pod in objects.pending:
@@ -159,6 +166,8 @@ def build_input(
             continue
         try:
             pod = with_default_spread(pod, params.spread)
+            if not objects.admitted:
+                pod = limits.apply(pod)
             pending.append(views.view(pod, volume_terms=topology.terms(pod)))
         except _UNREADABLE as err:
             if strict:
@@ -167,7 +176,7 @@ def build_input(
     daemons: list[PodView] = []
     for ds in objects.daemonsets:
         try:
-            daemons.append(views.view(daemonset_pod(ds), daemon=True))
+            daemons.append(views.view(limits.apply(daemonset_pod(ds)), daemon=True))
         except _UNREADABLE as err:
             if strict:
                 raise InputError("DaemonSet", podutil.pod_key(ds), str(err)) from None
