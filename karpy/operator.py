@@ -44,6 +44,7 @@ from karpy.kube.offload import shutdown_offload
 from karpy.kube.resources import (
     CSINODES,
     DAEMONSETS,
+    LIMITRANGES,
     NAMESPACES,
     NODES,
     PERSISTENTVOLUMECLAIMS,
@@ -78,6 +79,7 @@ CACHED_RESOURCES: tuple[Resource, ...] = (
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     STORAGECLASSES,
+    LIMITRANGES,
     CSINODES,
     VOLUMEATTACHMENTS,
     *CRD_RESOURCES,

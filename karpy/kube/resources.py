@@ -18,6 +18,7 @@ __all__ = [
     "DAEMONSETS",
     "EVENTS",
     "LEASES",
+    "LIMITRANGES",
     "NAMESPACES",
     "NODES",
     "PERSISTENTVOLUMECLAIMS",
@@ -110,6 +111,7 @@ DAEMONSETS = Resource("apps", "v1", "DaemonSet", "daemonsets", namespaced=True)
 PODDISRUPTIONBUDGETS = Resource(
     "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", namespaced=True
 )
+LIMITRANGES = Resource("", "v1", "LimitRange", "limitranges", namespaced=True)
 STORAGECLASSES = Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False)
 CSINODES = Resource("storage.k8s.io", "v1", "CSINode", "csinodes", namespaced=False)
 VOLUMEATTACHMENTS = Resource(

@@ -50,6 +50,7 @@ USED = frozenset(
         "PersistentVolumeClaim",
         "PersistentVolume",
         "StorageClass",
+        "LimitRange",
         "EC2NodeClass",
         "KWOKNodeClass",
         "PodDisruptionBudget",
@@ -152,6 +153,7 @@ def load_scenario(
     claims: dict[tuple[str, str], Mapping[str, Any]] = {}
     volumes: list[Mapping[str, Any]] = []
     classes: list[Mapping[str, Any]] = []
+    limit_ranges: list[Mapping[str, Any]] = []
     seen_pools: set[str] = set()
     for doc in read_documents(paths, used=USED, max_pods=max_pods, warnings=warnings):
         kind = doc.kind
@@ -219,6 +221,8 @@ def load_scenario(
             volumes.append(doc.obj)
         elif kind == "StorageClass":
             classes.append(doc.obj)
+        elif kind == "LimitRange":
+            limit_ranges.append(_namespaced(doc))
         elif kind == "PodDisruptionBudget":
             pdbs.append(_namespaced(doc))
     # what each object came from, named in errors only: (document, pod of a workload or "")
@@ -263,6 +267,9 @@ def load_scenario(
         claims=claims.values(),
         volumes=volumes,
         storage_classes=classes,
+        limit_ranges=limit_ranges,
+        # pods made from workload templates have not been through LimitRanger
+        admitted=False,
         namespaces=namespaces,
         templates=[t for _, t in nodepools],
         configs=list(configs.values()),

@@ -32,6 +32,7 @@ from karpy.kube.informer import HandlerFuncs, Informer
 from karpy.kube.metrics import REGISTRY
 from karpy.kube.resources import (
     DAEMONSETS,
+    LIMITRANGES,
     NAMESPACES,
     NODES,
     PERSISTENTVOLUMECLAIMS,
@@ -86,6 +87,8 @@ class ClusterSnapshot:
     claims: tuple[JSON, ...] = ()
     volumes: tuple[JSON, ...] = ()
     storage_classes: tuple[JSON, ...] = ()
+    limit_ranges: tuple[JSON, ...] = ()
+    """LimitRanges: their container defaults are the requests of DaemonSet containers without."""
     configs: tuple[JSON, ...] = ()
     """SchedulingConfigs (karpy's extension), and each NodePool's NodeClass they match on."""
     nodeclasses: Mapping[str, NodeClassKey | None] = field(default_factory=dict)
@@ -107,6 +110,7 @@ class ClusterSnapshot:
             claims=self.claims,
             volumes=self.volumes,
             storage_classes=self.storage_classes,
+            limit_ranges=self.limit_ranges,
             namespaces=self.namespace_labels,
             templates=tuple(templates),
             configs=self.configs,
@@ -170,6 +174,7 @@ class Cluster:
         self.pvc_informer: Informer = cache.informer(PERSISTENTVOLUMECLAIMS)
         self.pv_informer: Informer = cache.informer(PERSISTENTVOLUMES)
         self.storageclass_informer: Informer = cache.informer(STORAGECLASSES)
+        self.limitrange_informer: Informer = cache.informer(LIMITRANGES)
         self.schedulingconfig_informer: Informer = cache.informer(SCHEDULINGCONFIGS)
         # Only with the NodeOverlay gate: without it the CRD need not be installed.
         self.nodeoverlay_informer: Informer | None = (
@@ -333,6 +338,7 @@ class Cluster:
             self.pvc_informer,
             self.pv_informer,
             self.storageclass_informer,
+            self.limitrange_informer,
         )
 
     def synced(self) -> bool:
@@ -453,6 +459,7 @@ class Cluster:
             claims=tuple(self.pvc_informer.list()),
             volumes=tuple(self.pv_informer.list()),
             storage_classes=tuple(self.storageclass_informer.list()),
+            limit_ranges=tuple(self.limitrange_informer.list()),
             configs=tuple(self.schedulingconfig_informer.list()),
             nodeclasses={_name(p): nodepool_nodeclass(p) for p in self.nodepool_informer.list()},
             overlays=tuple(self.nodeoverlay_informer.list()) if self.nodeoverlay_informer else (),

@@ -10,6 +10,7 @@ from karpy.state.inputs import ClusterObjects, build_input
 from __future__ import annotations
 
 from karpy.state.inputs.builder import (
+    DRA_UNSUPPORTED,
     NODES_RESOURCE,
     ClusterObjects,
     InputError,
@@ -33,6 +34,7 @@ from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeError, VolumeTopology, pod_claim_names
 
 __all__ = [
+    "DRA_UNSUPPORTED",
     "NODES_RESOURCE",
     "ClusterObjects",
     "Conflict",

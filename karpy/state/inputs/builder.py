@@ -34,6 +34,7 @@ from karpy.state.inputs.configs import (
     parameters,
     with_default_spread,
 )
+from karpy.state.inputs.limitranges import LimitRangeDefaults
 from karpy.state.inputs.nodes import existing_node
 from karpy.state.inputs.overlays import OverlaidTemplates, overlay_templates
 from karpy.state.inputs.pods import PodViews, daemonset_pod
@@ -41,6 +42,7 @@ from karpy.state.inputs.volumes import VolumeTopology
 from karpy.state.statenode import StateNode
 
 __all__ = [
+    "DRA_UNSUPPORTED",
     "NODES_RESOURCE",
     "ClusterObjects",
     "InputError",
@@ -52,6 +54,10 @@ __all__ = [
 JSON = Mapping[str, Any]
 NODES_RESOURCE = "nodes"
 _UNREADABLE = (PodError, ResourceError, TaintError, ValueError)
+DRA_UNSUPPORTED = (
+    "spec.resourceClaims: dynamic resource allocation (DRA) is not supported yet, "
+    "the pod is left to kube-scheduler"
+)
 
 
 class InputError(ValueError):
@@ -85,13 +91,19 @@ class ClusterObjects:
     """Each template's NodeClass (NodePool name -> (group, kind, name)), which configs match."""
     overlays: Sequence[JSON] = ()
     """NodeOverlay objects (`karpenter.sh/v1alpha1`); none leaves the instance types as they are."""
+    limit_ranges: Sequence[JSON] = ()
+    """LimitRanges: their container defaults fill DaemonSet containers' missing requests."""
+    admitted: bool = True
+    """The pending pods went through the API server's admission (LimitRanger); False for pods
+    `karpy simulate` makes from workload templates, which then get the defaults too."""
 
 
 @dataclass(frozen=True)
 class Inputs:
     input: SchedulingInput
     errors: dict[str, str]
-    """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist."""
+    """Pending pods left out (`namespace/name` -> why), e.g. a claim that does not exist or a
+    pod asking for DRA devices."""
     explainer: Explainer | None = None
     """Names the SchedulingConfigs that kept pods off NodePools (see `explain`)."""
     overlays: OverlaidTemplates | None = None
@@ -100,7 +112,8 @@ class Inputs:
     def explain(self, errors: Mapping[str, str]) -> dict[str, str]:
         """A plan's pod errors, each followed by the configs that ruled the pod out of a NodePool
         it would otherwise fit."""
-        return self.explainer.explain(errors) if self.explainer is not None else dict(errors)
+        out = self.explainer.explain(errors) if self.explainer is not None else dict(errors)
+        return {**out, **self.errors}
 
 
 def nodepool_usage(nodes: Iterable[StateNode]) -> dict[str, ResourceMap]:
@@ -143,11 +156,18 @@ def build_input(
     topology = VolumeTopology(
         claims=objects.claims, volumes=objects.volumes, classes=objects.storage_classes
     )
+    limits = LimitRangeDefaults(objects.limit_ranges)
     errors: dict[str, str] = {}
     pending: list[PodView] = []
     for pod in objects.pending:
+        if _claims_devices(pod):
+            # left out even in strict builds: the pod is valid, karpy only cannot place it yet
+            errors[podutil.pod_key(pod)] = DRA_UNSUPPORTED
+            continue
         try:
             pod = with_default_spread(pod, params.spread)
+            if not objects.admitted:
+                pod = limits.apply(pod)
             pending.append(views.view(pod, volume_terms=topology.terms(pod)))
         except _UNREADABLE as err:
             if strict:
@@ -156,7 +176,7 @@ def build_input(
     daemons: list[PodView] = []
     for ds in objects.daemonsets:
         try:
-            daemons.append(views.view(daemonset_pod(ds), daemon=True))
+            daemons.append(views.view(limits.apply(daemonset_pod(ds)), daemon=True))
         except _UNREADABLE as err:
             if strict:
                 raise InputError("DaemonSet", podutil.pod_key(ds), str(err)) from None
@@ -195,6 +215,12 @@ def build_input(
         else None,
         overlays=overlaid,
     )
+
+
+def _claims_devices(pod: JSON) -> bool:
+    """Whether the pod asks for DRA devices: Karpenter ignores such pods, and karpy cannot know
+    which nodes a ResourceClaim's devices would be on, so any plan for it could be wrong."""
+    return bool((pod.get("spec") or {}).get("resourceClaims"))
 
 
 def _check_pods(node: StateNode, views: PodViews) -> None:

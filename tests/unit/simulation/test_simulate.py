@@ -376,3 +376,53 @@ def test_the_collector_is_left_as_it_was(
         simulate(capsys, *args)
         assert gc.isenabled()
         assert gc.get_freeze_count() == 0
+
+
+def test_pods_claiming_dra_devices_are_listed_as_unsupported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dra = """
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml}
+spec:
+  containers: [{name: t, image: t, resources: {requests: {cpu: 500m}, claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: one-gpu}]
+"""
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT, dra)
+    code, out, _ = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["stats"]["pods"] == 3
+    [left] = doc["unschedulable"]
+    assert left["pod"] == "ml/trainer"
+    assert "DRA" in left["reason"] and "not supported yet" in left["reason"]
+
+
+def test_limit_range_defaults_count_in_daemonset_overhead(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds = """
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  template:
+    spec:
+      containers: [{name: a, image: a}]
+"""
+    limits = """
+apiVersion: v1
+kind: LimitRange
+metadata: {name: defaults, namespace: kube-system}
+spec:
+  limits: [{type: Container, defaultRequest: {cpu: 300m}, default: {cpu: "1"}}]
+"""
+    f = write(tmp_path, "s.yaml", NODEPOOL, ds, limits, DEPLOYMENT)
+    code, out, err = simulate(capsys, "-f", f, "-o", "json")
+    assert code == 0, err
+    assert "LimitRange" not in err  # read, not skipped as an unknown kind
+    doc: dict[str, Any] = json.loads(out)
+    cpu = [c["resources"]["requests"]["cpu"] for c in doc["nodeClaims"]]
+    total = sum(int(v[:-1]) if v.endswith("m") else int(v) * 1000 for v in cpu)
+    assert total == 1500 + 300 * len(doc["nodeClaims"])
