@@ -8,6 +8,8 @@
 - Editing the template drifts the nodes: each is replaced from the template, one at a time
   within a one-node budget, and the NodePool never holds more than replicas + 1 NodeClaims.
 - A pending pod is never provisioned onto a static NodePool.
+- Expired nodes are deleted (forcefully, as Karpenter) and refilled once gone, never beyond
+  replicas.
 - With the gate off, a static NodePool launches nothing.
 """
 
@@ -46,6 +48,7 @@ def _static_pool(
     *,
     limits: JSON | None = None,
     budgets: list[JSON] | None = None,
+    expire_after: str | None = None,
     ready: bool = True,
 ) -> None:
     kubectl.apply(kwok_nodeclass(POOL))
@@ -56,6 +59,7 @@ def _static_pool(
         policy="WhenEmptyOrUnderutilized",
         limits=limits,
         budgets=budgets,
+        expire_after=expire_after,
     )
     pool["spec"]["replicas"] = replicas
     kubectl.apply(pool)
@@ -195,6 +199,22 @@ def test_drift_replaces_static_nodes_one_at_a_time(
     assert not (new & old)
     assert most[0] <= 3, f"{most[0]} NodeClaims at once: more than one replacement in flight"
     _wait_count(kubectl, 2)
+
+
+def test_expired_static_nodes_are_refilled(kubectl: Kubectl, karpy_factory: KarpyFactory) -> None:
+    karpy = karpy_factory(GATE)
+    _static_pool(kubectl, 2, expire_after="60s")
+    old = _wait_count(kubectl, 2)
+
+    def refilled() -> set[str] | None:
+        claims = _claims(kubectl, alive=False)
+        assert len(claims) <= 2, "a node launched for an expired one still there"
+        names = _names(claims)
+        return names if len(claims) == 2 and not (names & old) else None
+
+    wait_for(refilled, timeout=240, message="both expired static nodes refilled")
+    _wait_count(kubectl, 2)
+    assert karpy.log_lines("provisioning nodeclaims to satisfy replica count")
 
 
 def test_gate_off_launches_nothing(kubectl: Kubectl, karpy_factory: KarpyFactory) -> None:
