@@ -178,6 +178,10 @@ class Requirement:
         """Some value satisfies both (an absent label counts when both allow it)."""
         if self.allows_absent() and other.allows_absent():
             return True
+        if not self.complement and not other.complement:
+            # Concrete sets carry no bounds (the constructor folds them in); isdisjoint walks
+            # the smaller set: a claim's hundreds of instance types against a type's one name.
+            return not self.values.isdisjoint(other.values)
         if not self.complement:
             return any(other.has(v) for v in self.values if _within(v, self.gte, self.lte))
         if not other.complement:

@@ -2,22 +2,32 @@
 endpoint (moto, a VPC endpoint). `on_client` sees every client as it is made, which is the seam
 tests use to count or fail calls through botocore's event hooks; `config` sets retries and
 timeouts.
+
+Clients are made once per (service, region, event loop) and reused: making one costs a quarter
+of a second of CPU on the event loop (botocore builds the client class, aiohttp loads the CA
+bundle), so a burst of 100 launches that each opened their own blocked the loop for tens of
+seconds. A shared client keeps a connection pool of `POOL_CONNECTIONS` so concurrent launches
+do not queue behind each other.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, Final
 
 import aioboto3
 from aiobotocore.config import AioConfig  # type: ignore[import-untyped]
 
-__all__ = ["AWSClients"]
+__all__ = ["POOL_CONNECTIONS", "AWSClients"]
+
+POOL_CONNECTIONS: Final = 64
+"""Connections per shared client (botocore's default of 10 would serialize a launch burst)."""
 
 
 class AWSClients:
-    """Opens short-lived aioboto3 clients (refreshes run every few hours, not per request)."""
+    """Hands out long-lived aioboto3 clients, one per service and region; `close` ends them."""
 
     def __init__(
         self,
@@ -29,20 +39,46 @@ class AWSClients:
         config: AioConfig | None = None,
     ) -> None:
         self.region = region
-        self._config = config
+        self._config = (config or AioConfig()).merge(
+            AioConfig(max_pool_connections=POOL_CONNECTIONS)
+        )
         self.endpoint_url = endpoint_url
         self._session = session or aioboto3.Session()
         self._on_client = on_client
+        self._clients: dict[tuple[str, str, int], tuple[Any, AsyncExitStack]] = {}
+        self._locks: dict[tuple[str, str, int], asyncio.Lock] = {}
 
     @asynccontextmanager
     async def client(self, service: str, *, region: str | None = None) -> AsyncIterator[Any]:
-        """An aiobotocore client for `service` (in `region`, default the cluster's)."""
-        kwargs: dict[str, Any] = {"region_name": region or self.region}
+        """The shared aiobotocore client for `service` (in `region`, default the cluster's);
+        leaving the block does not close it."""
+        yield await self._shared(service, region or self.region)
+
+    async def _shared(self, service: str, region: str) -> Any:
+        key = (service, region, id(asyncio.get_running_loop()))
+        made = self._clients.get(key)
+        if made is not None:
+            return made[0]
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            made = self._clients.get(key)
+            if made is None:
+                made = await self._open(service, region)
+                self._clients[key] = made
+        return made[0]
+
+    async def _open(self, service: str, region: str) -> tuple[Any, AsyncExitStack]:
+        kwargs: dict[str, Any] = {"region_name": region, "config": self._config}
         if self.endpoint_url:
             kwargs["endpoint_url"] = self.endpoint_url
-        if self._config is not None:
-            kwargs["config"] = self._config
-        async with self._session.client(service, **kwargs) as client:
-            if self._on_client is not None:
-                self._on_client(service, client)
-            yield client
+        stack = AsyncExitStack()
+        client = await stack.enter_async_context(self._session.client(service, **kwargs))
+        if self._on_client is not None:
+            self._on_client(service, client)
+        return client, stack
+
+    async def close(self) -> None:
+        """Close the clients opened on the running loop (a new call opens new ones)."""
+        loop = id(asyncio.get_running_loop())
+        for key in [k for k in self._clients if k[2] == loop]:
+            _, stack = self._clients.pop(key)
+            await stack.aclose()

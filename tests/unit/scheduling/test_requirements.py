@@ -128,3 +128,10 @@ def test_requirements_hash_and_labels() -> None:
     assert a == b and hash(a) == hash(b)
     assert a.labels() == {"a": "x"}
     assert a.union(Requirements([req("In", "y", key="b")])).labels() == {"a": "x", "b": "y"}
+
+
+def test_intersects_a_large_set_with_a_single_value_either_way() -> None:
+    many = req("In", *(f"t{i}" for i in range(2000)))
+    assert many.intersects(req("In", "t1999")) and req("In", "t1999").intersects(many)
+    assert not many.intersects(req("In", "x")) and not req("In", "x").intersects(many)
+    assert not many.intersects(req("DoesNotExist")) and not req("DoesNotExist").intersects(many)
