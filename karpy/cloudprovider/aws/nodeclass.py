@@ -33,6 +33,7 @@ from karpy.apis.v1.labels import LABEL_ARCH
 from karpy.cloudprovider.aws.cleanup import instance_profile_path
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
+from karpy.cloudprovider.aws.validation import DryRunValidator
 
 __all__ = [
     "CUSTOM_SSM_CACHE_TTL",
@@ -232,6 +233,7 @@ class NodeClassResolver:
         self._now = now
         self._ssm_ttl = ssm_ttl.total_seconds()
         self._ssm: dict[str, tuple[float, str | None]] = {}
+        self.validator = DryRunValidator(clients, cluster_name=cluster_name, clock=clock)
 
     # -- subnets and security groups -----------------------------------------------------------
 
@@ -503,7 +505,14 @@ class NodeClassResolver:
                 f"spec.tags may not set restricted keys: {', '.join(bad_tags)}",
             )
         else:
-            cond(aws.CONDITION_VALIDATION_SUCCEEDED, True, aws.CONDITION_VALIDATION_SUCCEEDED)
+            checked = await self.validator.validate(
+                nodeclass,
+                subnets=result.subnets,
+                security_groups=[g.id for g in result.security_groups],
+                amis=result.amis,
+                instance_profile=result.instance_profile,
+            )
+            cond(aws.CONDITION_VALIDATION_SUCCEEDED, checked.ok, checked.reason, checked.message)
         failing = [c.type for c in result.conditions if c.status != "True"]
         cond(
             CONDITION_READY,

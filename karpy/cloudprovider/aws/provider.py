@@ -76,6 +76,7 @@ class AWSCloudProvider:
 
     async def create(self, claim: NodeClaim) -> NodeClaim:
         nodeclass = await self._nodeclass(claim.spec.node_class_ref)
+        _require_ready(nodeclass)
         types = await self.instance_types.for_nodeclass(nodeclass)
         return await self.instances.create(claim, nodeclass, types)
 
@@ -119,3 +120,19 @@ class AWSCloudProvider:
 
     def repair_policies(self) -> builtins.list[RepairPolicy]:
         return list(REPAIR_POLICIES)
+
+
+def _require_ready(nodeclass: EC2NodeClass) -> None:
+    """Karpenter launches only with a class whose `Ready` is True for its current generation
+    (a denied dry-run or an unresolved selector must not reach CreateFleet)."""
+    name = nodeclass.metadata.name
+    conditions = nodeclass.status.conditions if nodeclass.status else None
+    ready = next((c for c in conditions or () if c.type == "Ready"), None)
+    if ready is None or ready.status != "True":
+        detail = f": {ready.message}" if ready is not None and ready.message else ""
+        raise NodeClassNotReadyError(f'EC2NodeClass "{name}" is not ready{detail}')
+    if ready.observed_generation != nodeclass.metadata.generation:
+        raise NodeClassNotReadyError(
+            f'EC2NodeClass "{name}" is not ready: generation {nodeclass.metadata.generation} '
+            "not yet resolved"
+        )

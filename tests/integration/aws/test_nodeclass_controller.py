@@ -13,8 +13,11 @@ from typing import Any
 
 import pytest
 
+from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
+from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import (
     IN_USE_REQUEUE,
     NOT_READY_REQUEUE,
@@ -22,13 +25,19 @@ from karpy.cloudprovider.aws.nodeclasscontroller import (
     EC2NodeClassController,
 )
 from karpy.cloudprovider.aws.nodeclasshash import nodeclass_hash
+from karpy.cloudprovider.aws.plugin import build_aws_provider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
+from karpy.cloudprovider.types import NodeClassNotReadyError
 from karpy.kube import Cache, Client, FakeClock, NotFoundError
+from karpy.settings import load_settings
+from tests.integration.aws.conftest import REGION
 from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     CLUSTER,
     DISCOVERY,
+    K8S,
     ROLE,
     World,
+    claim_of,
     world,
 )
 from tests.kit import nodeclaim
@@ -333,3 +342,152 @@ async def test_unused_instance_profiles_older_than_an_hour_are_deleted(
     remaining = await profiles(world)
     assert "unused" not in remaining
     assert {"in-status", "on-a-claim", "other-cluster"} <= remaining
+
+
+DRY_RUNS = ("ec2.CreateLaunchTemplate", "ec2.CreateFleet", "ec2.RunInstances")
+
+
+def dry_runs(world: World) -> dict[str, int]:  # noqa: F811
+    return {call: world.counter.calls[call] for call in DRY_RUNS}
+
+
+async def test_validation_dry_runs_are_cached_for_thirty_minutes_per_spec(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    """moto honours DryRun on the three calls: `DryRunOperation` means allowed."""
+    client, cache, controller = running
+    await client.create(EC2NODECLASSES, manifest())
+    await seen(cache, 1)
+    await controller.reconcile("default")
+    found = conditions(await client.get(EC2NODECLASSES, "default"))
+    assert found["ValidationSucceeded"]["status"] == "True"
+    assert found["Ready"]["status"] == "True"
+    assert dry_runs(world) == dict.fromkeys(DRY_RUNS, 1)
+    # Nothing was made by the checks.
+    assert await templates(world) == set()
+
+    world.clock.now += 29 * 60
+    await controller.reconcile("default")
+    assert dry_runs(world) == dict.fromkeys(DRY_RUNS, 1)
+
+    world.clock.now += 2 * 60
+    await controller.reconcile("default")
+    assert dry_runs(world) == dict.fromkeys(DRY_RUNS, 2)
+
+    await client.patch(EC2NODECLASSES, "default", {"spec": {"tags": {"team": "web"}}})
+    await seen(cache, 2)
+    await controller.reconcile("default")
+    assert dry_runs(world) == dict.fromkeys(DRY_RUNS, 3)
+    await controller.reconcile("default")
+    assert dry_runs(world) == dict.fromkeys(DRY_RUNS, 3)
+
+
+class _Denied:
+    status_code = 403
+    headers: dict[str, str] = {}
+
+
+class Deny:
+    """Answers `DryRun=True` requests of one EC2 action with UnauthorizedOperation, as EC2 does
+    for a role whose policy lacks it (a `before-call` handler may short-circuit a call); the
+    other requests reach moto."""
+
+    def __init__(self, action: str) -> None:
+        self.action = action
+        self.denied = 0
+
+    def hook(self, service: str, client: Any) -> None:
+        if service != "ec2":
+            return
+
+        def answer(
+            model: Any, params: dict[str, Any], **_: Any
+        ) -> tuple[Any, dict[str, Any]] | None:
+            if model.name != self.action:
+                return None
+            if str((params.get("body") or {}).get("DryRun")).lower() != "true":
+                return None
+            self.denied += 1
+            return _Denied(), {
+                "Error": {
+                    "Code": "UnauthorizedOperation",
+                    "Message": "You are not authorized to perform this operation.",
+                }
+            }
+
+        # On the service's event (as the call counter is), so a counter registered first
+        # still sees the call.
+        client.meta.events.register("before-call.ec2", answer)
+
+
+@pytest.mark.parametrize("action", ["CreateLaunchTemplate", "CreateFleet", "RunInstances"])
+async def test_a_denied_dry_run_fails_validation_and_no_nodeclaim_launches(
+    kubeconfig: str,
+    moto_endpoint: str,
+    world: World,  # noqa: F811
+    action: str,
+) -> None:
+    deny = Deny(action)
+
+    def hooks(service: str, ec2: Any) -> None:
+        world.counter.hook(service, ec2)
+        deny.hook(service, ec2)
+
+    clients = AWSClients(REGION, endpoint_url=moto_endpoint, on_client=hooks)
+    resolver = NodeClassResolver(
+        clients, cluster_name=CLUSTER, kubernetes_version=K8S, clock=world.clock
+    )
+    client = await Client.connect(kubeconfig=kubeconfig)
+    cache = Cache(client)
+    controller = EC2NodeClassController(
+        client=client,
+        nodeclasses=cache.informer(EC2NODECLASSES),
+        nodeclaims=cache.informer(NODECLAIMS),
+        resolver=resolver,
+        cleanup=NodeClassCleanup(clients, cluster_name=CLUSTER),
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(cache.start(stop))
+    try:
+        await cache.wait_for_sync()
+        await client.create(EC2NODECLASSES, manifest())
+        await seen(cache, 1)
+        result = await controller.reconcile("default")
+        assert result is not None and result.requeue_after == NOT_READY_REQUEUE
+        obj = await client.get(EC2NODECLASSES, "default")
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await client.close()
+    assert deny.denied == 1
+    found = conditions(obj)
+    validation = found["ValidationSucceeded"]
+    assert validation["status"] == "False"
+    assert validation["reason"] == f"{action}AuthCheckFailed"
+    assert f"ec2:{action} is not allowed" in validation["message"]
+    assert found["Ready"]["status"] == "False"
+    assert "ValidationSucceeded" in found["Ready"]["message"]
+    # The checks stop at the first denial.
+    order = list(DRY_RUNS)
+    assert dry_runs(world) == {
+        call: 1 if i <= order.index(f"ec2.{action}") else 0 for i, call in enumerate(order)
+    }
+
+    nodeclass = EC2NodeClass.model_validate(obj)
+
+    async def nodeclass_of_name(name: str) -> EC2NodeClass | None:
+        return nodeclass if name == "default" else None
+
+    provider = build_aws_provider(
+        load_settings({"PROVIDER": "aws", "CLUSTER_NAME": CLUSTER}),
+        clients=clients,
+        cluster_endpoint="https://prod.example",
+        kubernetes_version=K8S,
+        nodeclass_of=nodeclass_of_name,
+    )
+    world.counter.calls.clear()
+    with pytest.raises(NodeClassNotReadyError, match="ValidationSucceeded"):
+        await provider.create(claim_of())
+    assert world.counter.calls["ec2.CreateFleet"] == 0
+    assert world.counter.calls["ec2.RunInstances"] == 0
