@@ -56,8 +56,10 @@ def nodeclaim_for(claim: NewNodeClaim, nodepool: Mapping[str, Any]) -> JSON:
         node_labels[f"{group}/{str(ref['kind']).lower()}"] = str(ref["name"])
     annotations = dict(tmeta.get("annotations") or {})
     annotations.update(hash_annotations(nodepool))
-    if claim.min_values_relaxed:
-        annotations[labels.ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED] = "true"
+    # as Karpenter: "true" when a minValues was lowered to launch it (BestEffort), else "false"
+    annotations[labels.ANNOTATION_NODECLAIM_MIN_VALUES_RELAXED] = str(
+        claim.min_values_relaxed
+    ).lower()
     if any(it.price_overlaid for it in claim.instance_types):
         annotations[ANNOTATION_PRICE_OVERLAY_APPLIED] = "true"
     if any(it.capacity_overlaid for it in claim.instance_types):

@@ -103,7 +103,7 @@ class ClaimBuilder:
         node = packed.node
         reqs = node.reqs.without(LABEL_HOSTNAME)
         it_req = reqs.get(LABEL_INSTANCE_TYPE)
-        min_values = None if packed.relaxed or it_req is None else it_req.min_values
+        min_values = None if it_req is None else it_req.min_values
         # Thousands of claims often list the same types: share one requirement (and one list)
         # per distinct list instead of a set of hundreds of names each.
         names = tuple(t.name for t in packed.types)
@@ -165,6 +165,8 @@ def new_claim(
             min_values=ct_req.min_values if ct_req else None,
         )
     )
+    if relaxed:
+        reqs = limits.relax_min_values(reqs, types)
     overhead = list(pool.overhead[pool.type_index[types[0].name]])
     for t in types[1:]:
         o = pool.overhead[pool.type_index[t.name]]

@@ -69,6 +69,7 @@ class _Daemon(NamedTuple):
 
     vec: tuple[int, ...]
     admission: Admission
+    ports: frozenset[tuple[str, str, int]]
 
 
 class _Shape:
@@ -112,6 +113,7 @@ class ExistingNodes:
             _Daemon(
                 dims.vec(d.requests),
                 Admission(tuple(d.requirement_alternatives()), (*d.tolerations, _PNS)),
+                d.host_ports,
             )
             for d in daemons
         ]
@@ -129,7 +131,8 @@ class ExistingNodes:
     # ---- preparation ------------------------------------------------------------------------
 
     def _free(self, view: NodeView, dims: Dims, daemons: Sequence[_Daemon]) -> list[int]:
-        """Allocatable minus bound pods minus DaemonSet pods that will still land on it."""
+        """Allocatable minus bound pods minus DaemonSet pods that will still land on it (whose
+        host ports it records as taken)."""
         node = view.node
         used: dict[str, int] = {}
         daemon_used: dict[str, int] = {}
@@ -146,6 +149,8 @@ class ExistingNodes:
         for daemon in daemons:
             if not self.admits(view.idx, daemon.admission):
                 continue
+            # its port is taken even before its pod lands (an in-flight or new node)
+            view.ports.update(daemon.ports)
             for r in range(width):
                 due[r] += daemon.vec[r]
         for r in range(width):

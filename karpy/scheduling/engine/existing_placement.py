@@ -18,6 +18,7 @@ from karpy.scheduling.engine.domains import ClassTopology, Topology
 from karpy.scheduling.engine.existing import ExistingNodes, NodeView
 from karpy.scheduling.engine.podclasses import PodClass
 from karpy.scheduling.engine.preferences import Constraints
+from karpy.scheduling.hostports import conflicts
 from karpy.scheduling.pods import PodView
 
 __all__ = ["ExistingPlacement"]
@@ -95,7 +96,7 @@ class ExistingPlacement:
                     e = self.nodes[members[h]]
                     if (
                         cluster.room(e.idx, vec, 1) > 0
-                        and not (ports & e.ports)
+                        and not conflicts(ports, e.ports)
                         and self._host_ok(e, cls, topo)
                     ):
                         break

@@ -67,6 +67,31 @@ def min_values_shortfall(
     return None
 
 
+def relax_min_values(reqs: Requirements, types: Sequence[InstanceType]) -> Requirements:
+    """`reqs` with each minValues `types` do not meet lowered to the values they offer (dropped
+    when they offer none): what a NodeClaim records when minValues was relaxed (BestEffort),
+    as Karpenter writes it."""
+    out = reqs
+    for key, req in reqs.items():
+        if req.min_values is None:
+            continue
+        values: set[str] = set()
+        for t in types:
+            values |= _values(t, key, req)
+        if len(values) >= req.min_values:
+            continue
+        lowered = Requirement(
+            key,
+            complement=req.complement,
+            values=req.values,
+            gte=req.gte,
+            lte=req.lte,
+            min_values=len(values) or None,
+        )
+        out = out.without(key).add(lowered)
+    return out
+
+
 def floor(
     types: Sequence[InstanceType],
     reqs: Requirements,

@@ -19,6 +19,7 @@ from karpy.scheduling.engine.podclasses import PodClass
 from karpy.scheduling.engine.pool_limits import PoolLimits
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.engine.preferences import Constraints
+from karpy.scheduling.hostports import conflicts
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import format_resources
@@ -164,7 +165,7 @@ class NewCapacity:
         bad = pool.tolerated(eff.tolerations)
         if bad:
             return bad
-        if cls.pod.host_ports & pool.daemon_ports:
+        if conflicts(cls.pod.host_ports, pool.daemon_ports):
             return "host ports conflict with its daemonsets"
         reason = ""
         for alt in eff.alternatives:

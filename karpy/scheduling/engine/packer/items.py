@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from karpy.scheduling.hostports import conflicts
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirements
 
@@ -111,7 +112,7 @@ def room(node: OpenNode, item: Item, want: int) -> int:
     if not item.constrained and not node.anti and not node.caps:
         return k
     if item.ports:
-        if item.ports & node.ports:
+        if conflicts(item.ports, node.ports):
             return 0
         k = min(k, 1)
     counts = node.counts

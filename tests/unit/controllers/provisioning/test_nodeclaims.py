@@ -103,6 +103,8 @@ def test_nodeclaim_is_valid_for_the_crd() -> None:
 def test_min_values_relaxed_annotation() -> None:
     body = nodeclaim_for(_claim(min_values_relaxed=True), NODEPOOL)
     assert body["metadata"]["annotations"]["karpenter.sh/nodeclaim-min-values-relaxed"] == "true"
+    body = nodeclaim_for(_claim(), NODEPOOL)
+    assert body["metadata"]["annotations"]["karpenter.sh/nodeclaim-min-values-relaxed"] == "false"
 
 
 def test_limits_exceeded_reports_the_resource() -> None:

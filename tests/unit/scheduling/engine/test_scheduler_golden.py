@@ -162,6 +162,26 @@ def test_min_values_strict_refuses_and_best_effort_relaxes() -> None:
     assert claim.min_values_relaxed
 
 
+def test_best_effort_records_the_relaxed_min_values_on_the_claim() -> None:
+    two = [t for t in linux_amd64() if t.name in ("c-4x-amd64-linux", "c-8x-amd64-linux")]
+    reqs = [
+        {"key": INSTANCE_TYPE, "operator": "Exists", "minValues": 3},
+        {"key": "kubernetes.io/arch", "operator": "Exists", "minValues": 2},
+        {"key": ZONE, "operator": "Exists", "minValues": 1},
+    ]
+    result = run(
+        [raw_pod("p", cpu="1")],
+        [template(types=two, requirements=reqs)],
+        min_values_policy="BestEffort",
+    )
+    (claim,) = result.node_claims
+    assert claim.min_values_relaxed
+    # lowered to what the listed types offer, as Karpenter writes them; a met one is kept
+    assert claim.requirements[INSTANCE_TYPE].min_values == len(claim.instance_types) == 2
+    assert claim.requirements["kubernetes.io/arch"].min_values == 1
+    assert claim.requirements[ZONE].min_values == 1
+
+
 def test_preferred_node_affinity_is_honoured_when_possible() -> None:
     pref = {
         "nodeAffinity": {
