@@ -18,11 +18,14 @@ from karpy.apis.aws.v1.ec2nodeclass import SubnetStatus
 from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.requirements import Requirements
+from karpy.scheduling.resources import fits
 
 __all__ = [
     "MAX_INSTANCE_TYPES",
+    "Candidates",
     "FleetInstance",
     "LaunchGroup",
+    "candidates",
     "capacity_type_for",
     "client_token",
     "fleet_request",
@@ -77,6 +80,39 @@ def truncate(
             priced.append((min(o.price for o in offers), it.name, it))
     priced.sort(key=lambda item: (item[0], item[1]))
     return [it for _, _, it in priced[:limit]]
+
+
+def allows(type_reqs: Requirements, reqs: Requirements) -> bool:
+    """Every key both constrain has a common value (`Requirements.intersects` without
+    building the reason, which costs more than the check)."""
+    for key, wanted in reqs.items():
+        offered = type_reqs.get(key)
+        if offered is not None and not offered.intersects(wanted):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What a NodeClaim may launch: how many types fit, the capacity type, the cheapest types."""
+
+    compatible: int
+    capacity_type: str | None
+    chosen: tuple[InstanceType, ...]
+
+
+def candidates(
+    types: Sequence[InstanceType], reqs: Requirements, requests: Mapping[str, int]
+) -> Candidates:
+    """The types `reqs` allow whose allocatable holds `requests`, the capacity type to ask for,
+    and the `MAX_INSTANCE_TYPES` cheapest of them. Pure and CPU-heavy (the whole catalogue):
+    callers run it off the event loop."""
+    compatible = [
+        it for it in types if allows(it.requirements, reqs) and fits(requests, it.allocatable)
+    ]
+    capacity_type = capacity_type_for(reqs, compatible)
+    chosen = () if capacity_type is None else tuple(truncate(compatible, reqs, capacity_type))
+    return Candidates(len(compatible), capacity_type, chosen)
 
 
 def zonal_subnets(subnets: Sequence[SubnetStatus]) -> dict[str, SubnetStatus]:

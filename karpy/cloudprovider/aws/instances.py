@@ -29,17 +29,16 @@ from karpy.apis.v1.labels import (
     LABEL_TOPOLOGY_ZONE,
 )
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
+from karpy.cloudprovider.aws.candidates import CandidateCache
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 from karpy.cloudprovider.aws.fleet import (
     FleetInstance,
     LaunchGroup,
-    capacity_type_for,
     client_token,
     fleet_request,
     overrides,
     parse_fleet_response,
-    truncate,
     zonal_subnets,
 )
 from karpy.cloudprovider.aws.launch import LaunchTemplates, launch_template_data
@@ -54,7 +53,7 @@ from karpy.cloudprovider.types import (
 )
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.requirements import Requirements
-from karpy.scheduling.resources import PODS, fits, format_resources, parse_resources
+from karpy.scheduling.resources import PODS, format_resources, parse_resources
 
 __all__ = ["PROVIDER_ID_PREFIX", "AWSInstances", "ClusterInfo", "instance_id_of", "launch_tags"]
 
@@ -128,6 +127,7 @@ class AWSInstances:
         self.cluster = cluster
         self.unavailable = unavailable
         self.launch_templates = launch_templates or LaunchTemplates(clients)
+        self.candidates = CandidateCache()
 
     # -- create --------------------------------------------------------------------------------
 
@@ -150,18 +150,14 @@ class AWSInstances:
             claim.spec.resources.requests if claim.spec.resources else None,
             field="spec.resources.requests",
         )
-        compatible = [
-            it
-            for it in instance_types
-            if it.requirements.intersects(reqs) is None and fits(requests, it.allocatable)
-        ]
-        capacity_type = capacity_type_for(reqs, compatible)
+        found = await self.candidates.get(instance_types, reqs, requests)
+        capacity_type = found.capacity_type
         if capacity_type is None:
             raise InsufficientCapacityError(
                 "all requested instance types were unavailable during launch "
-                f"({len(compatible)} compatible of {len(instance_types)})"
+                f"({found.compatible} compatible of {len(instance_types)})"
             )
-        chosen = truncate(compatible, reqs, capacity_type)
+        chosen = found.chosen
         instance = await self._launch(claim, nodeclass, chosen, reqs, capacity_type, retry=True)
         return self._launched(claim, nodeclass, instance, by_name)
 
