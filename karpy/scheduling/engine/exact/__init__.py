@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
+from karpy.scheduling.engine.exact.existing_first import existing_first
 from karpy.scheduling.engine.exact.milp import NODE_EPSILON, Budget, slot_count, solve
 from karpy.scheduling.engine.exact.patterns import solve_patterns
 from karpy.scheduling.engine.exact.plan import to_result
@@ -77,6 +78,7 @@ def improve(
     else:
         sol = solve(problem, options, cutoff, clock)
         slots = slot_count(problem, options, cutoff)
+    sol = existing_first(problem, sol)
     bound = max(0.0, sol.bound - NODE_EPSILON * slots)
     elapsed = time.perf_counter() - start
     found = to_result(inp, problem, sol, heuristic) if sol.nodes or sol.existing else None

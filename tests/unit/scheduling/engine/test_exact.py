@@ -18,6 +18,9 @@ from typing import Any
 import pytest
 
 from karpy.scheduling.engine import exact
+from karpy.scheduling.engine.exact.existing_first import existing_first
+from karpy.scheduling.engine.exact.milp import Solution
+from karpy.scheduling.engine.exact.problem import build
 from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.instancetypes import InstanceType, Offering
@@ -387,3 +390,25 @@ def test_nodepool_limits_are_kept() -> None:
     assert heavy_cpu <= 2000
     assert result.cost == pytest.approx(2 * 0.05 + 2 * 0.2)
     assert result.optimal
+
+
+def test_pods_an_existing_node_can_take_leave_the_new_nodes() -> None:
+    # A solve cut by its limits can return an incumbent that buys room for a pod an existing
+    # node still has room for (at equal price): Karpenter fills existing nodes first.
+    types = _flat("c", (1, 2, 4), 0.05)
+    raws = [raw_pod(f"p{i}", cpu="900m", memory="1Gi") for i in range(3)]
+    inp = SchedulingInput(
+        pods=[pod_view(r) for r in raws],
+        templates=[template(types=types)],
+        existing_nodes=[node("n1", cpu=1000)],
+    )
+    problem = build(inp, _heuristic(inp))
+    assert not isinstance(problem, str)
+    cpu = problem.dims.index["cpu"]
+    one, two = (next(o for o in problem.options if o.alloc[cpu] >= need) for need in (900, 1800))
+    incumbent = Solution([(one, {0: 1}), (two, {0: 2})], {}, False, 0.0, "node limit")
+    moved = existing_first(problem, incumbent)
+    assert moved.existing == {0: {0: 1}}
+    assert moved.nodes == [(two, {0: 2})]
+    # nothing to move: the solution is returned as it is
+    assert existing_first(problem, moved) is moved
