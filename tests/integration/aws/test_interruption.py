@@ -371,9 +371,12 @@ async def test_malformed_and_foreign_messages_are_deleted_counted_and_change_not
             env.send(message)
         await eventually(
             lambda: (
+                # at least: a message whose visibility timeout ran out on a loaded machine is
+                # received and deleted again (SQS delivers at least once)
                 sample("karpenter_interruption_deleted_messages_total")
-                == deleted + len(FOREIGN_AND_MALFORMED)
+                >= deleted + len(FOREIGN_AND_MALFORMED)
             ),
+            within=90,
             what="every message deleted",
         )
         await env.drained()
@@ -528,7 +531,8 @@ async def test_a_deep_queue_is_read_with_several_receives_in_flight(env: Env) ->
     )
     await env.drained(within=60)
     await eventually(
-        lambda: sample("karpenter_interruption_deleted_messages_total") == deleted + 120,
+        lambda: sample("karpenter_interruption_deleted_messages_total") >= deleted + 120,
+        within=90,
         what="120 messages deleted",
     )
     assert receives.most >= 2
