@@ -36,6 +36,7 @@ from karpy.controllers.disruption.candidates import (
     candidate,
 )
 from karpy.controllers.disruption.events import (
+    REASON_DISRUPTION_BLOCKED,
     DedupingEvents,
     involved_node,
     involved_nodeclaim,
@@ -65,7 +66,6 @@ NAME: Final = "disruption"
 POLLING_PERIOD: Final = 10.0
 VALIDATION_DELAY: Final = 15.0
 UNSYNCED_RETRY: Final = 1.0
-REASON_DISRUPTION_BLOCKED: Final = "DisruptionBlocked"
 
 log = structlog.get_logger("karpy.controllers.disruption")
 

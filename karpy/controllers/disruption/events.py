@@ -8,9 +8,17 @@ from typing import Any, Final
 
 from karpy.kube import NORMAL, Clock, EventRecorder
 
-__all__ = ["DedupingEvents", "involved_node", "involved_nodeclaim", "involved_nodepool"]
+__all__ = [
+    "REASON_DISRUPTION_BLOCKED",
+    "DedupingEvents",
+    "involved_node",
+    "involved_nodeclaim",
+    "involved_nodepool",
+    "publish_blocked",
+]
 
 DEFAULT_DEDUPE: Final = 120.0
+REASON_DISRUPTION_BLOCKED: Final = "DisruptionBlocked"
 JSON = dict[str, Any]
 
 
@@ -65,3 +73,24 @@ class DedupingEvents:
                 self._sent.clear()
         self._sent[key] = now
         self.recorder.publish(obj, type=type, reason=reason, message=message)
+
+
+def publish_blocked(
+    events: DedupingEvents,
+    node: Mapping[str, Any] | None,
+    nodeclaim: Mapping[str, Any] | None,
+    *,
+    message: str,
+    key: str,
+) -> None:
+    """`DisruptionBlocked` on a candidate's Node and NodeClaim (whichever exist), once per
+    window for each object and `key` (the method's reason)."""
+    for obj, ref in ((node, involved_node(node)), (nodeclaim, involved_nodeclaim(nodeclaim))):
+        if obj is not None:
+            meta = obj.get("metadata") or {}
+            events.publish(
+                ref,
+                reason=REASON_DISRUPTION_BLOCKED,
+                message=message,
+                dedupe=(str(meta.get("uid") or meta.get("name") or ""), key),
+            )

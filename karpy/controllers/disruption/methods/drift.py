@@ -19,7 +19,7 @@ from karpy.apis.objects import get_condition, is_condition_true
 from karpy.apis.v1 import conditions as cond
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.disruption.candidates import Candidate
-from karpy.controllers.disruption.events import DedupingEvents, involved_node, involved_nodeclaim
+from karpy.controllers.disruption.events import DedupingEvents, publish_blocked
 from karpy.controllers.disruption.methods.base import Budgets, Command
 from karpy.controllers.disruption.methods.simulation import simulate_without
 from karpy.scheduling.engine.model import NewNodeClaim
@@ -28,7 +28,6 @@ from karpy.state import Cluster
 __all__ = ["CONSOLIDATION_TYPE_DRIFT", "Drift"]
 
 CONSOLIDATION_TYPE_DRIFT: Final = ""
-REASON_DISRUPTION_BLOCKED: Final = "DisruptionBlocked"
 
 log = structlog.get_logger("karpy.controllers.disruption")
 
@@ -86,18 +85,9 @@ class Drift:
         if self.events is None:
             return
         message = "Scheduling simulation failed to schedule all pods"
-        for obj, ref in (
-            (c.node.node, involved_node(c.node.node)),
-            (c.node.nodeclaim, involved_nodeclaim(c.node.nodeclaim)),
-        ):
-            if obj is not None:
-                meta = obj.get("metadata") or {}
-                self.events.publish(
-                    ref,
-                    reason=REASON_DISRUPTION_BLOCKED,
-                    message=message,
-                    dedupe=(str(meta.get("uid") or meta.get("name") or ""), self.reason),
-                )
+        publish_blocked(
+            self.events, c.node.node, c.node.nodeclaim, message=message, key=self.reason
+        )
 
     async def validate(
         self, command: Command, candidates: Sequence[Candidate], budgets: Budgets

@@ -18,14 +18,13 @@ from karpy.apis.objects import get_condition, is_condition_true
 from karpy.apis.v1 import conditions as cond
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.disruption.candidates import Candidate
-from karpy.controllers.disruption.events import DedupingEvents, involved_node, involved_nodeclaim
+from karpy.controllers.disruption.events import DedupingEvents, publish_blocked
 from karpy.controllers.disruption.methods.base import Budgets, Command
 from karpy.controllers.static.claims import node_limit, nodepool_counts, static_nodeclaim
 from karpy.state import Cluster
 
 __all__ = ["StaticDrift"]
 
-REASON_DISRUPTION_BLOCKED: Final = "DisruptionBlocked"
 AT_LIMIT: Final = "static NodePool is at its node limit and cannot stage a replacement"
 
 log = structlog.get_logger("karpy.controllers.disruption")
@@ -94,18 +93,9 @@ class StaticDrift:
         log.info("static drift blocked", Node={"name": c.node.node_name}, reason=message)
         if self.events is None:
             return
-        for obj, ref in (
-            (c.node.node, involved_node(c.node.node)),
-            (c.node.nodeclaim, involved_nodeclaim(c.node.nodeclaim)),
-        ):
-            if obj is not None:
-                meta = obj.get("metadata") or {}
-                self.events.publish(
-                    ref,
-                    reason=REASON_DISRUPTION_BLOCKED,
-                    message=message,
-                    dedupe=(str(meta.get("uid") or meta.get("name") or ""), self.reason),
-                )
+        publish_blocked(
+            self.events, c.node.node, c.node.nodeclaim, message=message, key=self.reason
+        )
 
     async def validate(
         self, command: Command, candidates: Sequence[Candidate], budgets: Budgets
