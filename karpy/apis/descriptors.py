@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from karpy.apis.autoscaling.v1beta1 import CAPACITYBUFFER
 from karpy.apis.aws.v1.ec2nodeclass import EC2NODECLASS
 from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
 from karpy.apis.resource import CustomResource
@@ -18,6 +19,7 @@ from karpy.apis.v1alpha1 import NODEOVERLAY
 from karpy.kube.resources import Resource
 
 __all__ = [
+    "CAPACITYBUFFERS",
     "CRD_RESOURCES",
     "EC2NODECLASSES",
     "KWOKNODECLASSES",
@@ -48,6 +50,7 @@ KWOKNODECLASSES: Final = of(KWOKNODECLASS)
 EC2NODECLASSES: Final = of(EC2NODECLASS)
 SCHEDULINGCONFIGS: Final = of(SCHEDULINGCONFIG)
 NODEOVERLAYS: Final = of(NODEOVERLAY)
+CAPACITYBUFFERS: Final = of(CAPACITYBUFFER)
 CRD_RESOURCES: Final = (
     NODEPOOLS,
     NODECLAIMS,
@@ -55,4 +58,5 @@ CRD_RESOURCES: Final = (
     EC2NODECLASSES,
     SCHEDULINGCONFIGS,
     NODEOVERLAYS,
+    CAPACITYBUFFERS,
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from karpy.apis.autoscaling.v1beta1.capacitybuffer import CAPACITYBUFFER
 from karpy.apis.aws.v1.ec2nodeclass import EC2NODECLASS
 from karpy.apis.errors import FieldError, ValidationError
 from karpy.apis.kwok.v1alpha1.kwoknodeclass import KWOKNODECLASS
@@ -22,6 +23,7 @@ RESOURCES: Final[tuple[CustomResource[Any], ...]] = (
     KWOKNODECLASS,
     SCHEDULINGCONFIG,
     NODEOVERLAY,
+    CAPACITYBUFFER,
 )
 BY_TYPE: Final[dict[tuple[str, str], CustomResource[Any]]] = {
     (r.api_version, r.kind): r for r in RESOURCES

@@ -1,0 +1,1 @@
+"""`autoscaling.x-k8s.io`: SIG Autoscaling's APIs that karpy serves (CapacityBuffer)."""

@@ -1,0 +1,32 @@
+"""`autoscaling.x-k8s.io/v1beta1`: CapacityBuffer.
+
+from karpy.apis.autoscaling.v1beta1 import CapacityBuffer, validate_capacitybuffer
+"""
+
+from __future__ import annotations
+
+from karpy.apis.autoscaling.v1beta1.capacitybuffer import (
+    ACTIVE_CAPACITY,
+    CAPACITYBUFFER,
+    CONDITION_PROVISIONING,
+    CONDITION_READY_FOR_PROVISIONING,
+    CapacityBuffer,
+    CapacityBufferSpec,
+    CapacityBufferStatus,
+    LocalObjectRef,
+    ScalableRef,
+    validate_capacitybuffer,
+)
+
+__all__ = [
+    "ACTIVE_CAPACITY",
+    "CAPACITYBUFFER",
+    "CONDITION_PROVISIONING",
+    "CONDITION_READY_FOR_PROVISIONING",
+    "CapacityBuffer",
+    "CapacityBufferSpec",
+    "CapacityBufferStatus",
+    "LocalObjectRef",
+    "ScalableRef",
+    "validate_capacitybuffer",
+]
