@@ -236,6 +236,7 @@ async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrappe
         clock=manager.clock,
         nomination_window=nomination_window(settings.batch.max_duration.total_seconds()),
         node_overlays=settings.feature_gates.node_overlay,
+        capacity_buffers=settings.feature_gates.capacity_buffer,
     )
     inner, provider = await build_provider(
         plugin, settings, client=client, cache=manager.cache, wrap=wrap

@@ -20,6 +20,7 @@ def registrars() -> list[Registrar]:
     """Every area's `register`, in registration order (imported here, not at package import,
     so that importing one controller module does not load them all)."""
     from karpy.controllers import (
+        capacitybuffer,
         disruption,
         garbagecollection,
         metrics,
@@ -46,6 +47,7 @@ def registrars() -> list[Registrar]:
         node_health.register,
         nodepool.register,
         nodeoverlay.register,
+        capacitybuffer.register,
         static.register,
         schedulingconfig.register,
         disruption.register,

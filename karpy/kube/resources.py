@@ -25,6 +25,7 @@ __all__ = [
     "PERSISTENTVOLUMES",
     "PODDISRUPTIONBUDGETS",
     "PODS",
+    "PODTEMPLATES",
     "STORAGECLASSES",
     "VOLUMEATTACHMENTS",
     "Resource",
@@ -112,6 +113,7 @@ PODDISRUPTIONBUDGETS = Resource(
     "policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", namespaced=True
 )
 LIMITRANGES = Resource("", "v1", "LimitRange", "limitranges", namespaced=True)
+PODTEMPLATES = Resource("", "v1", "PodTemplate", "podtemplates", namespaced=True)
 STORAGECLASSES = Resource("storage.k8s.io", "v1", "StorageClass", "storageclasses", False)
 CSINODES = Resource("storage.k8s.io", "v1", "CSINode", "csinodes", namespaced=False)
 VOLUMEATTACHMENTS = Resource(

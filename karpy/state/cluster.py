@@ -23,7 +23,13 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from karpy.apis.descriptors import NODECLAIMS, NODEOVERLAYS, NODEPOOLS, SCHEDULINGCONFIGS
+from karpy.apis.descriptors import (
+    CAPACITYBUFFERS,
+    NODECLAIMS,
+    NODEOVERLAYS,
+    NODEPOOLS,
+    SCHEDULINGCONFIGS,
+)
 from karpy.apis.v1 import conditions, labels
 from karpy.apis.v1.schedulingconfig import DEFAULT_NAME
 from karpy.kube.cache import Cache
@@ -38,6 +44,7 @@ from karpy.kube.resources import (
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     PODS,
+    PODTEMPLATES,
     STORAGECLASSES,
 )
 from karpy.kube.store import INDEX_NODE_NAME, INDEX_PROVIDER_ID, IndexFunc, field_indexer
@@ -94,6 +101,9 @@ class ClusterSnapshot:
     nodeclasses: Mapping[str, NodeClassKey | None] = field(default_factory=dict)
     overlays: tuple[JSON, ...] = ()
     """NodeOverlays (only with the NodeOverlay feature gate)."""
+    buffers: tuple[JSON, ...] = ()
+    """CapacityBuffers (only with the CapacityBuffer feature gate), and their PodTemplates."""
+    pod_templates: Mapping[tuple[str, str], JSON] = field(default_factory=dict)
 
     def active_nodes(self) -> list[StateNode]:
         """Nodes not marked for deletion: the ones new pods can still go to."""
@@ -116,6 +126,8 @@ class ClusterSnapshot:
             configs=self.configs,
             nodeclasses=self.nodeclasses,
             overlays=self.overlays,
+            buffers=self.buffers,
+            pod_templates=self.pod_templates,
         )
 
 
@@ -159,6 +171,7 @@ class Cluster:
         clock: Clock | None = None,
         nomination_window: float = DEFAULT_NOMINATION_WINDOW,
         node_overlays: bool = False,
+        capacity_buffers: bool = False,
     ) -> None:
         self.cache = cache
         self.clock = clock or RealClock()
@@ -179,6 +192,13 @@ class Cluster:
         # Only with the NodeOverlay gate: without it the CRD need not be installed.
         self.nodeoverlay_informer: Informer | None = (
             cache.informer(NODEOVERLAYS) if node_overlays else None
+        )
+        # Only with the CapacityBuffer gate: the CRD is Cluster Autoscaler's, often absent.
+        self.capacitybuffer_informer: Informer | None = (
+            cache.informer(CAPACITYBUFFERS) if capacity_buffers else None
+        )
+        self.podtemplate_informer: Informer | None = (
+            cache.informer(PODTEMPLATES) if capacity_buffers else None
         )
         self._pending: dict[str, _PendingClaim] = {}
         self._planned: dict[str, dict[str, None]] = {}
@@ -329,7 +349,11 @@ class Cluster:
             del self._pending[name]
 
     def _informers(self) -> tuple[Informer, ...]:
+        buffers = tuple(
+            i for i in (self.capacitybuffer_informer, self.podtemplate_informer) if i is not None
+        )
         return (
+            *buffers,
             self.node_informer,
             self.nodeclaim_informer,
             self.pod_informer,
@@ -463,7 +487,20 @@ class Cluster:
             configs=tuple(self.schedulingconfig_informer.list()),
             nodeclasses={_name(p): nodepool_nodeclass(p) for p in self.nodepool_informer.list()},
             overlays=tuple(self.nodeoverlay_informer.list()) if self.nodeoverlay_informer else (),
+            buffers=tuple(self.capacitybuffer_informer.list())
+            if self.capacitybuffer_informer
+            else (),
+            pod_templates=self.pod_templates(),
         )
+
+    def pod_templates(self) -> dict[tuple[str, str], JSON]:
+        """PodTemplates by (namespace, name) (only with the CapacityBuffer gate)."""
+        if self.podtemplate_informer is None:
+            return {}
+        return {
+            (str((t.get("metadata") or {}).get("namespace") or ""), _name(t)): t
+            for t in self.podtemplate_informer.list()
+        }
 
 
 class _StateCollector(Collector):

@@ -151,6 +151,40 @@ def nodeoverlay(
     }
 
 
+def podtemplate(
+    name: str,
+    namespace: str = "default",
+    *,
+    cpu: str = "1",
+    labels: Mapping[str, str] | None = None,
+) -> JSON:
+    """A PodTemplate of one container requesting `cpu` (a CapacityBuffer's chunk)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "template": {
+            "metadata": {"labels": dict(labels or {"app": name})},
+            "spec": {
+                "containers": [
+                    {"name": "pause", "image": "pause", "resources": {"requests": {"cpu": cpu}}}
+                ]
+            },
+        },
+    }
+
+
+def capacitybuffer(name: str, namespace: str = "default", **spec: Any) -> JSON:
+    """A CapacityBuffer (`autoscaling.x-k8s.io/v1beta1`); `spec` in API spelling
+    (`podTemplateRef={"name": "t"}`, `replicas=3`)."""
+    return {
+        "apiVersion": "autoscaling.x-k8s.io/v1beta1",
+        "kind": "CapacityBuffer",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": dict(spec),
+    }
+
+
 def claim_spec(**extra: Any) -> JSON:
     """A NodeClaim spec of linux nodes on the `default` KWOKNodeClass, plus `extra` fields."""
     return {

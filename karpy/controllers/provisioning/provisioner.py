@@ -227,7 +227,9 @@ class Provisioner:
         coming = self.capacity_coming([podutil.pod_key(pod) for pod in provisionable])
         candidates = [pod for pod in provisionable if podutil.pod_key(pod) not in coming]
         deleting = self.cluster.pods_on_deleting_nodes(snapshot.nodes)
-        if not candidates and not deleting:
+        # CapacityBuffers keep room even with nothing pending: their virtual pods are added
+        # by the input builder, so a pass runs for them alone
+        if not candidates and not deleting and not snapshot.buffers:
             return None
         templates = await self.templates()
         well_known = well_known_labels(templates)
@@ -243,14 +245,15 @@ class Provisioner:
             pods[podutil.pod_key(pod)] = pod
         for pod in deleting:
             pods.setdefault(podutil.pod_key(pod), pod)
-        if not pods:
+        if not pods and not snapshot.buffers:
             return None
         keys = sorted(pods)
-        log.info(
-            "found provisionable pod(s)",
-            Pods=_names(keys),
-            duration=f"{time.perf_counter() - started:.3f}s",
-        )
+        if keys:
+            log.info(
+                "found provisionable pod(s)",
+                Pods=_names(keys),
+                duration=f"{time.perf_counter() - started:.3f}s",
+            )
         if not templates:
             log.info("no nodepools found")
             for pod in pods.values():
@@ -376,18 +379,18 @@ class Provisioner:
         placements: dict[str, list[str]] = {}
         for name, views in result.existing.items():
             node = nodes.get(name)
-            if node is None:
+            # a CapacityBuffer's virtual pods take room in the plan, never a nomination (a
+            # nominated node is kept from disruption, and the buffer must not keep it)
+            keys = [v.key for v in views if v.key in by_key]
+            if node is None or not keys:
                 continue
             self.cluster.nominate(node.key)
-            placed += len(views)
+            placed += len(keys)
             if not node.initialized:
                 unready += 1
             target = f"node/{node.node_name}" if node.node_name else f"nodeclaim/{name}"
-            for view in views:
-                pod = by_key.get(view.key)
-                if pod is not None:
-                    self._nominated(pod, target)
-            keys = [v.key for v in views]
+            for key in keys:
+                self._nominated(by_key[key], target)
             if node.node_name and node.registered:
                 placements.setdefault(node.node_name, []).extend(keys)
             elif node.nodeclaim_name:
@@ -445,7 +448,7 @@ class Provisioner:
             return None
         self.cluster.update_nodeclaim(created)
         name = str((created.get("metadata") or {}).get("name") or "")
-        self.cluster.record_plan(name, [v.key for v in claim.pods])
+        self.cluster.record_plan(name, [v.key for v in claim.pods if v.key in pods])
         metrics.NODECLAIMS_CREATED.labels(
             "provisioning", claim.nodepool, str(claim.min_values_relaxed).lower()
         ).inc()

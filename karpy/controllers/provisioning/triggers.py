@@ -8,6 +8,9 @@ registered yet) does not trigger: kube-scheduler tries such pods again and again
 nodes come up, and each try would hold the next batch open until `BATCH_MAX_DURATION`.
 `provisioner.trigger.node` does the same for nodes tainted `karpenter.sh/disrupted:NoSchedule`,
 so the pods of draining nodes get new capacity ahead of their eviction.
+`provisioner.trigger.capacitybuffer` (CapacityBuffer gate) opens a batch for every buffer and
+again every 10 s: real pods that bound onto a buffer's room leave no pending pod behind, and the
+next pass must launch new room for the buffer's virtual pods.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from karpy.kube.controller import Result
 from karpy.kube.informer import Informer
 from karpy.state import pods as podutil
 
-__all__ = ["RETRIGGER_SECONDS", "NodeTrigger", "PodTrigger", "ProvisionerLoop", "is_disrupted"]
+__all__ = [
+    "RETRIGGER_SECONDS",
+    "BufferTrigger",
+    "NodeTrigger",
+    "PodTrigger",
+    "ProvisionerLoop",
+    "is_disrupted",
+]
 
 RETRIGGER_SECONDS = 10.0
 
@@ -105,4 +115,27 @@ class NodeTrigger:
         if node is None or not is_disrupted(node):
             return None
         self.batcher.trigger(str((node.get("metadata") or {}).get("uid") or key))
+        return Result(requeue_after=RETRIGGER_SECONDS)
+
+
+class BufferTrigger:
+    """`provisioner.trigger.capacitybuffer`: each CapacityBuffer opens a batch now and every
+    10 s, so its room is refilled once real pods took it."""
+
+    name: Final = "provisioner.trigger.capacitybuffer"
+
+    def __init__(self, *, buffers: Informer, batcher: Batcher, clock: Clock) -> None:
+        self.buffers = buffers
+        self.batcher = batcher
+        self.clock = clock
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.buffers).workers(1).log_kind("CapacityBuffer")
+
+    async def reconcile(self, key: str) -> Result | None:
+        buffer = self.buffers.get(key)
+        if buffer is None:
+            # a deleted buffer frees its room: consolidation takes it back, nothing to launch
+            return None
+        self.batcher.trigger(str((buffer.get("metadata") or {}).get("uid") or key))
         return Result(requeue_after=RETRIGGER_SECONDS)

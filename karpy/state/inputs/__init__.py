@@ -9,6 +9,14 @@ from karpy.state.inputs import ClusterObjects, build_input
 
 from __future__ import annotations
 
+from karpy.state.inputs.buffers import (
+    ANNOTATION_CAPACITY_BUFFER,
+    SCALABLE_KINDS,
+    Resolution,
+    generated_template_name,
+    resolve,
+    virtual_pods,
+)
 from karpy.state.inputs.builder import (
     DRA_UNSUPPORTED,
     NODES_RESOURCE,
@@ -34,8 +42,10 @@ from karpy.state.inputs.pods import PodViews, daemonset_pod
 from karpy.state.inputs.volumes import VolumeError, VolumeTopology, pod_claim_names
 
 __all__ = [
+    "ANNOTATION_CAPACITY_BUFFER",
     "DRA_UNSUPPORTED",
     "NODES_RESOURCE",
+    "SCALABLE_KINDS",
     "ClusterObjects",
     "Conflict",
     "Guardrail",
@@ -45,12 +55,14 @@ __all__ = [
     "OverlaidTemplates",
     "Parameters",
     "PodViews",
+    "Resolution",
     "VolumeError",
     "VolumeTopology",
     "build_input",
     "conflicts",
     "daemonset_pod",
     "existing_node",
+    "generated_template_name",
     "guardrails",
     "join_nodes",
     "node_key",
@@ -59,5 +71,7 @@ __all__ = [
     "overlay_templates",
     "parameters",
     "pod_claim_names",
+    "resolve",
     "state_nodes",
+    "virtual_pods",
 ]

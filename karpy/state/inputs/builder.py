@@ -2,8 +2,9 @@
 
 The provisioner feeds this from the informer cache and `karpy simulate` from scenario files;
 both hand over plain collections (pending pods, existing nodes, DaemonSets, claims, volumes,
-StorageClasses, namespaces, NodePool templates, SchedulingConfigs, NodeOverlays), so the same
-objects give the same plan. Volume topology, DaemonSet overhead, existing nodes, NodePool usage,
+StorageClasses, namespaces, NodePool templates, SchedulingConfigs, NodeOverlays, CapacityBuffers),
+so the same objects give the same plan. CapacityBuffers add their virtual pods to the pods to
+place. Volume topology, DaemonSet overhead, existing nodes, NodePool usage,
 the SchedulingConfigs' requirements and parameters and the NodeOverlays' prices and capacities
 are applied here and nowhere else.
 """
@@ -26,6 +27,7 @@ from karpy.scheduling.pods import PodError, PodView
 from karpy.scheduling.resources import ResourceError, ResourceMap, add
 from karpy.scheduling.taints import TaintError
 from karpy.state import pods as podutil
+from karpy.state.inputs.buffers import virtual_pods
 from karpy.state.inputs.configs import (
     Explainer,
     NodeClassKey,
@@ -93,6 +95,10 @@ class ClusterObjects:
     """NodeOverlay objects (`karpenter.sh/v1alpha1`); none leaves the instance types as they are."""
     limit_ranges: Sequence[JSON] = ()
     """LimitRanges: their container defaults fill DaemonSet containers' missing requests."""
+    buffers: Sequence[JSON] = ()
+    """CapacityBuffers: those ready for provisioning add virtual pods of their template."""
+    pod_templates: Mapping[tuple[str, str], JSON] = field(default_factory=dict)
+    """PodTemplates by (namespace, name): the buffers' chunks."""
     admitted: bool = True
     """The pending pods went through the API server's admission (LimitRanger); False for pods
     `karpy simulate` makes from workload templates, which then get the defaults too."""
@@ -108,6 +114,8 @@ class Inputs:
     """Names the SchedulingConfigs that kept pods off NodePools (see `explain`)."""
     overlays: OverlaidTemplates | None = None
     """Which NodeOverlays applied and which conflicted (None: there were none)."""
+    virtual: frozenset[str] = frozenset()
+    """Keys of the CapacityBuffers' virtual pods among the input's pods (never in the API)."""
 
     def explain(self, errors: Mapping[str, str]) -> dict[str, str]:
         """A plan's pod errors, each followed by the configs that ruled the pod out of a NodePool
@@ -159,6 +167,17 @@ def build_input(
     limits = LimitRangeDefaults(objects.limit_ranges)
     errors: dict[str, str] = {}
     pending: list[PodView] = []
+    buffered = virtual_pods(objects.buffers, objects.pod_templates) if objects.buffers else []
+    virtual: set[str] = set()
+    for chunk in buffered:
+        try:
+            view = views.view(limits.apply(with_default_spread(chunk, params.spread)))
+        except _UNREADABLE as err:
+            if strict:
+                raise InputError("CapacityBuffer", podutil.pod_key(chunk), str(err)) from None
+            continue
+        pending.append(view)
+        virtual.add(view.key)
     for pod in objects.pending:
         if _claims_devices(pod):
             # left out even in strict builds: the pod is valid, karpy only cannot place it yet
@@ -214,6 +233,7 @@ def build_input(
         if rails
         else None,
         overlays=overlaid,
+        virtual=frozenset(virtual),
     )
 
 

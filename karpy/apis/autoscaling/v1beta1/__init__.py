@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from karpy.apis.autoscaling.v1beta1.capacitybuffer import (
     ACTIVE_CAPACITY,
+    API_VERSION,
     CAPACITYBUFFER,
     CONDITION_PROVISIONING,
     CONDITION_READY_FOR_PROVISIONING,
+    GROUP,
+    KIND,
     CapacityBuffer,
     CapacityBufferSpec,
     CapacityBufferStatus,
@@ -20,9 +23,12 @@ from karpy.apis.autoscaling.v1beta1.capacitybuffer import (
 
 __all__ = [
     "ACTIVE_CAPACITY",
+    "API_VERSION",
     "CAPACITYBUFFER",
     "CONDITION_PROVISIONING",
     "CONDITION_READY_FOR_PROVISIONING",
+    "GROUP",
+    "KIND",
     "CapacityBuffer",
     "CapacityBufferSpec",
     "CapacityBufferStatus",
