@@ -32,7 +32,10 @@ def methods(ctx: ControllerContext, events: DedupingEvents) -> list[Method]:
             StaticDrift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider, events=events)
         )
     return [
-        Emptiness(events=events),
+        Emptiness(
+            events=events,
+            cluster=ctx.cluster if ctx.settings.feature_gates.capacity_buffer else None,
+        ),
         *static,
         Drift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider, events=events),
         _consolidation(ctx, MultiNodeConsolidation),

@@ -389,6 +389,15 @@ def test_rbac_follows_the_provider(helm: Helm) -> None:
     assert not aws_rules & KWOK_ONLY
     assert kwok_rules - aws_rules == KWOK_ONLY
     assert aws_rules - kwok_rules == AWS_ONLY
+    # CapacityBuffers (both providers): read, status written, PodTemplates read and written
+    for group, resource, verb in (
+        ("autoscaling.x-k8s.io", "capacitybuffers", "watch"),
+        ("autoscaling.x-k8s.io", "capacitybuffers/status", "patch"),
+        ("", "podtemplates", "list"),
+        ("", "podtemplates", "create"),
+        ("apps", "deployments", "get"),
+    ):
+        assert ("", group, resource, verb, "") in aws_rules & kwok_rules, (resource, verb)
     # kwok's Lease rights are in kube-node-lease only; the leader Lease only in the release
     # namespace and only by name (besides create, which cannot be limited by name)
     node_lease = by_kind(kwok)[("Role", "karpenter-karpy-kwok")]

@@ -142,6 +142,8 @@ class _Consolidation:
             configs=state.configs,
             nodeclasses=state.nodeclasses,
             overlays=state.overlays,
+            buffers=state.buffers,
+            pod_templates=state.pod_templates,
         )
 
     def search(

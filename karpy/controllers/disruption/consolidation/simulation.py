@@ -6,7 +6,8 @@ engine places them on the remaining nodes and, if it must, on new NodeClaims. As
 
 * a candidate pod that cannot be placed, or lands on a node that has not initialized, makes it
   a no-op; pods that were pending already do not count (the provisioner owns them, and NodeClaims
-  holding only them are ignored);
+  holding only them are ignored); a CapacityBuffer's virtual pods count as candidate pods do
+  (they must fit, a NodeClaim for them is a replacement), so the buffers' room is kept;
 * no NodeClaim for the candidates' pods: **delete**; more than one: no-op;
 * exactly one: **replace**, if cheaper. The replacement's instance types are those whose worst
   launch price (the dearest compatible offering of the capacity type that would launch:
@@ -218,6 +219,11 @@ def _decide(
     for key in sorted(keys):
         if key in result.errors:
             return Infeasible(f"pod {key} would not schedule: {result.errors[key]}")
+    # the CapacityBuffers' virtual pods must keep their room: they count as pods to place
+    virtual = snapshot.virtual
+    for key in sorted(virtual):
+        if key in result.errors:
+            return Infeasible(f"capacity buffer pod {key} would not schedule: {result.errors[key]}")
     moves: dict[str, str] = {}
     for name, placed in result.existing.items():
         for p in placed:
@@ -227,7 +233,9 @@ def _decide(
             if existing is not None and not existing.initialized:
                 return Infeasible(f"pod {p.key} would schedule to uninitialized node {name}")
             moves[p.key] = name
-    claims = [c for c in result.node_claims if any(p.key in keys for p in c.pods)]
+    claims = [
+        c for c in result.node_claims if any(p.key in keys or p.key in virtual for p in c.pods)
+    ]
     if not claims:
         return Decision(kind="delete", candidates=tuple(candidates), moves=moves)
     if len(claims) > 1:

@@ -69,6 +69,10 @@ class Snapshot:
     anywhere in its topology domain, so no simulation may leave nodes out."""
 
     volumes: VolumeTopology = field(default_factory=VolumeTopology)
+    virtual: frozenset[str] = frozenset()
+    """Keys of the CapacityBuffers' virtual pods in `base.pods`: unlike pending pods, which the
+    provisioner owns, they must find room in every simulation, so consolidation keeps the
+    buffers' room (and no more)."""
 
     def moving_views(self, pods: Sequence[JSON]) -> list[PodView]:
         """The engine's views of pods that would move, with their volumes' topology (a pod
@@ -127,6 +131,8 @@ def build_snapshot(
     configs: Sequence[JSON] = (),
     nodeclasses: Mapping[str, NodeClassKey | None] | None = None,
     overlays: Sequence[JSON] = (),
+    buffers: Sequence[JSON] = (),
+    pod_templates: Mapping[tuple[str, str], JSON] | None = None,
 ) -> Snapshot:
     """A snapshot of these objects; unreadable pending pods are left out (`unreadable`).
     SchedulingConfigs constrain the replacements and NodeOverlays price them as they do in
@@ -145,6 +151,8 @@ def build_snapshot(
             configs=configs,
             nodeclasses=dict(nodeclasses or {}),
             overlays=overlays,
+            buffers=buffers,
+            pod_templates=dict(pod_templates or {}),
         ),
         views=views,
         preference_policy=preference_policy,
@@ -179,4 +187,5 @@ def build_snapshot(
         free=free,
         roomiest=tuple(sorted(free, key=lambda n: (-free[n].get(CPU, 0), n))),
         repelling=repelling,
+        virtual=built.virtual,
     )

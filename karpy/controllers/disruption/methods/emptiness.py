@@ -15,6 +15,9 @@ from karpy.apis.v1 import conditions as cond
 from karpy.controllers.disruption.candidates import Candidate, quoted
 from karpy.controllers.disruption.events import DedupingEvents, involved_node, involved_nodeclaim
 from karpy.controllers.disruption.methods.base import Budgets, Command, within_budgets
+from karpy.controllers.disruption.methods.simulation import buffer_room
+from karpy.kube.offload import run_off_loop
+from karpy.state import Cluster
 
 __all__ = [
     "CONSOLIDATION_TYPE_EMPTY",
@@ -54,6 +57,10 @@ def consolidation_enabled(c: Candidate, events: DedupingEvents | None) -> bool:
     return False
 
 
+def _key(c: Candidate) -> str:
+    return c.key
+
+
 def _oldest_first(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (c.created, c.name))
 
@@ -66,8 +73,12 @@ class Emptiness:
     needs_validation: Final = True
     graceful: Final = True
 
-    def __init__(self, *, events: DedupingEvents | None = None) -> None:
+    def __init__(
+        self, *, events: DedupingEvents | None = None, cluster: Cluster | None = None
+    ) -> None:
         self.events = events
+        self.cluster = cluster
+        """With CapacityBuffers (their gate): empty nodes whose room a buffer needs stay."""
 
     def should_disrupt(self, candidate: Candidate) -> bool:
         if not consolidation_enabled(candidate, self.events):
@@ -80,14 +91,23 @@ class Emptiness:
 
     async def compute(self, candidates: Sequence[Candidate], budgets: Budgets) -> Command:
         chosen = within_budgets(_oldest_first(candidates), budgets)
-        return self._command(chosen)
+        return self._command(await self._leave_buffer_room(chosen))
 
     async def validate(
         self, command: Command, candidates: Sequence[Candidate], budgets: Budgets
     ) -> Command:
         keys = command.keys()
         still = [c for c in _oldest_first(candidates) if c.key in keys]
-        return self._command(within_budgets(still, budgets))
+        return self._command(await self._leave_buffer_room(within_budgets(still, budgets)))
+
+    async def _leave_buffer_room(self, chosen: list[Candidate]) -> list[Candidate]:
+        """An empty node is not empty to a CapacityBuffer whose virtual pods need its room."""
+        if self.cluster is None or not chosen:
+            return chosen
+        snapshot = self.cluster.snapshot()
+        if not snapshot.buffers:
+            return chosen
+        return await run_off_loop(buffer_room, snapshot, chosen, _key)
 
     def _command(self, chosen: Sequence[Candidate]) -> Command:
         if not chosen:

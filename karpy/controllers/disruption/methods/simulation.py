@@ -5,8 +5,8 @@ the others need the new NodeClaims of the result (the command's replacements).""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, TypeVar
 
 import pydantic
 import structlog
@@ -20,11 +20,12 @@ from karpy.scheduling.engine.scheduler import schedule
 from karpy.state import Cluster, ClusterSnapshot
 from karpy.state.inputs import build_input
 
-__all__ = ["nodepool_templates", "simulate", "simulate_without"]
+__all__ = ["buffer_room", "nodepool_templates", "simulate", "simulate_without"]
 
 log = structlog.get_logger("karpy.controllers.disruption")
 
 JSON = dict[str, Any]
+C = TypeVar("C")
 
 
 async def nodepool_templates(
@@ -54,10 +55,16 @@ def simulate(
     without: Collection[str],
     pods: Sequence[JSON],
     templates: Sequence[NodePoolTemplate],
+    *,
+    buffers: bool = False,
 ) -> SchedulingResult:
-    """Schedule `pods` on the snapshot's nodes minus those whose key is in `without`."""
+    """Schedule `pods` on the snapshot's nodes minus those whose key is in `without`; with
+    `buffers`, the CapacityBuffers' virtual pods too (drift replaces a node's pods only: the
+    provisioner keeps the buffers' room)."""
     kept = dataclasses.replace(
-        snapshot, nodes=tuple(n for n in snapshot.nodes if n.key not in without)
+        snapshot,
+        nodes=tuple(n for n in snapshot.nodes if n.key not in without),
+        buffers=snapshot.buffers if buffers else (),
     )
     built = build_input(kept.objects(pods, templates))
     result = schedule(built.input)
@@ -74,3 +81,20 @@ async def simulate_without(
     """`simulate` on a fresh snapshot, off the event loop."""
     templates = await nodepool_templates(cluster, cloud_provider)
     return await run_off_loop(simulate, cluster.snapshot(), without, pods, templates)
+
+
+def buffer_room(snapshot: ClusterSnapshot, chosen: Sequence[C], key: Callable[[C], str]) -> list[C]:
+    """The longest prefix of `chosen` (nodes without pods to move) that leaves the
+    CapacityBuffers' virtual pods as much room as they have now: each node is added only if the
+    buffers' pods still fit on the nodes that stay, without new capacity, as often as before.
+    Without buffers every node may go."""
+    if not snapshot.buffers or not chosen:
+        return list(chosen)
+    baseline = len(simulate(snapshot, (), (), (), buffers=True).errors)
+    kept: list[C] = []
+    for candidate in chosen:
+        without = {key(c) for c in (*kept, candidate)}
+        if len(simulate(snapshot, without, (), (), buffers=True).errors) > baseline:
+            break
+        kept.append(candidate)
+    return kept
