@@ -42,6 +42,7 @@ from karpy.controllers.disruption.consolidation import (
     Decision,
     Snapshot,
     budget_remaining,
+    buffer_misses,
     build_snapshot,
     consolidation_candidates,
     multi_node,
@@ -238,8 +239,16 @@ class Replay:
         configs: Sequence[Mapping[str, Any]] = (),
         nodeclasses: Mapping[str, NodeClassKey | None] | None = None,
         overlays: Sequence[Mapping[str, Any]] = (),
+        buffers: Sequence[Mapping[str, Any]] = (),
+        pod_templates: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+        limit_ranges: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.preference_policy: PreferencePolicy = preference_policy
+        self.buffers = list(buffers)
+        """CapacityBuffers (resolved): their virtual pods keep room, as in a cluster."""
+        self.pod_templates = dict(pod_templates or {})
+        self.limit_ranges = list(limit_ranges)
+        """LimitRanges: their defaults fill missing requests in the fresh-cluster estimate."""
         self.overlays = list(overlays)
         """NodeOverlays: replacements are priced with them."""
         self.configs = list(configs)
@@ -295,6 +304,8 @@ class Replay:
             configs=self.configs,
             nodeclasses=self.nodeclasses,
             overlays=self.overlays,
+            buffers=self.buffers,
+            pod_templates=self.pod_templates,
         )
 
     def cost(self, snapshot: Snapshot) -> tuple[float, int]:
@@ -324,6 +335,11 @@ class Replay:
                 configs=self.configs,
                 nodeclasses=self.nodeclasses,
                 overlays=self.overlays,
+                buffers=self.buffers,
+                pod_templates=self.pod_templates,
+                limit_ranges=self.limit_ranges,
+                # as `load_scenario` plans them: workload pods never went through LimitRanger
+                admitted=False,
             ),
             views=PodViews(),
             preference_policy=self.preference_policy,
@@ -445,8 +461,13 @@ def _empty_nodes(snapshot: Snapshot) -> list[tuple[NodeRef, str]]:
         found.append((c.created, c.name, ref))
     remaining = budget_remaining(snapshot, cond.DISRUPTION_REASON_EMPTY)
     out: list[tuple[NodeRef, str]] = []
+    baseline = buffer_misses(snapshot, set())
     for _, _, ref in sorted(found, key=lambda f: (f[0], f[1])):
         if remaining.get(ref.nodepool, 0) > 0:
+            # an empty node a CapacityBuffer's virtual pods need stays, as in `karpy run`
+            gone = {r.name for r, _ in out} | {ref.name}
+            if buffer_misses(snapshot, gone) > baseline:
+                break
             remaining[ref.nodepool] -= 1
             out.append((ref, ref.nodepool))
     return out

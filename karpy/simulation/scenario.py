@@ -4,9 +4,11 @@ A scenario is any mix of Kubernetes objects in YAML or JSON files (multi-documen
 Kinds the simulation uses are validated, then turned into scheduler inputs by
 `karpy.state.inputs`, exactly as the provisioner turns the live cluster's objects; workloads
 are expanded into the pods their controllers would create (named `<workload>-<index>`);
-SchedulingConfigs (karpy's extension) constrain the NodePools and set the policies, and
+SchedulingConfigs (karpy's extension) constrain the NodePools and set the policies,
 NodeOverlays adjust prices and capacities, as they do in a cluster (an overlay that conflicts
-with another of the same weight is ignored with a warning); every other kind is skipped with
+with another of the same weight is ignored with a warning), and CapacityBuffers add their
+virtual pods (resolved from their PodTemplate or workload as the status controller resolves
+them; one that cannot be resolved is left out with a warning); every other kind is skipped with
 a warning, so manifests can be fed as they are.
 Invalid input raises `ScenarioError` naming the file, the document and the field.
 """
@@ -17,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from karpy.apis.autoscaling.v1beta1 import validate_capacitybuffer
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import NodePool, validate_nodepool, validate_schedulingconfig
 from karpy.apis.v1alpha1 import validate_nodeoverlay
@@ -30,7 +33,9 @@ from karpy.state.inputs import (
     NodeClassKey,
     build_input,
     nodepool_nodeclass,
+    resolve,
     state_nodes,
+    with_status,
 )
 from karpy.state.pods import node_name as pod_node_name
 from karpy.state.pods import pod_key
@@ -54,6 +59,8 @@ USED = frozenset(
         "EC2NodeClass",
         "KWOKNodeClass",
         "PodDisruptionBudget",
+        "CapacityBuffer",
+        "PodTemplate",
         *WORKLOADS,
     }
 )
@@ -77,6 +84,11 @@ class ScenarioObjects:
     nodeclasses: dict[str, NodeClassKey | None] = field(default_factory=dict)
     overlays: list[dict[str, Any]] = field(default_factory=list)
     """NodeOverlays."""
+    buffers: list[dict[str, Any]] = field(default_factory=list)
+    """CapacityBuffers with the status they resolved to, and the PodTemplates it names."""
+    pod_templates: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    limit_ranges: list[Mapping[str, Any]] = field(default_factory=list)
+    """LimitRanges: their defaults fill missing requests of pods made from templates."""
 
 
 @dataclass
@@ -155,6 +167,9 @@ def load_scenario(
     classes: list[Mapping[str, Any]] = []
     limit_ranges: list[Mapping[str, Any]] = []
     seen_pools: set[str] = set()
+    buffer_docs: list[Document] = []
+    pod_templates: dict[tuple[str, str], dict[str, Any]] = {}
+    workloads: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
     for doc in read_documents(paths, used=USED, max_pods=max_pods, warnings=warnings):
         kind = doc.kind
         if not kind:
@@ -198,12 +213,22 @@ def load_scenario(
             if overlay.name in overlays:
                 raise ScenarioError(f"{doc.where()}: metadata.name: duplicate NodeOverlay")
             overlays[overlay.name] = overlay.to_dict()
+        elif kind == "CapacityBuffer":
+            try:
+                validate_capacitybuffer(_namespaced(doc))
+            except ValidationError as err:
+                raise ScenarioError(f"{doc.where()}: {err}") from None
+            buffer_docs.append(doc)
+        elif kind == "PodTemplate":
+            pod_templates[(doc.namespace, doc.name)] = _namespaced(doc)
         elif kind == "Pod":
             pod_docs.append((doc, dict(doc.obj)))
         elif kind == "DaemonSet":
             _pod_from_template(doc, 0)  # validates spec.template
             daemon_docs.append(doc)
         elif kind in WORKLOADS:
+            group = str(doc.obj.get("apiVersion") or "").rpartition("/")[0]
+            workloads[(doc.namespace, group, kind, doc.name)] = doc.obj
             for i in range(_replicas(doc)):
                 pod = _pod_from_template(doc, i)
                 if kind == "StatefulSet":
@@ -256,6 +281,7 @@ def load_scenario(
             )
     if not nodepools:
         warnings.append("no NodePool in the scenario: nothing can be launched")
+    buffers = _resolve_buffers(buffer_docs, pod_templates, workloads, warnings)
     objects = ClusterObjects(
         pending=pending,
         nodes=state_nodes(
@@ -275,6 +301,8 @@ def load_scenario(
         configs=list(configs.values()),
         nodeclasses=nodeclasses,
         overlays=list(overlays.values()),
+        buffers=buffers,
+        pod_templates=pod_templates,
     )
     try:
         built = build_input(
@@ -309,9 +337,39 @@ def load_scenario(
             configs=list(configs.values()),
             nodeclasses=nodeclasses,
             overlays=list(overlays.values()),
+            buffers=buffers,
+            pod_templates=pod_templates,
+            limit_ranges=limit_ranges,
         ),
         explain=built.explain,
     )
+
+
+def _resolve_buffers(
+    docs: Sequence[Document],
+    pod_templates: dict[tuple[str, str], dict[str, Any]],
+    workloads: Mapping[tuple[str, str, str, str], Mapping[str, Any]],
+    warnings: list[str],
+) -> list[dict[str, Any]]:
+    """Each CapacityBuffer with the status the controller would give it; the PodTemplates of
+    `scalableRef` buffers join `pod_templates`. An unresolvable buffer is left out, said in a
+    warning (in a cluster its status would say ReadyForProvisioning=False)."""
+    out: list[dict[str, Any]] = []
+    for doc in docs:
+        buffer = _namespaced(doc)
+        resolution = resolve(
+            buffer,
+            pod_template=lambda ns, name: pod_templates.get((ns, name)),
+            workload=lambda ns, group, kind, name: workloads.get((ns, group, kind, name)),
+        )
+        if resolution.error is not None:
+            warnings.append(f"{doc.where()}: not ready for provisioning: {resolution.error}")
+            continue
+        resolved, template = with_status(buffer, resolution)
+        key = (doc.namespace, str(resolution.template_name))
+        pod_templates.setdefault(key, dict(template))
+        out.append(dict(resolved))
+    return out
 
 
 def _at(origin: tuple[Document, str]) -> str:

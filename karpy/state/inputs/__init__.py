@@ -16,6 +16,7 @@ from karpy.state.inputs.buffers import (
     generated_template_name,
     resolve,
     virtual_pods,
+    with_status,
 )
 from karpy.state.inputs.builder import (
     DRA_UNSUPPORTED,
@@ -74,4 +75,5 @@ __all__ = [
     "resolve",
     "state_nodes",
     "virtual_pods",
+    "with_status",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "generated_template_name",
     "resolve",
     "virtual_pods",
+    "with_status",
 ]
 
 JSON = Mapping[str, Any]
@@ -237,3 +238,27 @@ def _pods(buffer: JSON, pod_template: JSON, count: int) -> list[dict[str, Any]]:
         }
         for i in range(count)
     ]
+
+
+def with_status(buffer: JSON, resolution: Resolution) -> tuple[JSON, JSON]:
+    """A resolved buffer as the status controller leaves it, and the PodTemplate its status
+    names: for planners that have no controller (`karpy simulate`)."""
+    meta = _meta(buffer)
+    namespace = str(meta.get("namespace") or "default")
+    status = {
+        "podTemplateRef": {"name": resolution.template_name},
+        "replicas": resolution.replicas,
+        "podTemplateGeneration": resolution.generation,
+        "conditions": [{"type": CONDITION_READY_FOR_PROVISIONING, "status": "True"}],
+    }
+    template = {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": {
+            "name": resolution.template_name,
+            "namespace": namespace,
+            "generation": resolution.generation,
+        },
+        "template": dict(resolution.template or {}),
+    }
+    return {**buffer, "status": status}, template

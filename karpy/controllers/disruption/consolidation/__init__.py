@@ -25,6 +25,7 @@ from karpy.controllers.disruption.consolidation.simulation import (
     REPLACEMENT,
     Decision,
     Infeasible,
+    buffer_misses,
     launch_price,
     simulate,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "Snapshot",
     "approved",
     "budget_remaining",
+    "buffer_misses",
     "build_snapshot",
     "consolidation_candidates",
     "eviction_cost",

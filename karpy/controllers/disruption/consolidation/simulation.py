@@ -42,6 +42,7 @@ __all__ = [
     "MIN_SPOT_TO_SPOT_TYPES",
     "Decision",
     "Infeasible",
+    "buffer_misses",
     "launch_price",
     "simulate",
 ]
@@ -177,6 +178,20 @@ def run_schedule(
     if only is not None:
         inp.templates = []
     return schedule(inp), moving
+
+
+def buffer_misses(snapshot: Snapshot, gone: set[str]) -> int:
+    """How many of the CapacityBuffers' virtual pods find no room on the nodes left without
+    `gone`, with no new capacity: empty nodes may go only while this does not grow."""
+    if not snapshot.virtual:
+        return 0
+    inp = dataclasses.replace(
+        snapshot.base,
+        pods=[p for p in snapshot.base.pods if p.key in snapshot.virtual],
+        existing_nodes=[e for e in snapshot.base.existing_nodes if e.name not in gone],
+        templates=[],
+    )
+    return sum(1 for key in schedule(inp).errors if key in snapshot.virtual)
 
 
 def simulate(
