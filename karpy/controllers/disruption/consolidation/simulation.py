@@ -217,7 +217,7 @@ def _decide(
         return Infeasible(f"pod {unreadable[0]} cannot be simulated")
     for key in sorted(keys):
         if key in result.errors:
-            return Infeasible(f"pod {key} would not schedule: {result.errors[key]}")
+            return Infeasible(f"not all pods would schedule, {key} => {result.errors[key]}")
     moves: dict[str, str] = {}
     for name, placed in result.existing.items():
         for p in placed:
