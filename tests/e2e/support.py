@@ -1,10 +1,18 @@
-"""Manifests and waits shared by the end-to-end tests (all through kubectl)."""
+"""Manifests and waits shared by the end-to-end tests (all through kubectl).
+
+Besides the basics (Deployments, pods, nodes, NodeClaims, events, waits), the disruption and
+termination tests share: one-pod-per-node anti-affinity (`one_per_node`), PDB manifests and
+the wait for a PDB to count its pods (`pdb`, `wait_pdb`), a NodePool's nodes and the wait for
+a number of them (`pool_nodes`, `wait_pool_nodes`), the disrupted taint (`tainted`), and a
+background sampler of how many selected pods are Ready (`ready_samples`)."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
 
@@ -15,6 +23,7 @@ from tests.kit import KWOK_NODECLASS_REF, LINUX_AMD64_ON_DEMAND, kwok_nodeclass
 
 __all__ = [
     "KWOK_NODECLASS_REF",
+    "ClaimWatcher",
     "bound_pods",
     "deployment",
     "events",
@@ -22,11 +31,19 @@ __all__ = [
     "nodeclaims",
     "nodepool",
     "nodes",
+    "one_per_node",
+    "pdb",
+    "pod_ready",
     "pods",
+    "pool_nodes",
+    "ready_samples",
     "scale",
+    "tainted",
     "wait_bound",
     "wait_for",
     "wait_nodepool_ready",
+    "wait_pdb",
+    "wait_pool_nodes",
 ]
 
 JSON = dict[str, Any]
@@ -167,6 +184,143 @@ def wait_nodepool_ready(kubectl: Kubectl, name: str, *, timeout: float = 60.0) -
 
     result: JSON = wait_for(check, timeout=timeout, message=f"NodePool {name} Ready")
     return result
+
+
+def one_per_node(app: str) -> JSON:
+    """Required pod anti-affinity: at most one pod labelled `app=<app>` per node."""
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": app}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+
+
+def pdb(name: str, namespace: str, *, app: str, max_unavailable: int | str = 1) -> JSON:
+    """A PodDisruptionBudget over the pods labelled `app=<app>`."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"maxUnavailable": max_unavailable, "selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def wait_pdb(
+    kubectl: Kubectl, namespace: str, name: str, *, healthy: int, allowed: int, timeout: float = 90
+) -> JSON:
+    """Until the PDB's status counts `healthy` pods and allows `allowed` disruptions."""
+
+    def check() -> JSON | None:
+        found: JSON = kubectl.json("get", "pdb", name, f"--namespace={namespace}")
+        status = found.get("status") or {}
+        ok = status.get("currentHealthy") == healthy and status.get("disruptionsAllowed") == allowed
+        return found if ok else None
+
+    result: JSON = wait_for(check, timeout=timeout, message=f"PDB {name} to count {healthy} pods")
+    return result
+
+
+def pod_ready(pod: Mapping[str, Any]) -> bool:
+    """Ready and not terminating."""
+    ready = condition(pod, "Ready")
+    return (
+        not pod["metadata"].get("deletionTimestamp")
+        and ready is not None
+        and ready.get("status") == "True"
+    )
+
+
+@contextmanager
+def ready_samples(kubectl: Kubectl, namespace: str, selector: str) -> Iterator[list[int]]:
+    """How many selected pods are Ready (and not terminating), sampled every 0.3 s in the
+    background until the block ends; yields the list of samples."""
+    samples: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            with suppress(Exception):  # a failed poll is just a missing sample
+                samples.append(sum(pod_ready(p) for p in pods(kubectl, namespace, selector)))
+            stop.wait(0.3)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield samples
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def pool_nodes(kubectl: Kubectl, pool: str) -> list[JSON]:
+    """The Nodes of NodePool `pool` (terminating ones included)."""
+    return nodes(kubectl, selector=f"karpenter.sh/nodepool={pool}")
+
+
+def wait_pool_nodes(
+    kubectl: Kubectl, pool: str, count: int, *, timeout: float = 120.0
+) -> list[JSON]:
+    """Until NodePool `pool` has exactly `count` Nodes; returns them."""
+    result: list[JSON] = wait_for(
+        lambda: len(found := pool_nodes(kubectl, pool)) == count and found,
+        timeout=timeout,
+        message=f"{count} nodes in NodePool {pool}",
+    )
+    return result
+
+
+class ClaimWatcher:
+    """Polls NodeClaims in the background (every 0.2 s) and records, per name, when it was
+    first seen Initialized and first seen deleting (monotonic seconds; `deleting` keeps the
+    order they started), its last annotations, and the most seen deleting at once."""
+
+    def __init__(self, kubectl: Kubectl) -> None:
+        self.kubectl = kubectl
+        self.initialized: dict[str, float] = {}
+        self.deleting: dict[str, float] = {}
+        self.annotations: dict[str, dict[str, str]] = {}
+        self.max_deleting = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ClaimWatcher:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                claims = nodeclaims(self.kubectl)
+            except Exception:  # a transient kubectl failure is not a finding
+                self._stop.wait(0.2)
+                continue
+            now = time.monotonic()
+            deleting = 0
+            for c in claims:
+                name = c["metadata"]["name"]
+                self.annotations[name] = dict(c["metadata"].get("annotations") or {})
+                if (condition(c, "Initialized") or {}).get("status") == "True":
+                    self.initialized.setdefault(name, now)
+                if c["metadata"].get("deletionTimestamp"):
+                    deleting += 1
+                    self.deleting.setdefault(name, now)
+            self.max_deleting = max(self.max_deleting, deleting)
+            self._stop.wait(0.2)
+
+
+def tainted(node: Mapping[str, Any]) -> bool:
+    """The node carries `karpenter.sh/disrupted` (a disruption command holds it)."""
+    taints = (node.get("spec") or {}).get("taints") or ()
+    return any(t.get("key") == "karpenter.sh/disrupted" for t in taints)
 
 
 def dump(obj: Any) -> str:

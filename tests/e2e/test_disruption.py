@@ -1,12 +1,13 @@
 """End to end: empty nodes are removed after consolidateAfter within the NodePool's budget, a
-node annotated `karpenter.sh/do-not-disrupt` stays, and a NodePool whose NodeClass does not
-exist is not Ready, says why, and launches nothing (real `karpy run`, kwok provider)."""
+node annotated `karpenter.sh/do-not-disrupt` stays, budgets by reason and on a cron schedule
+block only while they apply, and a NodePool whose NodeClass does not exist is not Ready, says
+why, and launches nothing (real `karpy run`, kwok provider)."""
 
 from __future__ import annotations
 
 import re
-import threading
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubetest import Kubectl
@@ -14,86 +15,41 @@ from kubetest import Kubectl
 from tests.e2e.conftest import PoolFactory
 from tests.e2e.karpy_process import KarpyProcess, cloudprovider_calls
 from tests.e2e.support import (
+    ClaimWatcher,
     condition,
     deployment,
+    events,
     nodeclaims,
     nodepool,
-    nodes,
+    one_per_node,
     pods,
+    pool_nodes,
     scale,
     wait_bound,
     wait_for,
+    wait_pool_nodes,
 )
 
 POOL = "empty"
 APP = "spread"
-ONE_PER_NODE = {
-    "podAntiAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {
-                "labelSelector": {"matchLabels": {"app": APP}},
-                "topologyKey": "kubernetes.io/hostname",
-            }
-        ]
-    }
-}
 _COUNT = re.compile(r"disrupted-node-count\"?\s*[:=]\s*(\d+)")
 
 
-class DeletionWatcher:
-    """Polls NodeClaims in the background and records the largest number seen deleting at once
-    and the order in which NodeClaims started deleting."""
-
-    def __init__(self, kubectl: Kubectl) -> None:
-        self.kubectl = kubectl
-        self.max_deleting = 0
-        self.order: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> DeletionWatcher:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                claims = nodeclaims(self.kubectl)
-            except Exception:  # a transient kubectl failure is not a finding
-                time.sleep(0.2)
-                continue
-            deleting = [
-                c["metadata"]["name"] for c in claims if c["metadata"].get("deletionTimestamp")
-            ]
-            self.max_deleting = max(self.max_deleting, len(deleting))
-            for name in deleting:
-                if name not in self.order:
-                    self.order.append(name)
-            time.sleep(0.2)
-
-
 def _pool_nodes(kubectl: Kubectl) -> list[dict[str, Any]]:
-    return nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}")
+    return pool_nodes(kubectl, POOL)
 
 
 def test_empty_nodes_removed_one_at_a_time_and_do_not_disrupt_stays(
     kubectl: Kubectl, namespace: str, karpy: KarpyProcess, kwok_pool: PoolFactory
 ) -> None:
     kwok_pool(POOL, consolidate_after="5s", budgets=[{"nodes": "1"}])
-    kubectl.apply(deployment(APP, namespace, replicas=4, cpu="500m", affinity=ONE_PER_NODE))
+    kubectl.apply(deployment(APP, namespace, replicas=4, cpu="500m", affinity=one_per_node(APP)))
     wait_bound(kubectl, namespace, 4, timeout=180)
-    launched = wait_for(
-        lambda: len(_pool_nodes(kubectl)) == 4 and _pool_nodes(kubectl),
-        message="4 nodes, one per pod",
-    )
+    launched = wait_pool_nodes(kubectl, POOL, 4)
     keep = sorted(n["metadata"]["name"] for n in launched)[0]
     kubectl("annotate", "node", keep, "karpenter.sh/do-not-disrupt=true")
 
-    with DeletionWatcher(kubectl) as watcher:
+    with ClaimWatcher(kubectl) as watcher:
         scale(kubectl, namespace, APP, 0)
         wait_for(
             lambda: [n["metadata"]["name"] for n in _pool_nodes(kubectl)] == [keep],
@@ -105,7 +61,7 @@ def test_empty_nodes_removed_one_at_a_time_and_do_not_disrupt_stays(
         assert [n["metadata"]["name"] for n in _pool_nodes(kubectl)] == [keep]
 
     assert watcher.max_deleting == 1, "the one-node budget allowed overlapping deletions"
-    assert len(watcher.order) == 3
+    assert len(watcher.deleting) == 3
     assert not [p for p in pods(kubectl, namespace) if not p["metadata"].get("deletionTimestamp")]
 
     commands = karpy.log_lines("disrupting node(s) via delete")
@@ -120,6 +76,85 @@ def test_empty_nodes_removed_one_at_a_time_and_do_not_disrupt_stays(
     ]
     assert sum(s.value for s in disrupted) == 3
     assert {s.labels["reason"] for s in disrupted} == {"empty"}
+
+
+def _budgets(kubectl: Kubectl, budgets: list[dict[str, Any]]) -> None:
+    kubectl.apply(nodepool(POOL, nodeclass=POOL, consolidate_after="5s", budgets=budgets))
+
+
+def _stay(kubectl: Kubectl, names: set[str], seconds: float) -> None:
+    """The nodes `names` all stay (none starts deleting) for `seconds`."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        live = {
+            n["metadata"]["name"]
+            for n in _pool_nodes(kubectl)
+            if not n["metadata"].get("deletionTimestamp")
+        }
+        assert names <= live, f"{sorted(names - live)} disrupted under a blocking budget"
+        time.sleep(1)
+
+
+def test_budgets_block_by_reason_and_on_their_cron_schedule_only(
+    kubectl: Kubectl, namespace: str, karpy: KarpyProcess, kwok_pool: PoolFactory
+) -> None:
+    # Empty nodes under a zero budget for reason Empty: nothing goes, the NodePool says why.
+    kwok_pool(POOL, consolidate_after="5s", budgets=[{"nodes": "0", "reasons": ["Empty"]}])
+    kubectl.apply(deployment(APP, namespace, replicas=2, cpu="500m", affinity=one_per_node(APP)))
+    wait_bound(kubectl, namespace, 2, timeout=180)
+    empty = {n["metadata"]["name"] for n in wait_pool_nodes(kubectl, POOL, 2)}
+    scale(kubectl, namespace, APP, 0)
+    wait_for(
+        lambda: not pods(kubectl, namespace),
+        timeout=60,
+        message="the pods gone",
+    )
+
+    def blocked() -> list[dict[str, Any]]:
+        return [
+            e
+            for e in events(kubectl, "default", reason="DisruptionBlocked")
+            if e["involvedObject"]["kind"] == "NodePool"
+            and e["involvedObject"]["name"] == POOL
+            and "disruption reason Empty" in e["message"]
+        ]
+
+    wait_for(blocked, timeout=120, message="DisruptionBlocked on the NodePool for reason Empty")
+    _stay(kubectl, empty, 25)
+
+    # A zero budget for other reasons does not apply; a zero budget whose cron schedule is
+    # active now (every minute, for an hour) blocks every reason.
+    _budgets(
+        kubectl,
+        [
+            {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
+            {"nodes": "0", "schedule": "* * * * *", "duration": "1h"},
+        ],
+    )
+    _stay(kubectl, empty, 40)
+
+    # The same zero budget on a schedule that is not active now (daily, two hours from now, for
+    # ten minutes) does not block: the empty nodes go.
+    later = datetime.now(UTC) + timedelta(hours=2)
+    _budgets(
+        kubectl,
+        [
+            {"nodes": "0", "reasons": ["Drifted", "Underutilized"]},
+            {"nodes": "0", "schedule": f"{later.minute} {later.hour} * * *", "duration": "10m"},
+        ],
+    )
+    wait_for(
+        lambda: not _pool_nodes(kubectl),
+        timeout=180,
+        message="the empty nodes removed once no budget blocks",
+    )
+    disrupted = [
+        s
+        for s in karpy.metrics()
+        if s.name == "karpenter_nodeclaims_disrupted_total" and s.labels.get("nodepool") == POOL
+    ]
+    assert sum(s.value for s in disrupted) == 2
+    assert {s.labels["reason"] for s in disrupted if s.value} == {"empty"}
 
 
 def test_nodepool_with_missing_nodeclass_is_not_ready_and_launches_nothing(

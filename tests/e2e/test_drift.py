@@ -13,8 +13,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Any
 
 import pytest
@@ -24,74 +22,30 @@ from karpy.cloudprovider.faults import ENV_VAR
 from tests.e2e.conftest import KarpyFactory, PoolFactory
 from tests.e2e.karpy_process import KarpyProcess
 from tests.e2e.support import (
+    ClaimWatcher,
     condition,
     deployment,
     kwok_nodeclass,
     nodeclaims,
     nodepool,
-    nodes,
+    one_per_node,
+    pool_nodes,
+    tainted,
     wait_bound,
     wait_for,
+    wait_pool_nodes,
 )
 
 pytestmark = pytest.mark.timeout(600)
 JSON = dict[str, Any]
 POOL = "drift"
 APP = "drifty"
-ONE_PER_NODE = {
-    "podAntiAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {
-                "labelSelector": {"matchLabels": {"app": APP}},
-                "topologyKey": "kubernetes.io/hostname",
-            }
-        ]
-    }
-}
 REPLACEMENT_FOR = "karpy.sh/disruption-replacement-for"
 
 
 def _is_true(obj: JSON, type_: str) -> bool:
     found = condition(obj, type_)
     return found is not None and found.get("status") == "True"
-
-
-class ClaimWatcher:
-    """Polls NodeClaims and records, per name, when it was first seen Initialized and when first
-    seen deleting (monotonic seconds)."""
-
-    def __init__(self, kubectl: Kubectl) -> None:
-        self.kubectl = kubectl
-        self.initialized: dict[str, float] = {}
-        self.deleting: dict[str, float] = {}
-        self.annotations: dict[str, dict[str, str]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> ClaimWatcher:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                claims = nodeclaims(self.kubectl)
-            except Exception:  # a transient kubectl failure is not a finding
-                time.sleep(0.2)
-                continue
-            now = time.monotonic()
-            for c in claims:
-                name = c["metadata"]["name"]
-                self.annotations[name] = dict(c["metadata"].get("annotations") or {})
-                if _is_true(c, "Initialized"):
-                    self.initialized.setdefault(name, now)
-                if c["metadata"].get("deletionTimestamp"):
-                    self.deleting.setdefault(name, now)
-            time.sleep(0.2)
 
 
 def _claims(kubectl: Kubectl) -> list[JSON]:
@@ -117,7 +71,7 @@ def _live(kubectl: Kubectl) -> set[str]:
 
 def _start_two(kubectl: Kubectl, namespace: str, kwok_pool: PoolFactory, **pool: Any) -> set[str]:
     kwok_pool(POOL, budgets=[{"nodes": "1"}], **pool)
-    kubectl.apply(deployment(APP, namespace, replicas=2, cpu="500m", affinity=ONE_PER_NODE))
+    kubectl.apply(deployment(APP, namespace, replicas=2, cpu="500m", affinity=one_per_node(APP)))
     wait_bound(kubectl, namespace, 2, timeout=180)
     found: set[str] = wait_for(
         lambda: (
@@ -165,14 +119,10 @@ def test_nodepool_template_edit_replaces_nodes_after_their_replacements_initiali
     _assert_replaced_in_order(watcher, original)
     by_start = sorted(watcher.deleting[o] for o in original)
     assert by_start[1] - by_start[0] > 0.5, "the one-node budget let both go at once"
-    settled = wait_for(
-        lambda: len(ns := nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}")) == 2 and ns,
-        timeout=120,
-        message="the old nodes gone",
-    )
+    settled = wait_pool_nodes(kubectl, POOL, 2)
     for n in settled:
         assert n["metadata"]["labels"].get("team") == "blue"
-        assert not any(t["key"] == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or ())
+        assert not tainted(n)
     drifted = [
         s
         for s in karpy.metrics()
@@ -238,10 +188,7 @@ def test_replacement_that_never_registers_is_rolled_back(
     kubectl.apply(nodepool(POOL, nodeclass=POOL, budgets=[{"nodes": "0"}], labels={"team": "red"}))
     wait_for(
         lambda: (
-            all(
-                not any(t["key"] == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or ())
-                for n in nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}")
-            )
+            not any(tainted(n) for n in pool_nodes(kubectl, POOL))
             and all(
                 condition(c, "DisruptionReason") is None
                 for c in _claims(kubectl)
@@ -275,16 +222,12 @@ def test_kill_9_mid_command_the_next_karpy_finishes_it(
             message="a replacement launched",
         )
         karpy.kill()
-        tainted = [
-            n["metadata"]["name"]
-            for n in nodes(kubectl, selector=f"karpenter.sh/nodepool={POOL}")
-            if any(t["key"] == "karpenter.sh/disrupted" for t in n["spec"].get("taints") or ())
-        ]
-        assert len(tainted) == 1, tainted
+        marked = [n["metadata"]["name"] for n in pool_nodes(kubectl, POOL) if tainted(n)]
+        assert len(marked) == 1, marked
         karpy.start()
         karpy.wait_ready()
         wait_for(
-            lambda: tainted[0] not in _live(kubectl),
+            lambda: marked[0] not in _live(kubectl),
             timeout=240,
             message="the next karpy deletes the old node",
         )
@@ -294,7 +237,7 @@ def test_kill_9_mid_command_the_next_karpy_finishes_it(
         if REPLACEMENT_FOR in notes:
             replacements.setdefault(notes[REPLACEMENT_FOR], []).append(name)
     assert replacements and all(len(v) == 1 for v in replacements.values()), replacements
-    assert tainted[0] in watcher.deleting
+    assert marked[0] in watcher.deleting
     first_command = next(n for names in replacements.values() for n in names)
     assert len(original) == 2
-    assert watcher.initialized.get(first_command, float("inf")) <= watcher.deleting[tainted[0]]
+    assert watcher.initialized.get(first_command, float("inf")) <= watcher.deleting[marked[0]]

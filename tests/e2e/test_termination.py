@@ -10,10 +10,7 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from typing import Any
 
 import pytest
@@ -29,44 +26,17 @@ from tests.e2e.support import (
     events,
     nodeclaims,
     nodes,
+    pdb,
+    pod_ready,
     pods,
+    ready_samples,
     wait_bound,
     wait_for,
+    wait_pdb,
 )
 
 pytestmark = pytest.mark.timeout(420)
 JSON = dict[str, Any]
-
-
-def _ready(pod: JSON) -> bool:
-    ready = condition(pod, "Ready")
-    return (
-        not pod["metadata"].get("deletionTimestamp")
-        and ready is not None
-        and ready.get("status") == "True"
-    )
-
-
-@contextmanager
-def _lowest_ready(kubectl: Kubectl, namespace: str, selector: str) -> Iterator[list[int]]:
-    """Sample how many selected pods are Ready (and not terminating) until the block ends;
-    yields the list of samples."""
-    samples: list[int] = []
-    stop = threading.Event()
-
-    def watch() -> None:
-        while not stop.is_set():
-            with suppress(Exception):  # a failed poll is just a missing sample
-                samples.append(sum(_ready(p) for p in pods(kubectl, namespace, selector)))
-            stop.wait(0.3)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    try:
-        yield samples
-    finally:
-        stop.set()
-        thread.join(10)
 
 
 def test_deleting_a_nodeclaim_drains_its_node_one_pod_at_a_time_under_a_pdb(
@@ -74,22 +44,9 @@ def test_deleting_a_nodeclaim_drains_its_node_one_pod_at_a_time_under_a_pdb(
 ) -> None:
     kwok_pool("default")
     kubectl.apply(deployment("web", namespace, replicas=3, cpu="500m", memory="512Mi"))
-    kubectl.apply(
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": "web", "namespace": namespace},
-            "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "web"}}},
-        }
-    )
+    kubectl.apply(pdb("web", namespace, app="web"))
     wait_bound(kubectl, namespace, 3, selector="app=web")
-
-    def budget_ready() -> bool:
-        pdb = kubectl.json("get", "pdb", "web", f"--namespace={namespace}")
-        status = pdb.get("status") or {}
-        return status.get("currentHealthy") == 3 and status.get("disruptionsAllowed") == 1
-
-    wait_for(budget_ready, timeout=60, message="the PDB to count 3 healthy pods")
+    wait_pdb(kubectl, namespace, "web", healthy=3, allowed=1, timeout=60)
     # The node holding most of the pods, and its NodeClaim.
     by_node: dict[str, int] = {}
     for p in bound_pods(kubectl, namespace, "app=web"):
@@ -100,7 +57,7 @@ def test_deleting_a_nodeclaim_drains_its_node_one_pod_at_a_time_under_a_pdb(
     victim = next(c for c in nodeclaims(kubectl) if c["status"].get("providerID") == provider_id)
     victim_name = victim["metadata"]["name"]
 
-    with _lowest_ready(kubectl, namespace, "app=web") as samples:
+    with ready_samples(kubectl, namespace, "app=web") as samples:
         kubectl("delete", "nodeclaim", victim_name, "--wait=false")
 
         def finished() -> bool:
@@ -109,7 +66,7 @@ def test_deleting_a_nodeclaim_drains_its_node_one_pod_at_a_time_under_a_pdb(
             moved = [
                 p
                 for p in pods(kubectl, namespace, "app=web")
-                if _ready(p) and p["spec"].get("nodeName") != victim_node
+                if pod_ready(p) and p["spec"].get("nodeName") != victim_node
             ]
             return victim_name not in claims and victim_node not in names and len(moved) == 3
 

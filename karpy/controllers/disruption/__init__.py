@@ -38,15 +38,18 @@ def methods(ctx: ControllerContext, events: DedupingEvents) -> list[Method]:
         ),
         *static,
         Drift(cluster=ctx.cluster, cloud_provider=ctx.cloud_provider, events=events),
-        _consolidation(ctx, MultiNodeConsolidation),
-        _consolidation(ctx, SingleNodeConsolidation),
+        _consolidation(ctx, MultiNodeConsolidation, events),
+        _consolidation(ctx, SingleNodeConsolidation, events),
     ]
 
 
 def _consolidation(
-    ctx: ControllerContext, kind: type[MultiNodeConsolidation] | type[SingleNodeConsolidation]
+    ctx: ControllerContext,
+    kind: type[MultiNodeConsolidation] | type[SingleNodeConsolidation],
+    events: DedupingEvents,
 ) -> MultiNodeConsolidation | SingleNodeConsolidation:
     return kind(
+        events=events,
         cluster=ctx.cluster,
         cloud_provider=ctx.cloud_provider,
         pdbs=ctx.informer(PODDISRUPTIONBUDGETS),

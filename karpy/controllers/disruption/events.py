@@ -10,15 +10,21 @@ from karpy.kube import NORMAL, Clock, EventRecorder
 
 __all__ = [
     "REASON_DISRUPTION_BLOCKED",
+    "REASON_UNCONSOLIDATABLE",
+    "UNCONSOLIDATABLE_WINDOW",
     "DedupingEvents",
     "involved_node",
     "involved_nodeclaim",
     "involved_nodepool",
     "publish_blocked",
+    "publish_unconsolidatable",
 ]
 
 DEFAULT_DEDUPE: Final = 120.0
 REASON_DISRUPTION_BLOCKED: Final = "DisruptionBlocked"
+REASON_UNCONSOLIDATABLE: Final = "Unconsolidatable"
+UNCONSOLIDATABLE_WINDOW: Final = 900.0
+"""Karpenter repeats an `Unconsolidatable` event for a node at most every 15 minutes."""
 JSON = dict[str, Any]
 
 
@@ -92,5 +98,26 @@ def publish_blocked(
                 ref,
                 reason=REASON_DISRUPTION_BLOCKED,
                 message=message,
-                dedupe=(str(meta.get("uid") or meta.get("name") or ""), key),
+                dedupe=(ref["kind"], str(meta.get("uid") or meta.get("name") or ""), key),
+            )
+
+
+def publish_unconsolidatable(
+    events: DedupingEvents,
+    node: Mapping[str, Any] | None,
+    nodeclaim: Mapping[str, Any] | None,
+    *,
+    message: str,
+) -> None:
+    """`Unconsolidatable` on a node and its NodeClaim (whichever exist): why consolidation
+    leaves it, at most once per object every 15 minutes whatever the message, as Karpenter."""
+    for obj, ref in ((node, involved_node(node)), (nodeclaim, involved_nodeclaim(nodeclaim))):
+        if obj is not None:
+            meta = obj.get("metadata") or {}
+            events.publish(
+                ref,
+                reason=REASON_UNCONSOLIDATABLE,
+                message=message,
+                dedupe=(ref["kind"], str(meta.get("uid") or meta.get("name") or "")),
+                window=UNCONSOLIDATABLE_WINDOW,
             )

@@ -6,6 +6,11 @@ thread, so the event loop keeps serving watches and probes while every candidate
 Validation, after the loop's delay, rebuilds the snapshot and simulates the same nodes again:
 the command stands only if it is still the same kind (delete or replace) and, for a replace,
 the new simulation still offers every instance type the command would launch.
+
+As Karpenter, a node consolidation leaves gets an `Unconsolidatable` event (on the Node and the
+NodeClaim, at most every 15 minutes): when its NodePool disables consolidation or allows only
+empty nodes to go, and, from the single-node search, why it cannot go on its own (a pod that
+would not schedule, more than one NodeClaim needed, no cheaper replacement, spot-to-spot rules).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
 from karpy.cloudprovider.types import CloudProvider
-from karpy.controllers.disruption.candidates import Candidate
+from karpy.controllers.disruption.candidates import Candidate, quoted
 from karpy.controllers.disruption.consolidation.candidates import (
     POLICY_WHEN_EMPTY,
     ConsolidationCandidate,
@@ -31,11 +36,13 @@ from karpy.controllers.disruption.consolidation.candidates import (
 from karpy.controllers.disruption.consolidation.search import (
     MULTI_NODE_TIMEOUT,
     SINGLE_NODE_TIMEOUT,
+    SearchStats,
     multi_node,
     single_node,
 )
 from karpy.controllers.disruption.consolidation.simulation import Decision, simulate
 from karpy.controllers.disruption.consolidation.snapshot import Snapshot, build_snapshot
+from karpy.controllers.disruption.events import DedupingEvents, publish_unconsolidatable
 from karpy.controllers.disruption.methods.base import Budgets, Command
 from karpy.controllers.disruption.methods.simulation import nodepool_templates
 from karpy.kube import Clock, Informer, RealClock
@@ -65,13 +72,21 @@ CONSOLIDATION_TIMEOUTS_TOTAL = Counter(
 )
 
 
-def should_consolidate(c: Candidate) -> bool:
-    """Karpenter's `ShouldDisrupt` for consolidation, without the price (the search checks it)."""
+def should_consolidate(c: Candidate, events: DedupingEvents | None = None) -> bool:
+    """Karpenter's `ShouldDisrupt` for consolidation, without the price (the search checks it);
+    with `events`, a NodePool that disables (non-empty) consolidation says so on the node."""
     pool = c.nodepool
     disruption = pool.spec.disruption
-    if pool.is_static or disruption.consolidate_after_duration() is None:
+    if pool.is_static:
         return False
-    if disruption.consolidation_policy == POLICY_WHEN_EMPTY:
+    why = None
+    if disruption.consolidate_after_duration() is None:
+        why = f"NodePool {quoted(pool.name)} has consolidation disabled"
+    elif disruption.consolidation_policy == POLICY_WHEN_EMPTY:
+        why = f"NodePool {quoted(pool.name)} has non-empty consolidation disabled"
+    if why is not None:
+        if events is not None:
+            publish_unconsolidatable(events, c.node.node, c.node.nodeclaim, message=why)
         return False
     labels = c.node.labels
     if not all(
@@ -99,7 +114,9 @@ class _Consolidation:
         spot_to_spot: bool = False,
         min_savings: float = 0.0,
         timeout: float | None = None,
+        events: DedupingEvents | None = None,
     ) -> None:
+        self.events = events
         self.cluster = cluster
         self.cloud_provider = cloud_provider
         self.pdbs = pdbs
@@ -110,7 +127,7 @@ class _Consolidation:
         self.views = PodViews()
 
     def should_disrupt(self, candidate: Candidate) -> bool:
-        return should_consolidate(candidate)
+        return should_consolidate(candidate, self.events)
 
     async def snapshot(self) -> Snapshot:
         """The cluster now, as the search sees it (built in a worker thread)."""
@@ -148,7 +165,7 @@ class _Consolidation:
 
     def search(
         self, snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate], budgets: Budgets
-    ) -> Decision | None:
+    ) -> tuple[Decision | None, SearchStats]:
         raise NotImplementedError
 
     def _ranked(self, snapshot: Snapshot, keys: frozenset[str]) -> list[ConsolidationCandidate]:
@@ -157,7 +174,7 @@ class _Consolidation:
 
     def _search(
         self, snapshot: Snapshot, keys: frozenset[str], budgets: Budgets
-    ) -> Decision | None:
+    ) -> tuple[Decision | None, SearchStats]:
         try:
             return self.search(snapshot, self._ranked(snapshot, keys), budgets)
         finally:
@@ -168,10 +185,21 @@ class _Consolidation:
             return Command()
         snapshot = await self.snapshot()
         keys = frozenset(c.key for c in candidates)
-        decision = await run_off_loop(self._search, snapshot, keys, budgets)
+        decision, stats = await run_off_loop(self._search, snapshot, keys, budgets)
+        self._unconsolidatable(stats, candidates)
         if decision is None:
             return Command()
         return self._command(decision, candidates)
+
+    def _unconsolidatable(self, stats: SearchStats, candidates: Sequence[Candidate]) -> None:
+        if self.events is None or not stats.unconsolidatable:
+            return
+        for c in candidates:
+            message = stats.unconsolidatable.get(c.key)
+            if message is not None:
+                publish_unconsolidatable(
+                    self.events, c.node.node, c.node.nodeclaim, message=message
+                )
 
     def _command(self, decision: Decision, candidates: Sequence[Candidate]) -> Command:
         by_key = {c.key: c for c in candidates}
@@ -234,13 +262,13 @@ class MultiNodeConsolidation(_Consolidation):
 
     def search(
         self, snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate], budgets: Budgets
-    ) -> Decision | None:
+    ) -> tuple[Decision | None, SearchStats]:
         decision, stats = multi_node(
             snapshot, candidates, budgets=budgets, timeout=self.timeout or MULTI_NODE_TIMEOUT
         )
         if stats.timed_out:
             CONSOLIDATION_TIMEOUTS_TOTAL.labels(self.consolidation_type).inc()
-        return decision
+        return decision, stats
 
 
 class SingleNodeConsolidation(_Consolidation):
@@ -250,10 +278,10 @@ class SingleNodeConsolidation(_Consolidation):
 
     def search(
         self, snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate], budgets: Budgets
-    ) -> Decision | None:
+    ) -> tuple[Decision | None, SearchStats]:
         found, stats = single_node(
             snapshot, candidates, budgets=budgets, timeout=self.timeout or SINGLE_NODE_TIMEOUT
         )
         if stats.timed_out:
             CONSOLIDATION_TIMEOUTS_TOTAL.labels(self.consolidation_type).inc()
-        return found[0] if found else None
+        return (found[0] if found else None), stats

@@ -13,7 +13,9 @@ first) and only take nodes their NodePool's `Underutilized` budget still allows.
   first candidate that consolidates wins (the loop runs again at once after acting). Each
   candidate is first checked against two cheap necessary conditions (its pods' requests fit in
   the other nodes' free room, or some offering that holds them is cheaper than the node), so
-  most hopeless candidates cost no simulation.
+  most hopeless candidates cost no simulation. Why each candidate it evaluated cannot be
+  consolidated is kept (`SearchStats.unconsolidatable`, in Karpenter's words) for the
+  `Unconsolidatable` events.
 * **Balanced** NodePools approve a move only if its share of the NodePools' cost saved is at
   least half its share of their disruption cost (`score >= 1/k`, k = 2).
 """
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from karpy.apis.v1 import conditions as cond
@@ -50,6 +52,7 @@ __all__ = [
 BALANCED_K: Final = 2.0
 MULTI_NODE_TIMEOUT: Final = 60.0
 SINGLE_NODE_TIMEOUT: Final = 180.0
+NOT_CHEAPER: Final = "Can't replace with a cheaper node"
 
 
 @dataclass
@@ -61,6 +64,8 @@ class SearchStats:
     considered: int = 0
     seconds: float = 0.0
     timed_out: bool = False
+    unconsolidatable: dict[str, str] = field(default_factory=dict)
+    """Single-node search: candidate key -> why it cannot be consolidated on its own."""
 
 
 def budget_remaining(
@@ -184,15 +189,23 @@ class _Prefilter:
 # -- the searches -----------------------------------------------------------------------------
 
 
-def _valid(snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate]) -> Decision | None:
+def _outcome(
+    snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate]
+) -> Decision | Infeasible | None:
+    """The simulation's command, why there is none, or None when Balanced rejects it."""
     outcome = simulate(snapshot, candidates)
     if isinstance(outcome, Infeasible) and outcome.keep is not None:
         # the cheapest replacement is one of the nodes: keep it and move the others onto it
         rest = [c for c in candidates if c.name != outcome.keep]
         outcome = simulate(snapshot, rest) if rest else outcome
-    if isinstance(outcome, Infeasible) or not approved(snapshot, outcome):
+    if isinstance(outcome, Decision) and not approved(snapshot, outcome):
         return None
     return outcome
+
+
+def _valid(snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate]) -> Decision | None:
+    outcome = _outcome(snapshot, candidates)
+    return outcome if isinstance(outcome, Decision) else None
 
 
 def _better(a: Decision | None, b: Decision | None) -> Decision | None:
@@ -320,10 +333,13 @@ def single_node(
         stats.considered += 1
         if pre.hopeless([c]):
             stats.pruned += 1
+            stats.unconsolidatable[c.key] = NOT_CHEAPER
             continue
         stats.simulations += 1
-        decision = _valid(snapshot, [c])
-        if decision is None:
+        decision = _outcome(snapshot, [c])
+        if isinstance(decision, Infeasible):
+            stats.unconsolidatable[c.key] = decision.reason
+        if not isinstance(decision, Decision):
             continue
         out.append(decision)
         if first:

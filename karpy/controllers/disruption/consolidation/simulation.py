@@ -233,7 +233,7 @@ def _decide(
         return Infeasible(f"pod {unreadable[0]} cannot be simulated")
     for key in sorted(keys):
         if key in result.errors:
-            return Infeasible(f"pod {key} would not schedule: {result.errors[key]}")
+            return Infeasible(f"not all pods would schedule, {key} => {result.errors[key]}")
     # the CapacityBuffers' virtual pods must keep their room: they count as pods to place
     virtual = snapshot.virtual
     for key in sorted(virtual):

@@ -7,13 +7,17 @@ a freshly computed budget (a pod that arrived meanwhile drops its node)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
 
 from karpy.apis.objects import is_condition_true
 from karpy.apis.v1 import conditions as cond
 from karpy.controllers.disruption.candidates import Candidate, quoted
-from karpy.controllers.disruption.events import DedupingEvents, involved_node, involved_nodeclaim
+from karpy.controllers.disruption.events import (
+    REASON_UNCONSOLIDATABLE,
+    DedupingEvents,
+    publish_unconsolidatable,
+)
 from karpy.controllers.disruption.methods.base import Budgets, Command, within_budgets
 from karpy.controllers.disruption.methods.simulation import buffer_room
 from karpy.kube.offload import run_off_loop
@@ -27,13 +31,6 @@ __all__ = [
 ]
 
 CONSOLIDATION_TYPE_EMPTY: Final = "empty"
-REASON_UNCONSOLIDATABLE: Final = "Unconsolidatable"
-UNCONSOLIDATABLE_WINDOW: Final = 900.0
-
-
-def _uid(obj: Mapping[str, Any] | None) -> str:
-    meta = (obj or {}).get("metadata") or {}
-    return str(meta.get("uid") or meta.get("name") or "")
 
 
 def consolidation_enabled(c: Candidate, events: DedupingEvents | None) -> bool:
@@ -42,18 +39,12 @@ def consolidation_enabled(c: Candidate, events: DedupingEvents | None) -> bool:
     if c.nodepool.spec.disruption.consolidate_after_duration() is not None:
         return True
     if events is not None:
-        message = f"NodePool {quoted(c.nodepool_name)} has consolidation disabled"
-        for obj, ref in (
-            (c.node.node, involved_node(c.node.node)),
-            (c.node.nodeclaim, involved_nodeclaim(c.node.nodeclaim)),
-        ):
-            events.publish(
-                ref,
-                reason=REASON_UNCONSOLIDATABLE,
-                message=message,
-                dedupe=(_uid(obj),),
-                window=UNCONSOLIDATABLE_WINDOW,
-            )
+        publish_unconsolidatable(
+            events,
+            c.node.node,
+            c.node.nodeclaim,
+            message=f"NodePool {quoted(c.nodepool_name)} has consolidation disabled",
+        )
     return False
 
 

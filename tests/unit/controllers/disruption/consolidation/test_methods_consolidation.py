@@ -1,7 +1,12 @@
-"""Consolidation as disruption methods: the protocol, which candidates they consider, and the
-command a search becomes (candidates, replacement, budget reason, savings)."""
+"""Consolidation as disruption methods: the protocol, which candidates they consider, the
+command a search becomes (candidates, replacement, budget reason, savings), and the
+`Unconsolidatable` events for the nodes it leaves."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import pytest
 
 from karpy.controllers.disruption.candidates import Candidate
 from karpy.controllers.disruption.consolidation import consolidation_candidates
@@ -10,15 +15,30 @@ from karpy.controllers.disruption.consolidation.methods import (
     SingleNodeConsolidation,
     should_consolidate,
 )
+from karpy.controllers.disruption.events import DedupingEvents
 from karpy.controllers.disruption.methods import Method
+from karpy.kube import EventRecorder
+from karpy.kube.clock import FakeClock
 from tests.unit.controllers.disruption.consolidation.states import app_pod, machine, snapshot
 
 
-def _methods() -> tuple[MultiNodeConsolidation, SingleNodeConsolidation]:
+class Recorded(EventRecorder):
+    """Keeps what would be published (no client behind it)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str, str]] = []
+
+    def publish(self, obj: dict[str, Any], *, type: str, reason: str, message: str) -> None:
+        self.seen.append((obj["kind"], obj["metadata"]["name"], reason, message))
+
+
+def _methods(
+    events: DedupingEvents | None = None,
+) -> tuple[MultiNodeConsolidation, SingleNodeConsolidation]:
     none: object = None
     return (
-        MultiNodeConsolidation(cluster=none, cloud_provider=none),  # type: ignore[arg-type]
-        SingleNodeConsolidation(cluster=none, cloud_provider=none),  # type: ignore[arg-type]
+        MultiNodeConsolidation(cluster=none, cloud_provider=none, events=events),  # type: ignore[arg-type]
+        SingleNodeConsolidation(cluster=none, cloud_provider=none, events=events),  # type: ignore[arg-type]
     )
 
 
@@ -58,7 +78,7 @@ def test_search_becomes_a_command_with_the_loops_candidates() -> None:
     keys = frozenset(c.key for c in loop_candidates)
     multi, single = _methods()
     budgets = {"default": 2}
-    decision = multi._search(snap, keys, budgets)
+    decision, _ = multi._search(snap, keys, budgets)
     assert decision is not None and decision.kind == "replace"
     command = multi._command(decision, loop_candidates)
     assert command.decision == "replace"
@@ -69,9 +89,68 @@ def test_search_becomes_a_command_with_the_loops_candidates() -> None:
     assert command.savings is not None and command.savings > 0
     assert command.pods == 2
     # a budget of one node: multi-node has nothing, single-node replaces one node at a time
-    assert multi._search(snap, keys, {"default": 1}) is None
-    one = single._search(snap, keys, {"default": 1})
+    assert multi._search(snap, keys, {"default": 1})[0] is None
+    one, _ = single._search(snap, keys, {"default": 1})
     assert one is not None and len(one.candidates) == 1
     # the same nodes simulated again still give the command (what validation checks)
     again = multi._resimulate(snap, command.keys())
     assert again is not None and again.kind == "replace"
+
+
+@pytest.mark.parametrize(
+    ("policy", "consolidate_after", "message"),
+    [
+        ("WhenEmpty", "0s", 'NodePool "default" has non-empty consolidation disabled'),
+        ("WhenEmptyOrUnderutilized", "Never", 'NodePool "default" has consolidation disabled'),
+    ],
+)
+def test_a_pool_that_disables_consolidation_says_so_on_its_nodes_every_15_minutes(
+    policy: str, consolidate_after: str, message: str
+) -> None:
+    snap = snapshot([machine("used", "c-8x-amd64-linux")], [app_pod("p", "used", "1")])
+    raw = snap.nodepools["default"].to_dict()
+    raw["spec"]["disruption"].update(consolidationPolicy=policy, consolidateAfter=consolidate_after)
+    pool = type(snap.nodepools["default"]).model_validate(raw)
+    used = Candidate(node=snap.nodes[0], nodepool=pool)
+    recorder, clock = Recorded(), FakeClock()
+    multi, single = _methods(DedupingEvents(recorder, clock=clock))
+    assert not multi.should_disrupt(used)
+    assert not single.should_disrupt(used)
+    expected = [
+        ("Node", "used", "Unconsolidatable", message),
+        ("NodeClaim", "used", "Unconsolidatable", message),
+    ]
+    assert recorder.seen == expected
+    clock.advance(899)
+    assert not single.should_disrupt(used)
+    assert recorder.seen == expected
+    clock.advance(2)
+    assert not single.should_disrupt(used)
+    assert recorder.seen == expected * 2
+
+
+def test_single_node_search_says_why_each_node_stays() -> None:
+    machines = [
+        # 6 of 8 CPUs used: nowhere else to go, and its own type is the cheapest that holds it
+        machine("full", "c-8x-amd64-linux"),
+        # a pod whose node selector no other node nor any new node satisfies
+        machine("odd", "c-2x-amd64-linux"),
+    ]
+    pods = [
+        app_pod("a1", "full", "3"),
+        app_pod("a2", "full", "3"),
+        app_pod("o1", "odd", "1", memory="1Gi", spec={"nodeSelector": {"team": "nobody"}}),
+    ]
+    snap = snapshot(machines, pods)
+    loop_candidates = [c.candidate for c in consolidation_candidates(snap)[0]]
+    keys = frozenset(c.key for c in loop_candidates)
+    recorder = Recorded()
+    _, single = _methods(DedupingEvents(recorder, clock=FakeClock()))
+    decision, stats = single._search(snap, keys, {"default": 2})
+    assert decision is None
+    single._unconsolidatable(stats, loop_candidates)
+    why = {(kind, name): message for kind, name, reason, message in recorder.seen}
+    assert {r for _, _, r, _ in recorder.seen} == {"Unconsolidatable"}
+    assert why[("Node", "full")] == "Can't replace with a cheaper node"
+    assert why[("NodeClaim", "full")] == why[("Node", "full")]
+    assert why[("Node", "odd")].startswith("not all pods would schedule, default/o1 => ")
