@@ -6,8 +6,8 @@ shapes (some pinned to a zone or capacity type, some hostname anti-affine), Daem
 and sometimes existing nodes with room. Each batch is planned as the provisioner plans it
 (`schedule`, 200 ms of CPU for the heuristic and the exact planner together) and by the
 heuristic alone, and compared with a reference optimum from an independent slot MILP
-(`optimum.py`, sharing no code with the planner; counted only where HiGHS proves it within
-REFERENCE_SECONDS).
+(the property test's `tests/unit/scheduling/engine/optimum.py`, sharing no code with the
+planner; counted only where HiGHS proves it within REFERENCE_SECONDS).
 
 One JSON line per pod-count band and one for all batches: the share proven optimal within the
 budget, plan / optimum (share within 1.05x, worst, and the same for the heuristic alone),
@@ -33,7 +33,7 @@ from karpy.scheduling.engine import (
     SchedulingInput,
     schedule,
 )
-from tests.bench.optimum import optimum
+from tests.unit.scheduling.engine.optimum import optimum
 
 GI = 1024**3
 ZONE = "topology.kubernetes.io/zone"

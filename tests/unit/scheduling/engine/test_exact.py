@@ -3,9 +3,10 @@
 For batches of up to seven pods the brute force lists every partition of the pods into nodes
 and prices each part as the cheapest existing node (free) or purchase that admits it, reading
 only the raw pod dicts and the catalogue; larger batches are checked against the independent
-slot MILP of tests/bench/optimum.py (its own code, not the planner's). A plan must be feasible
-(independent checker), never dearer than the heuristic alone, never cheaper than the optimum,
-and when it says it is optimal, exactly as cheap.
+slot MILP of `optimum.py` beside this test (the test's own code, not the planner's; the
+optimality benchmark borrows it). A plan must be feasible (independent checker), never dearer
+than the heuristic alone, never cheaper than the optimum, and when it says it is optimal,
+exactly as cheap.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.pods import pod_view
-from tests.bench.optimum import optimum
 from tests.unit.scheduling.engine.builders import (
     CAPACITY_TYPE,
     HOSTNAME,
@@ -37,6 +37,7 @@ from tests.unit.scheduling.engine.builders import (
     template,
 )
 from tests.unit.scheduling.engine.checker import check_plan, requests
+from tests.unit.scheduling.engine.optimum import optimum
 
 ZONES = ["za", "zb"]
 CTS = ["on-demand", "spot"]

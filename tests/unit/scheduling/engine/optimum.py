@@ -1,15 +1,16 @@
 """An independent reference optimum for small batches: a slot MILP solved by scipy's HiGHS.
 
-It shares no code with the planner (karpy/scheduling/engine/exact): it reads the raw pod
-dicts, the instance types and the existing nodes, parses the few quantities the generators
-use, and models each node slot as one purchase (type, zone, capacity type) with pods counted
-per class of identical pods. It covers what the optimality benchmark and the property test
-generate: requests, zone and capacity-type node selectors, DaemonSet overhead, instance-type
-overhead, unavailable offerings, hostname anti-affinity (matchLabels), hostname spread
-(maxSkew per node), zonal spread (over the zones of the catalogue and the existing nodes that
-the pod's zone selector allows; no bound pods) and existing nodes with room. Slots are ordered
-by price (dearest first) to break their symmetry. `optimum` returns the cheapest plan's price,
-or None when HiGHS does not prove it within the time limit.
+The property test (test_exact.py) owns it; the optimality benchmark borrows it. It shares no
+code with the planner (karpy/scheduling/engine/exact): it reads the raw pod dicts, the instance
+types and the existing nodes, parses the few quantities the generators use, and models each
+node slot as one purchase (type, zone, capacity type) with pods counted per class of identical
+pods. It covers what the optimality benchmark and the property test generate: requests, zone
+and capacity-type node selectors, DaemonSet overhead, instance-type overhead, unavailable
+offerings, hostname anti-affinity (matchLabels), hostname spread (maxSkew per node), zonal
+spread (over the zones of the catalogue and the existing nodes that the pod's zone selector
+allows; no bound pods) and existing nodes with room. Slots are ordered by price (dearest
+first) to break their symmetry. `optimum` returns the cheapest plan's price, or None when
+HiGHS does not prove it within the time limit.
 """
 
 from __future__ import annotations
