@@ -24,6 +24,7 @@ e2e runs on EKS, whose control plane is not held to those defaults). `podsCreate
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 import subprocess
@@ -99,7 +100,7 @@ class RssSampler:
         return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
-def _counts(kubectl: Kubectl) -> tuple[int, int]:
+def pod_counts(kubectl: Kubectl) -> tuple[int, int]:
     """(pods, bound pods) in the namespace."""
     out = kubectl(
         "get",
@@ -132,7 +133,7 @@ def _utilization(kubectl: Kubectl) -> tuple[int, float, float]:
     )
 
 
-def _launched_cost(kubectl: Kubectl) -> float:
+def launched_cost(kubectl: Kubectl) -> float:
     """Hourly price of the launched nodes, from the catalogue karpy launched them from."""
     prices = {
         (it.name, o.capacity_type, o.zone): o.price
@@ -141,6 +142,8 @@ def _launched_cost(kubectl: Kubectl) -> float:
     }
     total = 0.0
     for node in kubectl.json("get", "nodes", "--selector=karpenter.sh/nodepool")["items"]:
+        if node["metadata"].get("deletionTimestamp"):
+            continue  # on its way out: no longer part of the cluster's cost
         labels = node["metadata"].get("labels") or {}
         key = (
             labels.get("node.kubernetes.io/instance-type", ""),
@@ -151,7 +154,7 @@ def _launched_cost(kubectl: Kubectl) -> float:
     return total
 
 
-def _one_plan_cost(work_dir: Path, objects: list[dict[str, Any]]) -> float:
+def one_plan_cost(work_dir: Path, objects: list[dict[str, Any]]) -> float:
     """What `karpy simulate` says the same NodePool and workload cost when planned at once."""
     scenario = work_dir / "scenario.json"
     scenario.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}))
@@ -164,7 +167,25 @@ def _one_plan_cost(work_dir: Path, objects: list[dict[str, Any]]) -> float:
     return float(json.loads(out)["cost"]["total"])
 
 
-def run_basic(work_dir: Path) -> dict[str, Any]:
+def basic_workload(share: float = 1.0) -> list[dict[str, Any]]:
+    """Karpenter's e2e "basic" Deployments (500 + 500 pods), each scaled by `share`."""
+    return [
+        deployment(name, NAMESPACE, replicas=round(n * share), cpu=cpu, memory=memory)
+        for name, cpu, memory, n in WORKLOAD
+    ]
+
+
+def basic_nodepool(**disruption: Any) -> dict[str, Any]:
+    """Karpenter's e2e default NodePool (`disruption` as `tests.kit.nodepool` takes it)."""
+    return nodepool("default", nodeclass="default", requirements=E2E_REQUIREMENTS, **disruption)
+
+
+@contextlib.contextmanager
+def basic_cluster(
+    work_dir: Path, pool: dict[str, Any], settings: dict[str, str] | None = None
+) -> Iterator[tuple[Kubectl, KarpyProcess]]:
+    """A private control plane with karpy's CRDs, the bench namespace, a running `karpy run`
+    (kwok) and `pool` Ready on the default KWOKNodeClass; everything stopped on exit."""
     cp = controlplane.ControlPlane(
         work_dir / "cp",
         bin_dir=controlplane.ensure_binaries(),
@@ -182,47 +203,59 @@ def run_basic(work_dir: Path) -> dict[str, Any]:
         karpy = KarpyProcess(
             kubeconfig=str(cp.kubeconfig),
             log_path=work_dir / "karpy.log",
-            settings={"LOG_LEVEL": "info"},
+            settings={"LOG_LEVEL": "info", **(settings or {})},
         ).start()
         karpy.wait_ready()
-        pool = nodepool("default", nodeclass="default", requirements=E2E_REQUIREMENTS)
-        workload = [
-            deployment(name, NAMESPACE, replicas=n, cpu=cpu, memory=memory)
-            for name, cpu, memory, n in WORKLOAD
-        ]
         kubectl.apply(kwok_nodeclass("default"))
         kubectl.apply(pool)
+        name = pool["metadata"]["name"]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            pool = kubectl.json("get", "nodepool", "default")
-            ready = [
-                c
-                for c in (pool.get("status") or {}).get("conditions") or ()
-                if c.get("type") == "Ready" and c.get("status") == "True"
-            ]
-            if ready:
+            status = kubectl.json("get", "nodepool", name).get("status") or {}
+            if any(
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions") or ()
+            ):
                 break
             time.sleep(0.5)
+        yield kubectl, karpy
+    finally:
+        if karpy is not None:
+            karpy.stop()
+        cp.stop()
+
+
+def wait_all_bound(
+    kubectl: Kubectl, total: int, timeout: float = TIMEOUT
+) -> tuple[float, int, float | None]:
+    """(seconds until `total` pods are bound, pods bound, seconds until all were created)."""
+    started = time.monotonic()
+    bound = 0
+    created_at: float | None = None
+    while time.monotonic() - started < timeout:
+        count, bound = pod_counts(kubectl)
+        if created_at is None and count >= total:
+            created_at = time.monotonic() - started
+        if bound >= total:
+            break
+        time.sleep(0.5)
+    return time.monotonic() - started, bound, created_at
+
+
+def run_basic(work_dir: Path) -> dict[str, Any]:
+    pool = basic_nodepool()
+    workload = basic_workload()
+    with basic_cluster(work_dir, pool) as (kubectl, karpy):
         assert karpy.proc is not None
         total = sum(n for *_, n in WORKLOAD)
         with RssSampler(karpy.proc.pid) as rss:
-            started = time.monotonic()
             kubectl.apply(workload)
-            bound = 0
-            created_at: float | None = None
-            while time.monotonic() - started < TIMEOUT:
-                count, bound = _counts(kubectl)
-                if created_at is None and count >= total:
-                    created_at = time.monotonic() - started
-                if bound >= total:
-                    break
-                time.sleep(0.5)
-            seconds = time.monotonic() - started
+            seconds, bound, created_at = wait_all_bound(kubectl, total)
         nodes, cpu_util, mem_util = _utilization(kubectl)
         samples = karpy.metrics()
         claims = len(kubectl.json("get", "nodeclaims")["items"])
-        launched = _launched_cost(kubectl)
-        one_plan = _one_plan_cost(work_dir, [kwok_nodeclass("default"), pool, *workload])
+        launched = launched_cost(kubectl)
+        one_plan = one_plan_cost(work_dir, [kwok_nodeclass("default"), pool, *workload])
         return {
             "case": "basic-1000",
             "pods": total,
@@ -250,10 +283,6 @@ def run_basic(work_dir: Path) -> dict[str, Any]:
                 "costRatio": 1.10,
             },
         }
-    finally:
-        if karpy is not None:
-            karpy.stop()
-        cp.stop()
 
 
 def cases() -> Iterator[dict[str, Any]]:
