@@ -5,12 +5,21 @@ The raw lists are refreshed every 12 hours (or on demand); each `list` call buil
 a NodeClass's capacity settings and zones, and marks every offering available or not: the zone
 sells the type, the NodeClass has a subnet there, a price is known and the ICE cache does not
 hold it. Types are returned even when no offering is available, as the provider contract asks.
+
+Building every type from the raw lists takes seconds of CPU for the full catalogue, so it runs
+in a worker thread (`run_off_loop`) over the lists as they stand: a refresh replaces them
+instead of editing them, and a build started before a refresh is not kept. Large responses are
+parsed off the loop too (`parsing.py`), so start-up and the 12-hour refresh leave lease renewals
+and probes on time.
 """
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import timedelta
 from functools import lru_cache
@@ -30,6 +39,7 @@ from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.labels import architecture, requirements
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
+from karpy.kube.offload import run_off_loop
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.requirements import Requirement, Requirements
 
@@ -43,6 +53,9 @@ __all__ = [
 INSTANCE_TYPES_REFRESH: Final = timedelta(hours=12)
 CAPACITY_TYPES: Final = (CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT)
 NO_PRICE: Final = math.inf
+BUILT_KEPT: Final = 4
+"""Built catalogues kept (one per distinct capacity settings and zones, i.e. per EC2NodeClass
+shape), so a few classes do not rebuild each other's types on every pass."""
 
 
 def build_instance_type(
@@ -174,8 +187,10 @@ class InstanceTypeProvider:
         self.offered_zones: dict[str, set[str]] = {}
         self.zone_ids: dict[str, str] = {}
         self._cache: dict[tuple[object, ...], list[InstanceType]] = {}
-        self._built: dict[tuple[object, ...], list[InstanceType]] = {}
+        self._built: OrderedDict[tuple[object, ...], list[InstanceType]] = OrderedDict()
         self._version = 0
+        self._refresh_lock = asyncio.Lock()
+        self._build_lock = asyncio.Lock()
 
     @property
     def zones(self) -> list[str]:
@@ -190,14 +205,18 @@ class InstanceTypeProvider:
         old or `force`; returns whether it did."""
         if not force and not self.stale():
             return False
-        await self.update_instance_types()
-        await self.update_offerings()
-        if spot_prices:
-            await self.pricing.update_spot_prices()
-        self._refreshed_at = self._clock()
-        self._version += 1
-        self._cache.clear()
-        self._built.clear()
+        async with self._refresh_lock:
+            # Callers that queued behind a refresh use its result instead of repeating it.
+            if not force and not self.stale():
+                return False
+            await self.update_instance_types()
+            await self.update_offerings()
+            if spot_prices:
+                await self.pricing.update_spot_prices()
+            self._refreshed_at = self._clock()
+            self._version += 1
+            self._cache.clear()
+            self._built.clear()
         return True
 
     async def update_instance_types(self) -> None:
@@ -262,24 +281,63 @@ class InstanceTypeProvider:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        # Building every type takes most of a second; the ICE cache changes far more often
-        # (every spot interruption), so it is laid over the built list instead.
         built = self._built.get(built_key)
         if built is None:
-            all_zones = self.zones
-            built = [
-                build_instance_type(
-                    info,
-                    zones=all_zones,
-                    offered_zones=self.offered_zones.get(name, set()),
-                    pricing=self.pricing,
-                    settings=settings,
-                    zone_ids=self.zone_ids,
-                    allowed_zones=allowed,
-                )
-                for name, info in sorted(self.infos.items())
-            ]
-            self._built = {built_key: built}
+            built = await self._build(built_key, settings, allowed)
         types = [without_unavailable(t, self.unavailable) for t in built]
         self._cache = {key: types}
         return types
+
+    async def _build(
+        self,
+        key: tuple[object, ...],
+        settings: CapacitySettings,
+        allowed: frozenset[str] | None,
+    ) -> builtins.list[InstanceType]:
+        """Every type for `settings` and `allowed` zones, built in a worker thread (one build
+        at a time: concurrent callers for the same key wait for it). The ICE cache is laid over
+        the result by the caller, since it changes far more often (every spot interruption)."""
+        async with self._build_lock:
+            built = self._built.get(key)
+            if built is not None:
+                self._built.move_to_end(key)
+                return built
+            version = self._version
+            built = await run_off_loop(
+                build_instance_types,
+                dict(self.infos),
+                self.offered_zones,
+                self.zone_ids,
+                self.pricing,
+                settings,
+                allowed,
+            )
+            if version == self._version:
+                self._built[key] = built
+                while len(self._built) > BUILT_KEPT:
+                    self._built.popitem(last=False)
+            return built
+
+
+def build_instance_types(
+    infos: Mapping[str, Mapping[str, Any]],
+    offered_zones: Mapping[str, Collection[str]],
+    zone_ids: Mapping[str, str],
+    pricing: PricingProvider,
+    settings: CapacitySettings,
+    allowed_zones: Collection[str] | None,
+) -> list[InstanceType]:
+    """Every type in `infos`, sorted by name, with offerings in every zone that sells any."""
+    all_zones = sorted({z for zones in offered_zones.values() for z in zones})
+    return [
+        build_instance_type(
+            info,
+            zones=all_zones,
+            offered_zones=offered_zones.get(name, ()),
+            pricing=pricing,
+            settings=settings,
+            zone_ids=zone_ids,
+            allowed_zones=allowed_zones,
+        )
+        for name, info in sorted(infos.items())
+    ]
