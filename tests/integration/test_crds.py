@@ -22,6 +22,7 @@ from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
 from karpy.apis.registry import resource_for, validate_object
 from karpy.apis.v1 import NODECLAIM, NODEPOOL, SCHEDULINGCONFIG, NodePool
 from karpy.apis.v1alpha1 import NODEOVERLAY
+from tests import kit
 from tests.unit.apis.apis_invalid_cases import (
     CASES,
     Case,
@@ -44,6 +45,7 @@ CRD_NAMES = (  # in deletion order: claims before pools
     "kwoknodeclasses.karpenter.kwok.sh",
     "schedulingconfigs.karpenter.sh",
     "nodeoverlays.karpenter.sh",
+    "capacitybuffers.autoscaling.x-k8s.io",
 )
 
 
@@ -140,11 +142,27 @@ def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -
         static_pool = _get(kubectl, "nodepools.karpenter.sh", "static")
         assert static_pool["spec"]["replicas"] == 3
         assert static_pool["spec"]["limits"] == {"nodes": 4}
+        buffer = _get(kubectl, "capacitybuffers.autoscaling.x-k8s.io", "web-headroom")
+        assert buffer["spec"]["provisioningStrategy"] == "buffer.x-k8s.io/active-capacity"
+        assert (buffer["spec"]["replicas"], buffer["spec"]["limits"]) == (3, {"cpu": "4"})
+        burst = _get(kubectl, "capacitybuffers.autoscaling.x-k8s.io", "inflate-burst")
+        assert burst["spec"]["scalableRef"]["kind"] == "Deployment"
         deployment = _get(kubectl, "deployment", "inflate")
         assert deployment["metadata"]["namespace"] == "default"
 
         # What the apiserver stored is what karpy's models and admission produce.
-        for stored in (aws_pool, kwok_pool, static_pool, nodeclass, kwok, config, overlay, fuse):
+        for stored in (
+            aws_pool,
+            kwok_pool,
+            static_pool,
+            nodeclass,
+            kwok,
+            config,
+            overlay,
+            fuse,
+            buffer,
+            burst,
+        ):
             resource = resource_for(stored["apiVersion"], stored["kind"])
             assert resource is not None
             assert resource.validate(stored).to_dict() == stored
@@ -162,6 +180,7 @@ def test_examples_apply_with_karpenters_defaults(crds: None, kubectl: Kubectl) -
         kwoknodeclass("min-kwok"),
         schedulingconfig("min-sc"),
         nodeoverlay("min-no"),
+        kit.capacitybuffer("min-cb", podTemplateRef={"name": "t"}, replicas=1),
     ],
     ids=lambda o: o["kind"],
 )

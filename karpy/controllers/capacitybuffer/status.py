@@ -73,11 +73,13 @@ class CapacityBufferStatusController:
         buffers: Informer,
         pod_templates: Informer,
         clock: Clock | None = None,
+        resync: float = RESYNC_SECONDS,
     ) -> None:
         self.client = client
         self.buffers = buffers
         self.pod_templates = pod_templates
         self.clock = clock or RealClock()
+        self.resync = resync
 
     def setup(self, builder: Builder[str]) -> None:
         builder.watches(self.buffers).workers(2).log_kind("CapacityBuffer")
@@ -107,7 +109,7 @@ class CapacityBufferStatusController:
         if resolution.error is None and (buffer.get("spec") or {}).get("scalableRef"):
             resolution = await self._write_template(buffer, resolution)
         result = await self._write_status(buffer, resolution)
-        return result or Result(requeue_after=RESYNC_SECONDS)
+        return result or Result(requeue_after=self.resync)
 
     async def _resolve(self, buffer: JSON) -> Resolution:
         scalable = (buffer.get("spec") or {}).get("scalableRef") or {}

@@ -304,7 +304,7 @@ def _example_docs() -> list[dict[str, Any]]:
 
 def test_examples_are_valid_and_names_never_collide() -> None:
     docs = _example_docs()
-    ours = [d for d in docs if d["apiVersion"].startswith("karpenter.")]
+    ours = [d for d in docs if d["apiVersion"].startswith(("karpenter.", "autoscaling.x-k8s.io/"))]
     for doc in ours:
         validate_object(doc)
     keys = [(d["kind"], d["metadata"].get("namespace"), d["metadata"]["name"]) for d in docs]
@@ -319,6 +319,8 @@ def test_examples_are_valid_and_names_never_collide() -> None:
         ("NodeOverlay", "m-savings-plan"),
         ("NodeOverlay", "fuse-device"),
         ("SchedulingConfig", "default"),
+        ("CapacityBuffer", "web-headroom"),
+        ("CapacityBuffer", "inflate-burst"),
     }
 
 

@@ -1,0 +1,168 @@
+"""CapacityBuffers plan alike in `karpy run` and `karpy simulate`: the provisioner (buffers
+and PodTemplates in the informer cache, the status the controller writes) and a scenario file
+(the status computed on load) give the same plan, and the buffer's room is what it asks for."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from karpy.apis.descriptors import CAPACITYBUFFERS
+from karpy.cloudprovider.kwok.provider import KwokCloudProvider
+from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.provisioner import Provisioner
+from karpy.kube.cache import Cache
+from karpy.kube.client import Client
+from karpy.kube.events import EventRecorder
+from karpy.kube.resources import PODTEMPLATES
+from karpy.kube.transport import AiohttpTransport
+from karpy.scheduling.engine import schedule
+from karpy.simulation.scenario import load_scenario
+from karpy.state import Cluster
+from karpy.state.inputs import resolve, with_status
+from tests.kit import capacitybuffer, podtemplate, served
+from tests.unit.state.inputs.test_builder_parity import (
+    KINDS,
+    NAMESPACE,
+    NODECLASS,
+    NS,
+    Plan,
+    node,
+    nodepool,
+    plan_of,
+    pod,
+    types,
+)
+
+JSON = dict[str, Any]
+
+
+def _controller_status(buffer: JSON, templates: Sequence[JSON]) -> JSON:
+    """The buffer as `capacitybuffer.status` leaves it (a PodTemplate buffer)."""
+    by_name = {(t["metadata"]["namespace"], t["metadata"]["name"]): t for t in templates}
+    resolution = resolve(
+        buffer,
+        pod_template=lambda ns, name: by_name.get((ns, name)),
+        workload=lambda *_: None,
+    )
+    assert resolution.error is None, resolution.error
+    resolved, _ = with_status(buffer, resolution)
+    return dict(resolved)
+
+
+async def _provisioner_plan(objects: Sequence[JSON], buffers: Sequence[JSON]) -> Plan:
+    client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
+    cache = Cache(client)
+    cluster = Cluster(cache, capacity_buffers=True)
+    provider = KwokCloudProvider(client=client, cache=cache, instance_types=types())
+    kinds = {**KINDS, "PodTemplate": PODTEMPLATES, "CapacityBuffer": CAPACITYBUFFERS}
+    by_resource: dict[Any, list[JSON]] = {r: [] for r in kinds.values()}
+    for obj in [*objects, *buffers]:
+        by_resource[kinds[obj["kind"]]].append(obj)
+    for resource, items in by_resource.items():
+        informer = cache.informer(resource)
+        transform = informer.transform
+        informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
+    provisioner = Provisioner(
+        client=client,
+        cluster=cluster,
+        cloud_provider=provider,
+        events=EventRecorder(client),
+        batcher=Batcher(idle=1.0, maximum=10.0),
+    )
+    try:
+        batch = await provisioner.gather()
+        assert batch is not None, "the provisioner found nothing to provision"
+        result, _ = provisioner.solve(batch)
+        return plan_of(result)
+    finally:
+        await client.close()
+
+
+def _simulate_plan(objects: Sequence[JSON], tmp_path: Path) -> Plan:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump_all([o for o in objects if o["kind"] != "KWOKNodeClass"]))
+    scenario = load_scenario([str(path)], instance_types=types())
+    return plan_of(schedule(scenario.input))
+
+
+def _objects(replicas: int, *, pending: bool) -> tuple[list[JSON], JSON]:
+    template = served(podtemplate("chunk", NS, cpu="1"), uid="uid-chunk")
+    buffer = served(
+        capacitybuffer("room", NS, podTemplateRef={"name": "chunk"}, replicas=replicas),
+        uid="uid-room",
+    )
+    objects = [
+        NAMESPACE,
+        NODECLASS,
+        nodepool(),
+        node("n1", zone="test-zone-a", cpu="4"),
+        pod("busy-0", node="n1"),
+        template,
+    ]
+    if pending:
+        objects.append(pod("web-0", cpu="2"))
+    return objects, buffer
+
+
+@pytest.mark.parametrize(
+    ("replicas", "pending", "on_n1", "new_chunks"),
+    [
+        (3, False, 3, 0),  # 3 CPU free on n1: the buffer's room is there already
+        (5, False, 3, 2),  # two more chunks need a new node
+        (2, True, 1, 1),  # the pending pod takes 2 of n1's 3 free CPU, the buffer the rest
+    ],
+)
+def test_buffers_plan_alike_in_run_and_simulate(
+    tmp_path: Path, replicas: int, pending: bool, on_n1: int, new_chunks: int
+) -> None:
+    objects, buffer = _objects(replicas, pending=pending)
+    templates = [o for o in objects if o["kind"] == "PodTemplate"]
+    run = asyncio.run(_provisioner_plan(objects, [_controller_status(buffer, templates)]))
+    simulated = _simulate_plan([*objects, buffer], tmp_path)
+    assert run == simulated
+    chunks = [p for p in run.on("n1") if "capacitybuffer-room-" in p]
+    assert len(chunks) == on_n1
+    new = [p for p in run.new_pods() if "capacitybuffer-room-" in p]
+    assert len(new) == new_chunks
+    assert run.errors == ()
+
+
+def test_simulate_resolves_a_workload_buffer_and_warns_about_a_broken_one(tmp_path: Path) -> None:
+    web = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {
+            "replicas": 4,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": podtemplate("web", NS, cpu="500m")["template"],
+        },
+    }
+    scalable = capacitybuffer(
+        "half",
+        NS,
+        scalableRef={"apiGroup": "apps", "kind": "Deployment", "name": "web"},
+        percentage=50,
+    )
+    broken = capacitybuffer("broken", NS, podTemplateRef={"name": "missing"}, replicas=1)
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump_all([NAMESPACE, nodepool(), web, scalable, broken]))
+    scenario = load_scenario([str(path)], instance_types=types())
+    keys = sorted(p.key for p in scenario.input.pods)
+    assert keys == [
+        f"{NS}/capacitybuffer-half-0",
+        f"{NS}/capacitybuffer-half-1",
+        *(f"{NS}/web-{i}" for i in range(4)),
+    ]
+    half = next(p for p in scenario.input.pods if p.key.endswith("half-0"))
+    assert half.requests["cpu"] == 500
+    assert any(
+        "CapacityBuffer 'broken'" in w and "PodTemplate apps/missing not found" in w
+        for w in scenario.warnings
+    ), scenario.warnings
