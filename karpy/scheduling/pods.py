@@ -9,7 +9,7 @@ handled as one class.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -171,40 +171,30 @@ def _build(
         if daemon is not None
         else any(o.get("kind") == "DaemonSet" and o.get("controller", True) for o in owners)
     )
+    requests_key, node_key, tolerations_key, pod_terms_key = _keys(p.namespace, meta, spec)
+    requests = _REQUESTS.get(requests_key) if requests_key is not None else None
+    if requests is None:
+        requests = _remember(_REQUESTS, requests_key, pod_requests(spec))
     # each view gets its own requests dict: the one mutable part its owner might change
-    requests = _memo(_REQUESTS, _requests_key(spec), lambda: pod_requests(spec))
     p.requests = dict(requests)
-    (
-        p.node_selector,
-        p.required_terms,
-        p.preferred_node_terms,
-        p.unsupported,
-    ) = _memo(
-        _NODE_TERMS,
-        _key(lambda: (repr(spec.get("nodeSelector")), repr(spec.get("affinity")))),
-        lambda: _node_terms(spec),
-    )
-    p.tolerations = _memo(
-        _TOLERATIONS, _key(lambda: repr(spec.get("tolerations"))), lambda: _tolerations(spec)
-    )
+    node_terms = _NODE_TERMS.get(node_key) if node_key is not None else None
+    if node_terms is None:
+        node_terms = _remember(_NODE_TERMS, node_key, _node_terms(spec))
+    p.node_selector, p.required_terms, p.preferred_node_terms, p.unsupported = node_terms
+    tolerations = _TOLERATIONS.get(tolerations_key) if tolerations_key is not None else None
+    if tolerations is None:
+        tolerations = _remember(_TOLERATIONS, tolerations_key, _tolerations(spec))
+    p.tolerations = tolerations
+    pod_terms = _POD_TERMS.get(pod_terms_key) if pod_terms_key is not None else None
+    if pod_terms is None:
+        pod_terms = _remember(_POD_TERMS, pod_terms_key, _pod_terms(p, spec))
     (
         p.spread,
         p.affinity,
         p.anti_affinity,
         p.preferred_affinity,
         p.preferred_anti_affinity,
-    ) = _memo(
-        _POD_TERMS,
-        _key(
-            lambda: (
-                p.namespace,
-                repr(meta.get("labels")),
-                repr(spec.get("topologySpreadConstraints")),
-                repr(spec.get("affinity")),
-            )
-        ),
-        lambda: _pod_terms(p, spec),
-    )
+    ) = pod_terms
     ports: set[tuple[str, str, int]] = set()
     containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
     for c in containers:
@@ -250,38 +240,44 @@ _MAX_ENTRIES = 4096
 _T = TypeVar("_T")
 
 
-def _memo(table: dict[Any, _T], key: Any, parse: Callable[[], _T]) -> _T:
-    if key is None:
-        return parse()
-    found = table.get(key)
-    if found is None:
-        found = parse()
+def _remember(table: dict[Any, _T], key: Any, parsed: _T) -> _T:
+    """Keep `parsed` under `key` (None: the part is not cached); returns `parsed`."""
+    if key is not None:
         if len(table) >= _MAX_ENTRIES:
             table.clear()
-        table[key] = found
-    return found
+        table[key] = parsed
+    return parsed
 
 
-def _key(make: Callable[[], Any]) -> Any:
-    """`make()`, or None (no caching) when the spec is too odd to key: its parse says why."""
+_NO_KEYS: tuple[None, None, None, None] = (None, None, None, None)
+
+
+def _keys(namespace: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The cache keys of the requests, node terms, tolerations and pod terms; all None (no
+    caching) when the spec is too odd to key: its parse says why."""
     try:
-        return make()
-    except Exception:  # the uncached parse reports what is wrong with the spec
-        return None
-
-
-def _requests_key(spec: Mapping[str, Any]) -> Any:
-    return _key(
-        lambda: (
-            repr(spec.get("resources")),
-            repr(spec.get("overhead")),
-            tuple(repr(c.get("resources")) for c in spec.get("containers") or ()),
-            tuple(
-                (repr(c.get("resources")), repr(c.get("restartPolicy")))
-                for c in spec.get("initContainers") or ()
+        affinity = repr(spec.get("affinity"))
+        return (
+            (
+                repr(spec.get("resources")),
+                repr(spec.get("overhead")),
+                tuple(repr(c.get("resources")) for c in spec.get("containers") or ()),
+                tuple(
+                    (repr(c.get("resources")), repr(c.get("restartPolicy")))
+                    for c in spec.get("initContainers") or ()
+                ),
+            ),
+            (repr(spec.get("nodeSelector")), affinity),
+            repr(spec.get("tolerations")),
+            (
+                namespace,
+                repr(meta.get("labels")),
+                repr(spec.get("topologySpreadConstraints")),
+                affinity,
             ),
         )
-    )
+    except Exception:  # the uncached parse reports what is wrong with the spec
+        return _NO_KEYS
 
 
 def _node_terms(

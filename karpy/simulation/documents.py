@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import yaml
 
 from karpy.simulation.validate import (
     WORKLOADS,
@@ -41,9 +40,6 @@ _STATUS_KEPT = {
 
 _BOM = "\ufeff".encode()
 _LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
-
-# libyaml is several times faster; PyYAML's pure-Python loader is the fallback
-_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class ScenarioError(ValueError):
@@ -148,8 +144,12 @@ def _parse(source: str, data: bytes) -> list[Any]:
             json_error = err
     text = _text(source, data)
     del data
+    import yaml  # only for YAML: a JSON export never pays for it
+
+    # libyaml is several times faster; PyYAML's pure-Python loader is the fallback
+    loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return list(yaml.load_all(text, Loader=_YamlLoader))
+        return list(yaml.load_all(text, Loader=loader))
     except yaml.YAMLError as err:
         if looks_json:
             raise ScenarioError(f"{source}: not valid JSON: {json_error}") from None

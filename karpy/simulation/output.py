@@ -13,8 +13,6 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any, TextIO
 
-import yaml
-
 from karpy.scheduling import Requirements, format_resources
 from karpy.scheduling.engine import SchedulingInput, SchedulingResult
 
@@ -183,12 +181,17 @@ def _json_lines(doc: dict[str, Any]) -> Iterator[str]:
     yield "}\n"
 
 
-class _PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """Writes an object each time it occurs: the plan shares lists between claims, which YAML
-    would otherwise print once with an anchor (`&id001`) and then as aliases."""
+def write_yaml(out: TextIO, doc: Any) -> None:
+    """`doc` as YAML, each object written each time it occurs: the plan shares lists between
+    claims, which YAML would otherwise print once with an anchor (`&id001`) and then as
+    aliases. PyYAML is imported here, so that JSON and table output never load it."""
+    import yaml
 
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
+    class PlainDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+        def ignore_aliases(self, data: Any) -> bool:
+            return True
+
+    yaml.dump(doc, out, Dumper=PlainDumper, sort_keys=False)
 
 
 def write_plan(out: TextIO, inp: SchedulingInput, result: SchedulingResult, fmt: str) -> None:
@@ -197,7 +200,7 @@ def write_plan(out: TextIO, inp: SchedulingInput, result: SchedulingResult, fmt:
     if fmt == "json":
         out.writelines(_json_lines(doc))
     elif fmt == "yaml":
-        yaml.dump(doc, out, Dumper=_PlainDumper, sort_keys=False)
+        write_yaml(out, doc)
     else:
         out.write(_table(doc))
 

@@ -222,7 +222,7 @@ def load_scenario(
         elif kind == "PodTemplate":
             pod_templates[(doc.namespace, doc.name)] = _namespaced(doc)
         elif kind == "Pod":
-            pod_docs.append((doc, dict(doc.obj)))
+            pod_docs.append((doc, _namespaced(doc)))
         elif kind == "DaemonSet":
             _pod_from_template(doc, 0)  # validates spec.template
             daemon_docs.append(doc)
@@ -255,7 +255,6 @@ def load_scenario(
     pending: list[dict[str, Any]] = []
     bound: list[dict[str, Any]] = []
     for doc, raw in pod_docs:
-        raw = _namespaced(doc) if doc.kind == "Pod" else raw
         origin = (doc, "" if doc.kind == "Pod" else raw["metadata"]["name"])
         _check_pod(raw, origin)
         key = pod_key(raw)

@@ -14,6 +14,8 @@ import datetime
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import orjson
+
 from karpy.scheduling.quantity import QuantityError, milli_value
 
 __all__ = ["FieldError", "check_metadata", "check_object", "describe"]
@@ -205,6 +207,38 @@ def _one(table: Mapping[str, Check]) -> Check:
     return check
 
 
+# JSON encoding of a value for `_once`: values JSON cannot encode (YAML dates, non-string keys,
+# huge integers) raise, and are checked every time
+_EXACT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
+_ONCE_MAX = 4096
+
+
+def _once(check: Check) -> Check:
+    """`check`, skipped for a value equal to one that passed it already.
+
+    The pods of one workload repeat its tolerations, affinity and spreads: an export of 20,000
+    pods holds a few dozen distinct ones. A check depends on the value alone (the path only
+    names a failure), and values with equal JSON encodings are equal, types included. An
+    encoding holding `null` is never remembered: orjson writes NaN and infinities so too."""
+    passed: set[bytes] = set()
+
+    def check_once(value: Any, path: Path) -> None:
+        try:
+            key = orjson.dumps(value, option=_EXACT)
+        except TypeError:
+            check(value, path)
+            return
+        if key in passed:
+            return
+        check(value, path)
+        if b"null" not in key:
+            if len(passed) >= _ONCE_MAX:
+                passed.clear()
+            passed.add(key)
+
+    return check_once
+
+
 def _string(value: Any, path: Path) -> None:
     _str(value, path)
 
@@ -281,7 +315,7 @@ _RESOURCES: dict[str, Check] = {"requests": _resource_list, "limits": _resource_
 _CONTAINER: dict[str, Check] = {
     "name": _string,
     "restartPolicy": _string,
-    "resources": _one(_RESOURCES),
+    "resources": _once(_one(_RESOURCES)),
     "ports": _each(
         {
             "containerPort": _integer(0, 65535),
@@ -314,19 +348,21 @@ _POD_SPEC: dict[str, Check] = {
     "nodeName": _string,
     "priorityClassName": _string,
     "priority": _integer(),
-    "affinity": _one(_AFFINITY),
+    "affinity": _once(_one(_AFFINITY)),
     "overhead": _resource_list,
     "resources": _one(_RESOURCES),
-    "tolerations": _each(
-        {
-            "key": _string,
-            "operator": _enum(*TOLERATION_OPERATORS),
-            "value": _string,
-            "effect": _enum(*TAINT_EFFECTS),
-            "tolerationSeconds": _integer(),
-        }
+    "tolerations": _once(
+        _each(
+            {
+                "key": _string,
+                "operator": _enum(*TOLERATION_OPERATORS),
+                "value": _string,
+                "effect": _enum(*TAINT_EFFECTS),
+                "tolerationSeconds": _integer(),
+            }
+        )
     ),
-    "topologySpreadConstraints": _spread,
+    "topologySpreadConstraints": _once(_spread),
     "volumes": _each({"name": _string, "persistentVolumeClaim": _one({"claimName": _string})}),
 }
 

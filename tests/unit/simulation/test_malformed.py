@@ -315,6 +315,43 @@ def test_malformed_items_of_a_kubectl_list(
     _assert_one_line_error(code, out, err, "pods.json: document 2 (Pod 'b')", "spec.tolerations")
 
 
+# The checks remember tolerations, affinities and spreads that passed (pods of one workload
+# repeat them): a later pod whose copy differs only in a value's type is still refused.
+_REPEATED = [
+    (
+        "tolerationSeconds: 300",
+        "tolerationSeconds: '300'",
+        "spec.tolerations[0].tolerationSeconds",
+    ),
+    ("tolerationSeconds: 300", "tolerationSeconds: 2024-01-01", "spec.tolerations[0]"),
+    ("tolerationSeconds: 300", "tolerationSeconds: .nan", "spec.tolerations[0]"),
+    ("tolerationSeconds: null", "tolerationSeconds: .nan", "spec.tolerations[0]"),
+]
+
+
+@pytest.mark.parametrize(("good", "bad", "field"), _REPEATED)
+def test_a_repeated_field_is_checked_again_when_its_type_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], good: str, bad: str, field: str
+) -> None:
+    def toleration_pod(name: str, seconds: str) -> str:
+        toleration = f"{{key: k, operator: Exists, effect: NoExecute, {seconds}}}"
+        return pod(f"containers: [{{name: c}}], tolerations: [{toleration}]", name=name)
+
+    f = tmp_path / "pods.yaml"
+    f.write_text(
+        "---\n".join(
+            [
+                NODEPOOL,
+                toleration_pod("a", good),
+                toleration_pod("b", good),
+                toleration_pod("c", bad),
+            ]
+        )
+    )
+    code, out, err = _run_in_process(capsys, "-f", str(f))
+    _assert_one_line_error(code, out, err, "pods.yaml: document 4 (Pod 'c')", field)
+
+
 @pytest.mark.parametrize(
     ("items", "needle"),
     [("5", "items"), ("[5]", "document 1"), ("[null, [1]]", "document 1")],
