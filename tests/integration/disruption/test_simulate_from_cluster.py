@@ -20,61 +20,18 @@ import pytest
 
 from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.kube import NODES, PODS
-from tests.integration.disruption.support import Env, create_node, initialized
-from tests.kit import kwok_nodeclass, nodeclaim, nodepool, pod
+from tests.integration.disruption.support import (
+    AMD64_ON_DEMAND,
+    Env,
+    bare_pod,
+    consolidatable_node,
+    unschedulable,
+    untainted,
+)
+from tests.kit import kwok_nodeclass, nodepool
 
 pytestmark = pytest.mark.timeout(240)
 JSON = dict[str, Any]
-C4X = "c-4x-amd64-linux"
-
-
-async def _machine(env: Env, name: str) -> None:
-    """An initialized, consolidatable c-4x NodeClaim in test-zone-a and its Ready Node."""
-    labels = {
-        "karpenter.sh/capacity-type": "on-demand",
-        "node.kubernetes.io/instance-type": C4X,
-        "topology.kubernetes.io/zone": "test-zone-a",
-        "kubernetes.io/arch": "amd64",
-        "kubernetes.io/os": "linux",
-    }
-    await env.create(NODECLAIMS, nodeclaim(name, labels=labels))
-    status = initialized("2026-01-01T00:00:00Z")
-    status["conditions"].append(
-        {
-            "type": "Consolidatable",
-            "status": "True",
-            "reason": "Consolidatable",
-            "message": "",
-            "lastTransitionTime": "2026-01-01T00:00:00Z",
-        }
-    )
-    status.update(providerID=f"kwok://{name}", nodeName=name)
-    await env.patch_status(NODECLAIMS, name, status)
-    await create_node(
-        env,
-        name,
-        provider_id=f"kwok://{name}",
-        labels={
-            **labels,
-            "karpenter.sh/nodepool": "pool",
-            "karpenter.sh/registered": "true",
-            "karpenter.sh/initialized": "true",
-        },
-    )
-
-
-def _app(name: str, namespace: str, cpu: str, node: str | None = None, **kw: Any) -> JSON:
-    """A bare pod (an owner that does not exist would have the garbage collector delete it); it
-    tolerates the NoExecute taints the node lifecycle controller puts on these kubelet-less
-    nodes, so taint eviction leaves it where it is."""
-    return pod(
-        name,
-        namespace,
-        node=node,
-        tolerations=[{"operator": "Exists", "effect": "NoExecute"}],
-        requests={"cpu": cpu, "memory": "256Mi"},
-        **kw,
-    )
 
 
 async def _simulate(kubeconfig: str) -> JSON:
@@ -104,20 +61,17 @@ async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
     await env.create(
         NODEPOOLS,
         nodepool(
-            requirements=(
-                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-            ),
+            requirements=AMD64_ON_DEMAND,
             policy="WhenEmptyOrUnderutilized",
             consolidate_after="0s",
             budgets=[{"nodes": "100%"}],
         ),
     )
     for name in ("a", "b", "idle"):
-        await _machine(env, name)
-    await env.client.create(PODS, _app("p1", namespace, "1", node="a"), namespace=namespace)
-    await env.client.create(PODS, _app("p2", namespace, "1", node="b"), namespace=namespace)
+        await consolidatable_node(env, name)
+    await env.client.create(PODS, bare_pod("p1", namespace, "1", node="a"), namespace=namespace)
+    await env.client.create(PODS, bare_pod("p2", namespace, "1", node="b"), namespace=namespace)
+    await untainted(env, ["a", "b", "idle"])
 
     before = await _simulate(kubeconfig)
     first, *rest = before["commands"]
@@ -127,30 +81,7 @@ async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
     assert rest[0]["nodes"][0]["name"] in {"a", "b"}
     assert before["summary"]["replacements"] == 0
 
-    # kube-scheduler leaves this pod alone (another scheduler's); it looks as karpy's pending
-    # pods look: PodScheduled=False, Unschedulable.
-    await env.client.create(
-        PODS,
-        _app("waiting", namespace, "2500m", spec={"schedulerName": "elsewhere"}),
-        namespace=namespace,
-    )
-    await env.client.patch_status(
-        PODS,
-        "waiting",
-        {
-            "status": {
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": "Unschedulable",
-                        "message": "0/3 nodes are available",
-                    }
-                ]
-            }
-        },
-        namespace=namespace,
-    )
+    await unschedulable(env, namespace, "waiting", "2500m")
     after = await _simulate(kubeconfig)
     decisions = [(c["method"], c["decision"]) for c in after["commands"]]
     assert decisions[0] == ("emptiness", "delete")
