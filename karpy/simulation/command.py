@@ -3,9 +3,12 @@
     karpy simulate -f scenario.yaml [-f more.json] [--instance-types catalog.json|aws[:REGION]]
                    [-o json|yaml|table]
     karpy simulate --disruption -f cluster.yaml [--spot-to-spot] [--min-savings SHARE]
+    karpy simulate --disruption --from-cluster [--kubeconfig PATH]
 
 With `--disruption` the scenario is a cluster snapshot (nodes, pods bound to them, NodePools,
-PDBs) and the output is what voluntary disruption would do to it (`karpy.simulation.disruption`).
+PDBs) and the output is what voluntary disruption would do to it (`karpy.simulation.disruption`);
+`--from-cluster` reads that snapshot from the live cluster instead of files
+(`karpy.simulation.live`).
 
 Exit status: 0 with a plan (even when some pods cannot be scheduled: they are listed with the
 reason), 2 when the input is invalid (one line on standard error names the file, document and
@@ -26,7 +29,7 @@ from karpy.scheduling.engine import schedule, warm_up
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.simulation.documents import DEFAULT_MAX_PODS
 from karpy.simulation.output import write_plan
-from karpy.simulation.scenario import Scenario, ScenarioError, load_scenario
+from karpy.simulation.scenario import ScenarioError, ScenarioObjects, load_scenario
 
 __all__ = ["EXIT_WITHOUT_CLEANUP", "add_arguments", "run"]
 
@@ -43,9 +46,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--filename",
         dest="files",
         action="append",
-        required=True,
         metavar="FILE",
-        help="YAML or JSON manifests (repeatable; '-' reads standard input)",
+        help="YAML or JSON manifests (repeatable; '-' reads standard input); required unless "
+        "--from-cluster",
+    )
+    parser.add_argument(
+        "--from-cluster",
+        action="store_true",
+        help="with --disruption: read the cluster snapshot from the live cluster (KUBECONFIG) "
+        "instead of files, as `karpy run` sees it, pending pods included",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="with --from-cluster: the kubeconfig (default: $KUBECONFIG, in-cluster, "
+        "~/.kube/config)",
     )
     parser.add_argument(
         "--instance-types",
@@ -191,6 +206,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    if args.from_cluster:
+        if not args.disruption:
+            return _invalid("--from-cluster: only with --disruption")
+        if args.files:
+            return _invalid(
+                "--from-cluster: reads the cluster, not -f files; give one or the other"
+            )
+        return _from_cluster(args)
+    if not args.files:
+        return _invalid("-f/--filename: Required value (or --disruption --from-cluster)")
     try:
         types = _catalog(args.instance_types)
         scenario = load_scenario(
@@ -213,7 +238,7 @@ def _simulate(args: argparse.Namespace) -> int:
     for warning in scenario.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.disruption:
-        return _disruption(args, scenario)
+        return _disruption(args, scenario.objects)
     inp = scenario.input
     result = schedule(inp)
     result.errors = scenario.explain(result.errors)
@@ -221,12 +246,34 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _disruption(args: argparse.Namespace, scenario: Scenario) -> int:
+def _from_cluster(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from karpy.kube import KubeError
+    from karpy.simulation.live import read_cluster
+
+    try:
+        types = _catalog(args.instance_types)
+    except CatalogError as err:
+        return _invalid(str(err))
+    warnings: list[str] = []
+    try:
+        objects = asyncio.run(
+            read_cluster(instance_types=types, kubeconfig=args.kubeconfig, warnings=warnings)
+        )
+    except (KubeError, OSError) as err:  # ConfigError is a KubeError
+        print(f"error: cannot read the cluster: {err}", file=sys.stderr)
+        return 1
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return _disruption(args, objects)
+
+
+def _disruption(args: argparse.Namespace, objects: ScenarioObjects | None) -> int:
     # the controllers' modules are only needed here: plain `karpy simulate` does not load them
     from karpy.simulation.disruption import Replay, plan_disruption
     from karpy.simulation.disruption_output import write_disruption
 
-    objects = scenario.objects
     if objects is None:  # pragma: no cover - load_scenario always sets it
         return _invalid("the scenario has no objects")
     replay = Replay(

@@ -13,6 +13,9 @@ Every 10 seconds (at once again after a method acted), once cluster state has sy
    `validate` on freshly built candidates and budgets, which may drop the command.
 3. The command goes to the orchestration queue (`orchestration`), which marks, launches the
    replacements, waits for them and deletes the candidates.
+
+The loop is also the queue's `revalidate`: a delete-only command a previous leader left
+persisted is checked again, as after the validation delay, before the new leader deletes.
 """
 
 from __future__ import annotations
@@ -112,6 +115,8 @@ class DisruptionController:
                 client=client, cluster=cluster, events=self.events, clock=self.clock
             )
         )
+        if self.queue.revalidate is None:
+            self.queue.revalidate = self.revalidate
 
     def setup(self, builder: Builder[str]) -> None:
         singleton(builder)
@@ -161,6 +166,43 @@ class DisruptionController:
             )
             return None
         return valid
+
+    async def revalidate(self, reason: str, nodes: Sequence[StateNode]) -> bool:
+        """Whether deleting `nodes` for `reason` still holds: every node is still a candidate
+        of the method that spends `reason`, and that method's validation keeps them all within
+        today's budgets. Methods Karpenter does not validate (drift) keep their command; an
+        unknown reason does not."""
+        method = next((m for m in self.methods if m.reason == reason), None)
+        if method is None:
+            return False
+        if not method.needs_validation:
+            return True
+        now = self.clock.wall()
+        nodepools = self.nodepools()
+        pdbs = PdbLimits(self.pdbs.list() if self.pdbs is not None else ())
+        found: list[Candidate] = []
+        for node in nodes:
+            try:
+                c = candidate(
+                    node,
+                    nodepools=nodepools,
+                    pdbs=pdbs,
+                    now=now,
+                    in_flight=self.queue.busy(),
+                    graceful=method.graceful,
+                )
+            except NotCandidate:
+                return False
+            if not method.should_disrupt(c):
+                return False
+            found.append(c)
+        states = budget_states(self.cluster.nodes(), nodepools, reason=reason, now=now)
+        budgets = {name: state.remaining for name, state in states.items()}
+        command = Command(
+            candidates=tuple(found), reason=reason, consolidation_type=method.consolidation_type
+        )
+        valid = await method.validate(command, found, budgets)
+        return valid.keys() == command.keys() and not valid.replacements
 
     def prepare(self, method: Method, *, publish: bool) -> tuple[list[Candidate], dict[str, int]]:
         """The method's candidates and what each NodePool's budget for its reason allows."""

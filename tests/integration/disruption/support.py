@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,9 +13,14 @@ from kubetest import node_status
 
 from karpy.kube import Informer, Resource
 from tests.integration.support import ControllerEnv
-from tests.kit import nodeclaim, ready_claim_conditions
+from tests.kit import nodeclaim, pod, ready_claim_conditions
 
 JSON = dict[str, Any]
+AMD64_ON_DEMAND = (
+    {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+    {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+)
 
 
 @dataclass(kw_only=True)
@@ -130,3 +136,107 @@ async def managed_node(
         },
         annotations=node_annotations,
     )
+
+
+async def consolidatable_node(
+    env: Env, name: str, *, instance_type: str = "c-4x-amd64-linux", pool: str = "pool"
+) -> None:
+    """An initialized, `Consolidatable` NodeClaim of `instance_type` (on-demand, amd64, in
+    test-zone-a) and its Ready Node (4 CPUs allocatable), priced by the kwok catalogue. Its
+    providerID is not a kwok one, so the session's `NodeLeases` renews the Node's Lease and it
+    stays Ready (no kwok simulator runs here)."""
+    from karpy.apis.descriptors import NODECLAIMS
+
+    labels = {
+        "karpenter.sh/capacity-type": "on-demand",
+        "node.kubernetes.io/instance-type": instance_type,
+        "topology.kubernetes.io/zone": "test-zone-a",
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/os": "linux",
+    }
+    await env.create(NODECLAIMS, nodeclaim(name, pool=pool, labels=labels))
+    status = initialized("2026-01-01T00:00:00Z")
+    status["conditions"].append(
+        {
+            "type": "Consolidatable",
+            "status": "True",
+            "reason": "Consolidatable",
+            "message": "",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+    )
+    status.update(providerID=f"static://{name}", nodeName=name)
+    await env.patch_status(NODECLAIMS, name, status)
+    await create_node(
+        env,
+        name,
+        provider_id=f"static://{name}",
+        labels={
+            **labels,
+            "karpenter.sh/nodepool": pool,
+            "karpenter.sh/registered": "true",
+            "karpenter.sh/initialized": "true",
+        },
+    )
+
+
+def bare_pod(name: str, namespace: str, cpu: str, node: str | None = None, **kw: Any) -> JSON:
+    """A pod without an owner (an owner that does not exist would have the garbage collector
+    delete it) that tolerates the NoExecute taints the node lifecycle controller puts on these
+    kubelet-less nodes, so taint eviction leaves it where it is."""
+    return pod(
+        name,
+        namespace,
+        node=node,
+        tolerations=[{"operator": "Exists", "effect": "NoExecute"}],
+        requests={"cpu": cpu, "memory": "256Mi"},
+        **kw,
+    )
+
+
+async def unschedulable(env: Env, namespace: str, name: str, cpu: str) -> JSON:
+    """A pending pod as karpy provisions for it (PodScheduled=False, Unschedulable), which
+    kube-scheduler leaves alone (another scheduler's), so it stays pending."""
+    from karpy.kube import PODS
+
+    await env.client.create(
+        PODS,
+        bare_pod(name, namespace, cpu, spec={"schedulerName": "elsewhere"}),
+        namespace=namespace,
+    )
+    return await env.client.patch_status(
+        PODS,
+        name,
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/3 nodes are available",
+                    }
+                ]
+            }
+        },
+        namespace=namespace,
+    )
+
+
+async def untainted(env: Env, names: list[str]) -> None:
+    """Until the Nodes `names` carry no taint: the node lifecycle controller taints a new Node
+    `not-ready` until it sees the Node's Ready status, and simulations must not see that."""
+    from karpy.kube import NODES
+
+    async def clear() -> bool:
+        for name in names:
+            node = await env.client.get(NODES, name)
+            if (node.get("spec") or {}).get("taints"):
+                return False
+        return True
+
+    for _ in range(120):
+        if await clear():
+            return
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"nodes {names} still tainted after 60 s")

@@ -1,6 +1,7 @@
 """The disruption loop in-process against a real apiserver: empty, consolidatable nodes are
 tainted, marked and deleted within their NodePool's budget; do-not-disrupt, blocking budgets,
-pods arriving during validation and consolidation disabled keep nodes; stale marks are removed."""
+pods arriving during validation and consolidation disabled keep nodes; stale marks are removed;
+a delete a killed leader left persisted is re-validated by the next one before it deletes."""
 
 from __future__ import annotations
 
@@ -12,6 +13,11 @@ import pytest
 from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.apis.objects import is_node_ready
 from karpy.controllers.disruption import DisruptionController
+from karpy.controllers.disruption.orchestration.marks import (
+    ANNOTATION_COMMAND,
+    ANNOTATION_REPLACEMENTS,
+    ANNOTATION_STARTED,
+)
 from karpy.kube import NODES, PODS, EventRecorder
 from karpy.kube.resources import EVENTS
 from karpy.state import Cluster
@@ -216,3 +222,69 @@ async def test_stale_disruption_marks_are_removed(env: Env) -> None:
     node = await env.get(NODES, "stale")
     assert [t["key"] for t in node["spec"]["taints"]] == ["test.karpy.sh/x"]
     assert "DisruptionReason" not in conditions(await env.get(NODECLAIMS, "stale"))
+
+
+async def _persist_delete_command(env: Env, name: str, command_id: str) -> None:
+    """What a leader killed after marking an emptiness delete leaves on `name`: the command
+    annotations (no replacement), the disrupted taint and `DisruptionReason: Empty`."""
+    await env.client.patch(
+        NODECLAIMS,
+        name,
+        {
+            "metadata": {
+                "annotations": {
+                    ANNOTATION_COMMAND: command_id,
+                    ANNOTATION_REPLACEMENTS: "0",
+                    ANNOTATION_STARTED: "2026-01-01T00:00:00Z",
+                }
+            }
+        },
+    )
+    await env.client.patch(
+        NODES,
+        name,
+        {"spec": {"taints": [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}},
+    )
+    claim = await env.get(NODECLAIMS, name)
+    reason = {
+        "type": "DisruptionReason",
+        "status": "True",
+        "reason": "Empty",
+        "message": "Empty",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
+    await env.patch_status(
+        NODECLAIMS, name, {"conditions": [*claim["status"]["conditions"], reason]}
+    )
+
+
+async def test_a_new_leader_revalidates_a_persisted_delete_before_deleting(
+    env: Env, namespace: str
+) -> None:
+    controller, cluster, _ = await _setup(env, budgets=[{"nodes": "100%"}])
+    await managed_node(env, "still-empty", hold=True)
+    await managed_node(env, "now-busy", hold=True)
+    await _persist_delete_command(env, "still-empty", "cmd-empty")
+    await _persist_delete_command(env, "now-busy", "cmd-busy")
+    # Since the crash, a pod landed on one of the nodes: it is no longer empty.
+    await env.client.create(PODS, pod("arrived", namespace, node="now-busy"), namespace=namespace)
+    await _wait_synced(env, cluster, 2)
+    await env.until(
+        lambda: (
+            bool(cluster.node("kwok://now-busy").pods)  # type: ignore[union-attr]
+            and all(
+                controller.queue.owns(claim := cluster.nodeclaim_informer.get(n))
+                and "DisruptionReason" in conditions(claim or {})
+                for n in ("still-empty", "now-busy")
+            )
+        ),
+        message="the persisted commands and the pod in cluster state",
+    )
+    assert controller.queue.revalidate is not None
+    await controller.queue.step()
+    still_empty = await env.get(NODECLAIMS, "still-empty")
+    assert still_empty["metadata"].get("deletionTimestamp"), "the valid command was not finished"
+    busy = await env.get(NODECLAIMS, "now-busy")
+    assert not busy["metadata"].get("deletionTimestamp"), "deleted a node that holds a pod"
+    assert ANNOTATION_COMMAND not in (busy["metadata"].get("annotations") or {})
+    assert not (await env.get(NODES, "now-busy"))["spec"].get("taints")

@@ -47,6 +47,7 @@ async def _setup(env: Env, *, command_timeout: float = 600.0) -> tuple[Orchestra
         cluster=cluster,
         events=DedupingEvents(EventRecorder(env.client), clock=RealClock()),
         timeout=command_timeout,
+        max_timeout=max(command_timeout, 3600.0) if command_timeout else 0.0,
     )
     return queue, cluster
 

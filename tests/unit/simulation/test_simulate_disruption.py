@@ -245,3 +245,37 @@ def test_min_savings_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[st
         main(["simulate", "--disruption", "--min-savings", "1.5", "-f", f])
     assert exited.value.code == 2
     assert "--min-savings: '1.5' must be in [0, 1)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from-cluster"], "--from-cluster: only with --disruption"),
+        (["--disruption", "--from-cluster", "-f", "x.yaml"], "give one or the other"),
+        (["--disruption"], "-f/--filename: Required value"),
+    ],
+)
+def test_from_cluster_and_files_are_one_or_the_other(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", *args]) == 2
+    captured = capsys.readouterr()
+    assert message in captured.err and not captured.out
+
+
+def test_from_cluster_without_a_reachable_cluster_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        [
+            "simulate",
+            "--disruption",
+            "--from-cluster",
+            "--kubeconfig",
+            str(tmp_path / "missing"),
+        ]
+    )
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "error: cannot read the cluster: kubeconfig not found" in captured.err
+    assert not captured.out

@@ -1,8 +1,10 @@
 """Multi-node and single-node consolidation as disruption methods (the loop's `Method`).
 
 Each pass builds a `Snapshot` of the cluster (nodes, NodePools with their instance types from
-the cloud provider, PDBs, DaemonSets, volumes) and runs the search (`search.py`) in a worker
-thread, so the event loop keeps serving watches and probes while every candidate is evaluated.
+the cloud provider, PDBs, DaemonSets, volumes, and the pods still to place: pending pods the
+provisioner would provision for and those of nodes being deleted) and runs the search
+(`search.py`) in a worker thread, so the event loop keeps serving watches and probes while every
+candidate is evaluated.
 Validation, after the loop's delay, rebuilds the snapshot and simulates the same nodes again:
 the command stands only if it is still the same kind (delete or replace) and, for a replace,
 the new simulation still offers every instance type the command would launch.
@@ -141,9 +143,16 @@ class _Consolidation:
                 continue
             nodepools[pool.name] = pool
         pdbs = self.pdbs.list() if self.pdbs is not None else []
+        # As Karpenter's SimulateScheduling: the pods the provisioner still has to place (and
+        # those of nodes being deleted) take their room before the candidates' pods do.
+        pending = [
+            *self.cluster.provisionable_pods(),
+            *self.cluster.pods_on_deleting_nodes(state.nodes),
+        ]
         return await run_off_loop(
             build_snapshot,
             nodes=state.nodes,
+            pending=pending,
             nodepools=nodepools,
             templates=templates,
             pdbs=pdbs,

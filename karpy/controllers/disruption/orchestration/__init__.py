@@ -6,6 +6,15 @@ from karpy.controllers.disruption.orchestration.queue import (
     QUEUE_NAME,
     OrchestrationQueue,
     QueueController,
+    Revalidate,
+    command_timeout,
 )
 
-__all__ = ["COMMAND_TIMEOUT", "QUEUE_NAME", "OrchestrationQueue", "QueueController"]
+__all__ = [
+    "COMMAND_TIMEOUT",
+    "QUEUE_NAME",
+    "OrchestrationQueue",
+    "QueueController",
+    "Revalidate",
+    "command_timeout",
+]

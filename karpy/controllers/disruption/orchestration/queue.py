@@ -20,15 +20,18 @@ annotations removed, candidates unmarked.
 Crash recovery: a candidate NodeClaim annotated with a command this process does not run is
 adopted. If every replacement the annotation promises exists, the command resumes (waits and
 deletes, with the timeout counted from the persisted start); otherwise the launch was cut short
-and the command is rolled back. Replacements are only ever created by `start`, so a command never
-launches twice.
+and the command is rolled back. A delete-only command (nothing launched to wait for) is adopted
+only once cluster state has synced, and first re-validated through `revalidate` (the disruption
+loop's validation of the method that decided it): one that no longer holds is rolled back
+instead of deleting nodes on a decision the cluster has moved past. Replacements are only ever
+created by `start`, so a command never launches twice.
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -65,12 +68,25 @@ from karpy.kube import (
     Result,
 )
 from karpy.kube.builder import Builder, singleton
-from karpy.state import Cluster
+from karpy.state import Cluster, StateNode
 
-__all__ = ["COMMAND_TIMEOUT", "QUEUE_NAME", "OrchestrationQueue", "QueueController"]
+__all__ = [
+    "COMMAND_TIMEOUT",
+    "MAX_COMMAND_TIMEOUT",
+    "QUEUE_NAME",
+    "OrchestrationQueue",
+    "QueueController",
+    "Revalidate",
+    "command_timeout",
+]
 
 QUEUE_NAME: Final = "disruption.queue"
 COMMAND_TIMEOUT: Final = 600.0
+"""The shortest a command may wait for its replacements (Karpenter's `minRetryDuration`)."""
+MAX_COMMAND_TIMEOUT: Final = 3600.0
+"""The longest (Karpenter's `maxRetryDuration`)."""
+TIMEOUT_PER_CANDIDATE: Final = 0.08
+"""Karpenter's `retryDurationScale`: the wait grows by 80 ms per candidate in flight."""
 BUSY_PERIOD: Final = 1.0
 IDLE_PERIOD: Final = 5.0
 REASON_DISRUPTION_TERMINATING: Final = "DisruptionTerminating"
@@ -78,6 +94,17 @@ REASON_DISRUPTION_TERMINATING: Final = "DisruptionTerminating"
 log = structlog.get_logger("karpy.controllers.disruption.queue")
 
 JSON = dict[str, Any]
+
+Revalidate = Callable[[str, Sequence[StateNode]], Awaitable[bool]]
+"""(disruption reason, the candidates' nodes) -> whether deleting them still holds."""
+
+
+def command_timeout(
+    queued: int, *, floor: float = COMMAND_TIMEOUT, ceiling: float = MAX_COMMAND_TIMEOUT
+) -> float:
+    """How long a command may wait for its replacements when `queued` candidate nodes are in
+    flight: 80 ms each, clamped to [10 minutes, 1 hour], as Karpenter's queue."""
+    return min(max(TIMEOUT_PER_CANDIDATE * queued, floor), max(ceiling, floor))
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +156,18 @@ class OrchestrationQueue:
         events: DedupingEvents,
         clock: Clock | None = None,
         timeout: float = COMMAND_TIMEOUT,
+        max_timeout: float = MAX_COMMAND_TIMEOUT,
+        revalidate: Revalidate | None = None,
     ) -> None:
         self.client = client
         self.cluster = cluster
         self.events = events
         self.clock = clock or RealClock()
         self.timeout = timeout
+        """The floor of the command timeout (`command_timeout`)."""
+        self.max_timeout = max_timeout
+        self.revalidate = revalidate
+        """Set by the disruption loop: re-validates a previous leader's delete-only command."""
         self._running: dict[str, _Running] = {}
         self._starting: set[str] = set()
         """Command ids being started (their annotations may be visible before their
@@ -150,6 +183,11 @@ class OrchestrationQueue:
 
     def __len__(self) -> int:
         return len(self._running)
+
+    def command_timeout(self) -> float:
+        """The timeout for the commands in flight, scaled by how many candidates they hold."""
+        queued = sum(len(r.targets) for r in self._running.values())
+        return command_timeout(queued, floor=self.timeout, ceiling=self.max_timeout)
 
     def owns(self, claim: Mapping[str, Any] | None) -> bool:
         """The NodeClaim is a candidate of a command, here or persisted by a previous leader
@@ -315,7 +353,7 @@ class OrchestrationQueue:
         if all(s == "initialized" for s in states):
             await self._finish(running)
             return
-        if self.clock.wall() - running.started > timedelta(seconds=self.timeout):
+        if self.clock.wall() - running.started > timedelta(seconds=self.command_timeout()):
             log.info(
                 "replacement nodeclaims did not initialize in time; rolling back",
                 **{"command-id": running.id},
@@ -427,6 +465,10 @@ class OrchestrationQueue:
                 continue
             orphans.setdefault(command_id, []).append(claim)
         for command_id, candidates in orphans.items():
+            if _int(annotation(candidates[0], ANNOTATION_REPLACEMENTS)) == 0 and (
+                not self.cluster.synced()
+            ):
+                continue  # re-validated on complete state only
             await self._adopt(command_id, candidates, claims)
 
     async def _adopt(self, command_id: str, candidates: list[JSON], claims: Sequence[JSON]) -> None:
@@ -458,6 +500,15 @@ class OrchestrationQueue:
             )
             await self._roll_back(targets, replacements, command=None, failed=False)
             return
+        if not expected and not await self._still_valid(running):
+            log.info(
+                "a previous leader's delete command no longer holds; rolling back",
+                **{"command-id": command_id},
+                candidates=[t.nodeclaim for t in targets],
+                reason=reason,
+            )
+            await self._roll_back(targets, [], command=None, failed=False)
+            return
         log.info(
             "resuming a disruption command of a previous leader",
             **{"command-id": command_id},
@@ -468,6 +519,17 @@ class OrchestrationQueue:
         for t in targets:
             self._busy.update((t.key, t.nodeclaim))
         self.cluster.mark_for_deletion(*(t.key for t in targets))
+
+    async def _still_valid(self, running: _Running) -> bool:
+        """A delete-only command re-validated on today's cluster (kept as is without a
+        validator, as a queue used alone)."""
+        if self.revalidate is None:
+            return True
+        nodes = [self.cluster.node_for_nodeclaim(t.nodeclaim) for t in running.targets]
+        present = [n for n in nodes if n is not None]
+        if len(present) != len(nodes):
+            return False
+        return await self.revalidate(running.reason, present)
 
     def _target_in_state(self, claim: Mapping[str, Any]) -> _Target:
         name = str((claim.get("metadata") or {}).get("name") or "")

@@ -1,0 +1,134 @@
+"""`karpy simulate --disruption --from-cluster`: the cluster snapshot read from a live cluster.
+
+The apiserver is the one `karpy run` would talk to (`--kubeconfig`, else `$KUBECONFIG`,
+in-cluster configuration or `~/.kube/config`), and the objects are those `karpy run`'s
+informers hold: NodePools, NodeClaims, Nodes, Pods, PodDisruptionBudgets, DaemonSets,
+Namespaces, and where their CRDs are installed SchedulingConfigs and NodeOverlays. Each kind is
+listed once, read only. The replay then turns them into the engine's input with the same
+builder as `karpy run` (`karpy.state.inputs`).
+
+Pods: those bound to a listed node and still active, plus the pending pods `karpy run` would
+provision for (kube-scheduler gave up on them: `is_provisionable`), which each simulation places
+along with the pods it moves. NodeClaims keep their live status: a node whose `consolidateAfter`
+has not passed is not `Consolidatable` yet, and the plan says so instead of acting on it. The
+instance types come from `--instance-types` (the kwok catalogue by default; `aws:REGION` for
+EC2), as the cloud provider's catalogue is not read from the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from karpy.apis.descriptors import NODECLAIMS, NODEOVERLAYS, NODEPOOLS, SCHEDULINGCONFIGS
+from karpy.apis.errors import ValidationError
+from karpy.apis.v1 import NodePool, validate_nodepool
+from karpy.kube import NODES, PODS, Client, NotFoundError
+from karpy.kube.resources import DAEMONSETS, NAMESPACES, PODDISRUPTIONBUDGETS, Resource
+from karpy.scheduling import InstanceType, TaintError
+from karpy.scheduling.engine import NodePoolTemplate
+from karpy.simulation.scenario import ScenarioObjects
+from karpy.state import pods as podutil
+from karpy.state.inputs import NodeClassKey, nodepool_nodeclass
+
+__all__ = ["objects_from_cluster", "read_cluster"]
+
+JSON = dict[str, Any]
+OPTIONAL = frozenset({SCHEDULINGCONFIGS.plural, NODEOVERLAYS.plural})
+"""Kinds whose CRDs a cluster may not have installed (read as none)."""
+
+
+async def _list(client: Client, resource: Resource) -> list[JSON]:
+    try:
+        listed = await client.list(resource)
+    except NotFoundError:
+        if resource.plural in OPTIONAL:
+            return []
+        raise
+    return list(listed.items)
+
+
+def _name(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def objects_from_cluster(
+    listed: dict[str, list[JSON]],
+    *,
+    instance_types: Sequence[InstanceType],
+    warnings: list[str],
+) -> ScenarioObjects:
+    """The scenario of the listed objects (kind plural -> items): NodePools validated (an
+    invalid one is skipped with a warning, as the provisioner skips it), pods filtered as
+    `karpy run` sees them."""
+    models: list[NodePool] = []
+    templates: list[NodePoolTemplate] = []
+    nodeclasses: dict[str, NodeClassKey | None] = {}
+    for raw in listed[NODEPOOLS.plural]:
+        try:
+            model = validate_nodepool(raw)
+            template = (
+                None
+                if model.is_static
+                else NodePoolTemplate.from_nodepool(model.to_dict(), instance_types)
+            )
+        except (ValidationError, ValueError, TaintError) as err:
+            warnings.append(f"NodePool {_name(raw)}: skipped: {err}")
+            continue
+        models.append(model)
+        nodeclasses[model.name] = nodepool_nodeclass(raw)
+        if template is not None:
+            templates.append(template)
+    if not models:
+        warnings.append("no NodePool in the cluster: nothing can be disrupted or launched")
+    nodes = listed[NODES.plural]
+    names = {_name(n) for n in nodes}
+    pods: list[JSON] = []
+    for pod in listed[PODS.plural]:
+        bound = podutil.node_name(pod)
+        if bound:
+            if bound in names and podutil.is_active(pod):
+                pods.append(pod)
+        elif podutil.is_provisionable(pod):
+            pods.append(pod)
+    return ScenarioObjects(
+        nodepools=models,
+        templates=templates,
+        nodes=nodes,
+        nodeclaims=listed[NODECLAIMS.plural],
+        pods=pods,
+        pdbs=listed[PODDISRUPTIONBUDGETS.plural],
+        daemonsets=listed[DAEMONSETS.plural],
+        namespaces={
+            _name(ns): dict((ns.get("metadata") or {}).get("labels") or {})
+            for ns in listed[NAMESPACES.plural]
+        },
+        configs=listed[SCHEDULINGCONFIGS.plural],
+        nodeclasses=nodeclasses,
+        overlays=listed[NODEOVERLAYS.plural],
+    )
+
+
+async def read_cluster(
+    *,
+    instance_types: Sequence[InstanceType],
+    kubeconfig: str | None = None,
+    warnings: list[str],
+) -> ScenarioObjects:
+    """List every kind the simulation uses from the cluster (concurrently, once each)."""
+    kinds = (
+        NODEPOOLS,
+        NODECLAIMS,
+        NODES,
+        PODS,
+        PODDISRUPTIONBUDGETS,
+        DAEMONSETS,
+        NAMESPACES,
+        SCHEDULINGCONFIGS,
+        NODEOVERLAYS,
+    )
+    async with await Client.connect(kubeconfig=kubeconfig, user_agent="karpy-simulate") as client:
+        lists = await asyncio.gather(*(_list(client, k) for k in kinds))
+    listed = {k.plural: items for k, items in zip(kinds, lists, strict=True)}
+    return objects_from_cluster(listed, instance_types=instance_types, warnings=warnings)
