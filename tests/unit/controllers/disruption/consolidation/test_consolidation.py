@@ -16,6 +16,7 @@ from karpy.controllers.disruption.consolidation import (
 )
 from tests.kit import nodeoverlay, pdb, schedulingconfig
 from tests.unit.controllers.disruption.consolidation.states import (
+    ON_DEMAND_AMD64,
     TYPES,
     app_pod,
     machine,
@@ -305,3 +306,24 @@ def test_pods_the_engine_packs_onto_two_equal_priced_nodes_get_one_replacement()
     assert len(outcome.replacement.pods) == 4
     assert outcome.replacement_price < _price("c-16x-amd64-linux") / 2
     assert set(outcome.moves.values()) == {"<replacement>"}
+
+
+def test_multi_node_growth_runs_at_most_its_probe_budget() -> None:
+    # six nodes with a 6-CPU pod and six with a 500m pod, no type above 8 CPUs: the prefix
+    # search settles on a set, then growth tries the other candidates one simulation each
+    # (least used first), no more of them than it is allowed
+    machines = [machine(f"n{i:02d}", "c-8x-amd64-linux") for i in range(12)]
+    pods = [app_pod(f"p{i}", f"n{i:02d}", "6" if i < 6 else "500m") for i in range(12)]
+    small = [
+        *ON_DEMAND_AMD64,
+        {"key": "karpenter.kwok.sh/instance-cpu", "operator": "Lt", "values": ["9"]},
+    ]
+    snap = snapshot(machines, pods, budgets=[{"nodes": "100%"}], requirements=small)
+    candidates, _ = consolidation_candidates(snap)
+    searched, base = multi_node(snap, candidates, growth_probes=0)
+    grown, one = multi_node(snap, candidates, growth_probes=1)
+    _, unlimited = multi_node(snap, candidates, growth_probes=1000)
+    assert searched is not None and grown is not None
+    assert one.simulations == base.simulations + 1
+    assert unlimited.simulations > one.simulations
+    assert len(grown.candidates) >= len(searched.candidates)
