@@ -24,6 +24,7 @@ FILES = {
     "karpenter.kwok.sh_kwoknodeclasses.yaml",
     "karpenter.sh_schedulingconfigs.yaml",  # karpy's extension
     "karpenter.sh_nodeoverlays.yaml",
+    "autoscaling.x-k8s.io_capacitybuffers.yaml",  # the cluster-autoscaler API
 }
 
 
@@ -62,6 +63,7 @@ def test_rendering_is_deterministic() -> None:
         "kwoknodeclasses.karpenter.kwok.sh",
         "schedulingconfigs.karpenter.sh",
         "nodeoverlays.karpenter.sh",
+        "capacitybuffers.autoscaling.x-k8s.io",
     ]
 
 
@@ -71,7 +73,7 @@ def test_command_prints_one_stream(capsys: pytest.CaptureFixture[str]) -> None:
     assert crds.run(parser.parse_args([])) == 0
     out = capsys.readouterr().out
     assert out == crds.render_all()
-    assert len([d for d in yaml.safe_load_all(out) if d]) == 6
+    assert len([d for d in yaml.safe_load_all(out) if d]) == len(FILES)
 
 
 def test_command_writes_karpenters_files(tmp_path: Path) -> None:
@@ -86,8 +88,12 @@ def test_command_writes_karpenters_files(tmp_path: Path) -> None:
 def test_names_scope_and_categories() -> None:
     for resource in RESOURCES:
         spec = resource.crd()["spec"]
-        assert spec["scope"] == "Cluster"
-        assert spec["names"]["categories"] == ["karpenter"]
+        if resource.kind == "CapacityBuffer":  # the cluster-autoscaler API: namespaced, no category
+            assert spec["scope"] == "Namespaced"
+            assert spec["names"]["shortNames"] == ["cb"]
+        else:
+            assert spec["scope"] == "Cluster"
+            assert spec["names"]["categories"] == ["karpenter"]
         (version,) = spec["versions"]
         assert version["served"] and version["storage"]
         assert "status" in version["subresources"]
