@@ -265,5 +265,7 @@ async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrappe
     try:
         await manager.run()
     finally:
+        # After every controller stopped: the provider's API clients, then karpy's own.
+        await plugin.close(inner)
         await client.close()
     return 0

@@ -2,8 +2,9 @@
 
 A `ProviderPlugin` says which NodeClass kinds it serves, builds its `CloudProvider` from the
 settings, and adds its own runnables (kwok: the node/pod simulator; aws: the EC2NodeClass
-controller). The operator looks a plugin up by `PROVIDER` in `PLUGINS` and knows nothing else
-about it. Plugins are imported on first use, so running kwok never loads the AWS SDK.
+controller), and closes what it opened when the operator stops. The operator looks a plugin up
+by `PROVIDER` in `PLUGINS` and knows nothing else about it. Plugins are imported on first use,
+so running kwok never loads the AWS SDK.
 """
 
 from __future__ import annotations
@@ -77,6 +78,11 @@ class ProviderPlugin(Protocol):
 
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
         """Add the provider's own controllers; `provider` is what `build` returned."""
+        ...
+
+    async def close(self, provider: CloudProvider) -> None:
+        """Release what `build` opened (API clients and their connections); called once, after
+        every controller has stopped."""
         ...
 
 

@@ -1,122 +1,113 @@
-"""Stand-in kubelets for the EC2 instances `karpy run` launches against moto (which runs none),
-in a thread with its own event loop: a Node for every launched NodeClaim (providerID, labels,
-capacity, Ready, heartbeats renewed so the node lifecycle controller keeps it Ready), pods bound
-to those Nodes Running and Ready, and pods being deleted finished at once."""
+"""Stand-in kubelets for the EC2 instances `karpy run` launches against moto (which runs none):
+karpy's kwok simulator, given `EC2Machines` instead of kwok's fake instances, in a thread with
+its own event loop and controller manager. It registers a Node for every launched NodeClaim
+(the instance's providerID, the NodeClaim's labels and capacity, Ready), renews its Lease and
+status so the node lifecycle controller keeps it Ready, runs the pods bound to it and finishes
+their deletions: the same code that plays kwok's kubelets in `karpy run`."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import threading
-import time
+from collections.abc import Mapping
 from typing import Any
 
-from kubetest import now_rfc3339
-
 from karpy.apis.descriptors import NODECLAIMS
-from karpy.kube import NODES, PODS, Cache, Client, KubeError
-from tests.integration.termination.support import FakeKubelet
+from karpy.cloudprovider.kwok.machines import Registration
+from karpy.cloudprovider.kwok.simulator import KwokSimulator
+from karpy.kube import NODES, AlreadyExistsError, Client, KubeError
+from karpy.kube.builder import build
+from karpy.kube.manager import Manager, ManagerOptions
 
-__all__ = ["Kubelets"]
+__all__ = ["EC2Machines", "Kubelets", "node_name"]
 
 JSON = dict[str, Any]
-HEARTBEAT_SECONDS = 10.0
+PROVIDER_ID_PREFIX = "aws:///"
+
+
+def node_name(provider_id: str) -> str:
+    """The Node name the instance's kubelet registers (`ip-<instance id>.ec2.internal`)."""
+    return f"ip-{provider_id.rsplit('/', 1)[-1]}.ec2.internal"
+
+
+class EC2Machines:
+    """EC2 instances (`aws:///<zone>/<id>`) as the simulator's `Machines`: registered at
+    once, created straight through the API; failures other than a repeat are recorded."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.errors: list[str] = []
+
+    def serves(self, provider_id: str) -> bool:
+        return provider_id.startswith(PROVIDER_ID_PREFIX)
+
+    def node_name(self, provider_id: str) -> str | None:
+        return node_name(provider_id) if self.serves(provider_id) else None
+
+    async def registration(self, claim: Mapping[str, Any]) -> Registration:
+        return Registration()
+
+    async def create_node(self, node: JSON) -> None:
+        try:
+            await self.client.create(NODES, node)
+        except AlreadyExistsError:
+            pass
+        except KubeError as exc:
+            self.errors.append(f"registering {node['metadata']['name']}: {exc}")
+            raise
 
 
 class Kubelets:
-    """The kubelets of the EC2 instances karpy launches, in a thread with its own loop."""
+    """`with Kubelets(kubeconfig) as kubelets:` plays the instances' kubelets until the block
+    ends; `errors` lists Node registrations the apiserver refused."""
 
     def __init__(self, kubeconfig: str) -> None:
         self.kubeconfig = kubeconfig
         self.errors: list[str] = []
-        self._stop = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._manager: Manager | None = None
+        self._started = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kubelets", daemon=True)
 
     def __enter__(self) -> Kubelets:
         self._thread.start()
+        self._started.wait(60)
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
+        if self._loop is not None and self._manager is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already ended
+                self._loop.call_soon_threadsafe(self._manager.stop)
+        self._thread.join(timeout=60)
 
     def _run(self) -> None:
-        asyncio.run(self._main())
+        try:
+            asyncio.run(self._main())
+        finally:
+            self._started.set()
 
     async def _main(self) -> None:
         client = await Client.connect(kubeconfig=self.kubeconfig)
-        cache = Cache(client)
-        claims = cache.informer(NODECLAIMS)
-        nodes = cache.informer(NODES)
-        kubelet = FakeKubelet(client, cache.informer(PODS))
-        stop = asyncio.Event()
-        task = asyncio.create_task(cache.start(stop))
-        await cache.wait_for_sync()
-        beats: dict[str, float] = {}
-        try:
-            while not self._stop.is_set():
-                for claim in claims.list():
-                    provider_id = str((claim.get("status") or {}).get("providerID") or "")
-                    if not provider_id.startswith("aws:///") or claim["metadata"].get(
-                        "deletionTimestamp"
-                    ):
-                        continue
-                    name = f"ip-{provider_id.rsplit('/', 1)[-1]}.ec2.internal"
-                    if name in kubelet.nodes:
-                        continue
-                    kubelet.nodes.add(name)
-                    try:
-                        await self._register(client, name, claim)
-                    except KubeError as exc:
-                        self.errors.append(f"registering {name}: {exc}")
-                        kubelet.nodes.discard(name)
-                now = time.monotonic()
-                for name in list(kubelet.nodes):
-                    if nodes.get(name) is None or now - beats.get(name, 0.0) < HEARTBEAT_SECONDS:
-                        continue
-                    beats[name] = now
-                    with contextlib.suppress(KubeError):
-                        await self._ready(client, name, None)
-                await asyncio.sleep(0.3)
-        finally:
-            await kubelet.close()
-            stop.set()
-            await task
-            await client.close()
-
-    async def _register(self, client: Client, name: str, claim: JSON) -> None:
-        status = claim["status"]
-        await client.create(
-            NODES,
-            {
-                "apiVersion": "v1",
-                "kind": "Node",
-                "metadata": {
-                    "name": name,
-                    "labels": {**claim["metadata"]["labels"], "kubernetes.io/hostname": name},
-                },
-                "spec": {
-                    "providerID": status["providerID"],
-                    "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
-                },
-            },
+        manager = Manager(
+            client=client,
+            options=ManagerOptions(metrics_port=None, health_probe_port=None, handle_signals=False),
         )
-        await self._ready(client, name, status)
-
-    async def _ready(self, client: Client, name: str, status: JSON | None) -> None:
-        stamp = now_rfc3339()
-        patch: JSON = {
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "lastHeartbeatTime": stamp,
-                    "lastTransitionTime": stamp,
-                }
-            ]
-        }
-        if status is not None:
-            patch["capacity"] = status["capacity"]
-            patch["allocatable"] = status["allocatable"]
-        await client.patch_status(NODES, name, {"status": patch})
+        machines = EC2Machines(client)
+        machines.errors = self.errors
+        simulator = KwokSimulator(
+            client=client,
+            cache=manager.cache,
+            machines=machines,
+            nodeclaims=NODECLAIMS,
+            clock=manager.clock,
+        )
+        for reconciler in simulator.reconcilers():
+            manager.add(build(reconciler))
+        self._loop = asyncio.get_running_loop()
+        self._manager = manager
+        self._started.set()
+        try:
+            await manager.run()
+        finally:
+            await client.close()

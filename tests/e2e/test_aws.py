@@ -2,15 +2,14 @@
 
 The moto server runs in the test process and is seeded by `hack/aws/moto_seed.py`; the
 EC2NodeClass and NodePool are the examples under `manifests/examples/aws/`. A pending pod
-becomes a NodeClaim launched as an EC2 instance; the test then plays the instance's kubelet
-(it registers a Node with the instance's providerID and reports it Ready), so the NodeClaim
-reaches Initialized and the scheduler binds the pod; deleting the NodeClaim terminates the
-instance.
+becomes a NodeClaim launched as an EC2 instance; the kwok simulator's kubelet half
+(`tests.e2e.aws_kubelets`) registers a Node with the instance's providerID and keeps it Ready,
+so the NodeClaim reaches Initialized, the scheduler binds the pod and the simulated kubelet runs
+it; deleting the NodeClaim terminates the instance.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import pytest
 from kubetest import Kubectl
 from moto.server import ThreadedMotoServer
 
+from tests.e2e.aws_kubelets import Kubelets, node_name
 from tests.e2e.conftest import KarpyFactory
 from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready
 
@@ -53,44 +53,15 @@ def _lower(env: dict[str, str]) -> dict[str, str]:
     return {k.lower(): v for k, v in env.items()}
 
 
-def register_node(kubectl: Kubectl, claim: dict[str, Any]) -> str:
-    """What the instance's kubelet does: a Node with the instance's providerID, the
-    `karpenter.sh/unregistered` taint and the NodeClaim's labels, then a Ready status."""
-    status = claim["status"]
-    name = f"ip-{status['providerID'].rsplit('/', 1)[-1]}.ec2.internal"
-    kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": {**claim["metadata"]["labels"], "kubernetes.io/hostname": name},
-            },
-            "spec": {
-                "providerID": status["providerID"],
-                "taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}],
-            },
-        }
-    )
-    ready = {
-        "type": "Ready",
-        "status": "True",
-        "reason": "KubeletReady",
-        "lastHeartbeatTime": claim["metadata"]["creationTimestamp"],
-        "lastTransitionTime": claim["metadata"]["creationTimestamp"],
-    }
-    patch = {
-        "status": {
-            "capacity": status["capacity"],
-            "allocatable": status["allocatable"],
-            "conditions": [ready],
-        }
-    }
-    kubectl("patch", "node", name, "--subresource=status", "--type=merge", "-p", json.dumps(patch))
-    return name
-
-
 def test_a_pending_pod_launches_an_ec2_instance_that_joins_and_is_terminated(
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str, moto: str
+) -> None:
+    with Kubelets(kubeconfig) as kubelets:
+        launch_join_and_terminate(karpy_factory, kubectl, namespace, moto)
+    assert kubelets.errors == []
+
+
+def launch_join_and_terminate(
     karpy_factory: KarpyFactory, kubectl: Kubectl, namespace: str, moto: str
 ) -> None:
     seeded = subprocess.run(
@@ -160,7 +131,7 @@ def test_a_pending_pod_launches_an_ec2_instance_that_joins_and_is_terminated(
     assert stamped["karpenter.k8s.aws/ec2nodeclass-hash-version"] == "v6"
     assert ec2nodeclass["metadata"]["finalizers"] == ["karpenter.k8s.aws/termination"]
 
-    node = register_node(kubectl, claim)
+    node = node_name(claim["status"]["providerID"])
 
     def initialized() -> bool:
         found = kubectl.json("get", "nodeclaim", claim["metadata"]["name"])
@@ -168,14 +139,17 @@ def test_a_pending_pod_launches_an_ec2_instance_that_joins_and_is_terminated(
         return state is not None and state.get("status") == "True"
 
     wait_for(initialized, timeout=60, message="NodeClaim Initialized")
-    wait_for(
-        lambda: kubectl.json("get", "pod", "web", "-n", namespace)["spec"].get("nodeName") == node,
-        timeout=60,
-        message="pod bound to the new Node",
-    )
+    registered = kubectl.json("get", "node", node)
+    assert registered["spec"]["providerID"] == claim["status"]["providerID"]
 
-    # No container runtime: finish the pod as its kubelet would, then delete the NodeClaim.
-    kubectl("delete", "pod", "web", "-n", namespace, "--grace-period=0", "--force")
+    def running_on_node() -> bool:
+        pod = kubectl.json("get", "pod", "web", "-n", namespace)
+        return pod["spec"].get("nodeName") == node and pod["status"].get("phase") == "Running"
+
+    wait_for(running_on_node, timeout=60, message="pod bound to the new Node and Running")
+
+    # The simulated kubelet finishes the pod's deletion, then the NodeClaim goes.
+    kubectl("delete", "pod", "web", "-n", namespace, timeout=60)
     kubectl("delete", "nodeclaim", claim["metadata"]["name"], timeout=90)
     state = ec2_instances(moto)[instance_id]["State"]["Name"]
     assert state in ("shutting-down", "terminated")

@@ -102,6 +102,11 @@ class AWSClients:
             self._on_client(service, client)
         return client, stack
 
+    @property
+    def open(self) -> int:
+        """How many clients are open (on any loop)."""
+        return len(self._clients)
+
     async def close(self) -> None:
         """Close the clients opened on the running loop (a new call opens new ones)."""
         loop = id(asyncio.get_running_loop())

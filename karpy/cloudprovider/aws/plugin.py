@@ -99,6 +99,7 @@ def build_aws_provider(
         instance_types=instance_types,
         instances=instances,
         resolver=resolver,
+        clients=clients,
     )
 
 
@@ -129,19 +130,24 @@ class AWSPlugin:
                     return None
             return EC2NodeClass.model_validate(found)
 
-        access = await discover_cluster(
-            clients,
-            cluster_name=settings.cluster_name,
-            endpoint=settings.aws.cluster_endpoint,
-            ca_bundle=settings.aws.cluster_ca_bundle,
-            ca_file=client.ca_file,
-        )
+        try:
+            access = await discover_cluster(
+                clients,
+                cluster_name=settings.cluster_name,
+                endpoint=settings.aws.cluster_endpoint,
+                ca_bundle=settings.aws.cluster_ca_bundle,
+                ca_file=client.ca_file,
+            )
+            version = kubernetes_version(await client.server_version())
+        except BaseException:
+            await clients.close()
+            raise
         return build_aws_provider(
             settings,
             clients=clients,
             cluster_endpoint=access.endpoint,
             ca_bundle=access.ca_bundle,
-            kubernetes_version=kubernetes_version(await client.server_version()),
+            kubernetes_version=version,
             nodeclass_of=nodeclass_of,
         )
 
@@ -188,10 +194,20 @@ class AWSPlugin:
         )
         ctx.add_runnable(
             InterruptionController(
-                clients=clients_from_env(), queue=queue, handler=handler, clock=ctx.clock
+                clients=provider.clients or clients_from_env(),
+                queue=queue,
+                handler=handler,
+                clock=ctx.clock,
             ),
             leader_only=True,
         )
+
+    async def close(self, provider: CloudProvider) -> None:
+        """Close the aioboto3 clients `build` opened (EC2, SSM, IAM, EKS, SQS): their
+        connection pools would otherwise be left for the garbage collector, unclosed."""
+        if isinstance(provider, AWSCloudProvider):
+            await provider.close()
+            log.info("AWS clients closed")
 
 
 PLUGIN: Final = AWSPlugin()

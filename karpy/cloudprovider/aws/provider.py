@@ -18,6 +18,7 @@ from karpy.apis.aws.v1.ec2nodeclass import KIND, EC2NodeClass
 from karpy.apis.v1 import NodeClaim, NodePool
 from karpy.apis.v1.common import NodeClassReference
 from karpy.cloudprovider.aws import drift
+from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.instances import AWSInstances
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
@@ -51,8 +52,11 @@ class AWSCloudProvider:
         instance_types: InstanceTypeProvider,
         instances: AWSInstances,
         resolver: NodeClassResolver | None = None,
+        clients: AWSClients | None = None,
     ) -> None:
         self.nodeclass_of = nodeclass_of
+        self.clients = clients
+        """The API clients the provider's parts share (closed with `close`)."""
         self.resolver = resolver
         """What the EC2NodeClass controller resolves classes with (the plugin adds it)."""
         self.instance_types = instance_types
@@ -120,6 +124,11 @@ class AWSCloudProvider:
 
     def repair_policies(self) -> builtins.list[RepairPolicy]:
         return list(REPAIR_POLICIES)
+
+    async def close(self) -> None:
+        """Close the shared API clients and their connection pools."""
+        if self.clients is not None:
+            await self.clients.close()
 
 
 def _require_ready(nodeclass: EC2NodeClass) -> None:

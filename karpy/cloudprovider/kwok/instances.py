@@ -142,9 +142,11 @@ def node_for(
     allocatable: Mapping[str, int],
     now: str,
     annotations: Mapping[str, str] | None = None,
+    provider_id: str | None = None,
 ) -> dict[str, Any]:
-    """The Node object of a kwok instance, as a booted kubelet registers it: Ready, still
-    tainted `karpenter.sh/unregistered` until karpy registers it."""
+    """The Node object of a simulated instance (kwok's unless `provider_id` says otherwise), as
+    a booted kubelet registers it: Ready, still tainted `karpenter.sh/unregistered` until karpy
+    registers it."""
     all_labels = dict(node_labels)
     all_labels[labels.LABEL_HOSTNAME] = name
     arch = all_labels.get(labels.LABEL_ARCH, labels.ARCH_AMD64)
@@ -158,7 +160,7 @@ def node_for(
             "annotations": {**(annotations or {}), ANNOTATION_NODECLAIM_UID: claim_uid},
         },
         "spec": {
-            "providerID": provider_id_of(name),
+            "providerID": provider_id or provider_id_of(name),
             "taints": [
                 {
                     "key": labels.TAINT_UNREGISTERED_KEY,

@@ -75,5 +75,8 @@ class KwokPlugin:
         for reconciler in simulator.reconcilers():
             ctx.add(reconciler)
 
+    async def close(self, provider: CloudProvider) -> None:
+        """Nothing to release: the kwok provider uses karpy's own Kubernetes client."""
+
 
 PLUGIN: Final = KwokPlugin()

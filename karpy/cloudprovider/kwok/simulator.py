@@ -1,5 +1,9 @@
 """karpy's own kubelet for kwok nodes: four small leader-only controllers.
 
+The provider-specific part is a `Machines` (`machines.py`): kwok's fake instances in
+`karpy run`, or another provider's instances in a test that has no kubelets (the AWS end-to-end
+test plays the kubelets of moto's instances with this same simulator).
+
 karpy does not run the upstream kwok controller (it builds, but nothing starts it); this
 in-process simulator does the part of a kubelet that a real control plane and karpy's flows
 depend on:
@@ -43,15 +47,9 @@ from karpy.apis.objects import (
     parse_time,
 )
 from karpy.apis.v1 import conditions
-from karpy.cloudprovider.kwok.drift import ANNOTATION_NODECLASS_HASH, nodeclass_hash
 from karpy.cloudprovider.kwok.heartbeat import NodeHeartbeats
-from karpy.cloudprovider.kwok.instances import (
-    PROVIDER_ID_PREFIX,
-    fake_ip,
-    node_conditions,
-    node_for,
-    node_name_of,
-)
+from karpy.cloudprovider.kwok.instances import fake_ip, node_conditions, node_for
+from karpy.cloudprovider.kwok.machines import KwokMachines, Machines
 from karpy.cloudprovider.kwok.provider import KwokCloudProvider
 from karpy.cloudprovider.kwok.stages import DurationError, deletion_finishes_at, is_unhealthy
 from karpy.kube.builder import Builder, Reconciler
@@ -69,12 +67,6 @@ JSON = dict[str, Any]
 log = structlog.get_logger("karpy.cloudprovider.kwok")
 
 
-def _is_kwok(node: Mapping[str, Any] | None) -> bool:
-    return node is not None and str((node.get("spec") or {}).get("providerID") or "").startswith(
-        PROVIDER_ID_PREFIX
-    )
-
-
 def _never(_node: str) -> bool:
     return False
 
@@ -82,6 +74,7 @@ def _never(_node: str) -> bool:
 class KwokSimulator:
     """The node and pod simulator; `reconcilers()` are the controllers to add on the leader.
 
+    It plays the kubelets of `machines` (default: the kwok `provider`'s instances).
     `kubelet_down(node_name)` (tests only) says which nodes' kubelets have stopped.
     """
 
@@ -90,14 +83,19 @@ class KwokSimulator:
         *,
         client: Client,
         cache: Cache,
-        provider: KwokCloudProvider,
         nodeclaims: Resource,
+        provider: KwokCloudProvider | None = None,
+        machines: Machines | None = None,
         clock: Clock | None = None,
         pod_workers: int = 20,
         kubelet_down: Callable[[str], bool] = _never,
     ) -> None:
+        if machines is None:
+            if provider is None:
+                raise TypeError("KwokSimulator needs the kwok provider or the machines it plays")
+            machines = KwokMachines(provider)
         self.client = client
-        self.provider = provider
+        self.machines = machines
         self.clock = clock or RealClock()
         self.kubelet_down = kubelet_down
         self.nodes = cache.informer(NODES)
@@ -108,9 +106,15 @@ class KwokSimulator:
             client=client,
             nodes=self.nodes,
             clock=self.clock,
-            serves=_is_kwok,
+            serves=self.serves,
             kubelet_down=kubelet_down,
         )
+
+    def serves(self, node: Mapping[str, Any] | None) -> bool:
+        """Whether `node` is one of the machines' (its kubelet is played here)."""
+        if node is None:
+            return False
+        return self.machines.serves(str((node.get("spec") or {}).get("providerID") or ""))
 
     def reconcilers(self) -> list[Reconciler[str]]:
         """The simulator's controllers, to add on the leader."""
@@ -118,7 +122,7 @@ class KwokSimulator:
 
     def on_kwok_node(self, pod: Mapping[str, Any]) -> bool:
         name = (pod.get("spec") or {}).get("nodeName")
-        return bool(name) and _is_kwok(self.nodes.get(str(name)))
+        return bool(name) and self.serves(self.nodes.get(str(name)))
 
     # -- instances --------------------------------------------------------------------------------
 
@@ -127,7 +131,10 @@ class KwokSimulator:
         if claim is None or is_deleting(claim):
             return None
         status = claim.get("status") or {}
-        node_name = node_name_of(str(status.get("providerID") or ""))
+        provider_id = str(status.get("providerID") or "")
+        node_name = (
+            self.machines.node_name(provider_id) if self.machines.serves(provider_id) else None
+        )
         if node_name is None:
             return None
         if is_condition_true(claim, conditions.NODECLAIM_REGISTERED):
@@ -136,11 +143,9 @@ class KwokSimulator:
             return None
         launched = get_condition(claim, conditions.NODECLAIM_LAUNCHED)
         launched_at = parse_time((launched or {}).get("lastTransitionTime"))
-        ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
-        nodeclass = await self.provider.nodeclass(str(ref.get("name") or ""))
-        delay = self.provider.registration_delay(nodeclass).total_seconds()
+        registration = await self.machines.registration(claim)
         if launched_at is not None:
-            wait = (launched_at.timestamp() + delay) - self.clock.wall().timestamp()
+            wait = (launched_at.timestamp() + registration.delay) - self.clock.wall().timestamp()
             if wait > 0:
                 return Result(requeue_after=wait)
         meta = claim.get("metadata") or {}
@@ -151,19 +156,19 @@ class KwokSimulator:
             capacity=parse_resources(status.get("capacity"), field="status.capacity"),
             allocatable=parse_resources(status.get("allocatable"), field="status.allocatable"),
             now=format_time(self.clock.wall()),
-            annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass)},
+            annotations=registration.annotations,
+            provider_id=provider_id,
         )
-        await self.provider.create_node(node)
-        log.info("created kwok node", Node={"name": node_name}, NodeClaim={"name": name})
+        await self.machines.create_node(node)
+        log.info("created simulated node", Node={"name": node_name}, NodeClaim={"name": name})
         return None
 
     # -- nodes ------------------------------------------------------------------------------------
 
     async def reconcile_node(self, name: str) -> Result | None:
         node = self.nodes.get(name)
-        if not _is_kwok(node):
+        if node is None or not self.serves(node):
             return None
-        assert node is not None
         if is_node_ready(node) or is_unhealthy(node) or self.kubelet_down(name):
             return None
         now = format_time(self.clock.wall())
@@ -184,7 +189,7 @@ class KwokSimulator:
         meta = pod.get("metadata") or {}
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")
         node = self.nodes.get(node_name)
-        if not _is_kwok(node) or self.kubelet_down(node_name):
+        if not self.serves(node) or self.kubelet_down(node_name):
             return None
         if meta.get("deletionTimestamp"):
             wait = self._deletion_wait(pod, key)
@@ -302,7 +307,9 @@ class KwokNodes:
         self.clock = simulator.clock
 
     def setup(self, builder: Builder[str]) -> None:
-        builder.watches(self.simulator.nodes, predicate=_is_kwok).workers(4).log_kind("Node")
+        builder.watches(self.simulator.nodes, predicate=self.simulator.serves).workers(4).log_kind(
+            "Node"
+        )
 
     async def reconcile(self, name: str) -> Result | None:
         return await self.simulator.reconcile_node(name)
