@@ -11,6 +11,7 @@ message the operator can act on.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import socket
 from collections.abc import Mapping
@@ -121,6 +122,42 @@ class FeatureGates(BaseModel):
 
     def __str__(self) -> str:
         return ",".join(f"{k}={str(getattr(self, v)).lower()}" for k, v in _GATES.items())
+
+
+class SpreadDefault(BaseModel):
+    """One of kube-scheduler's cluster-default spread constraints (`PodTopologySpreadArgs`
+    `defaultConstraints`): given to pods that declare none, selecting the pods with their
+    labels."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    max_skew: Annotated[int, Field(ge=1, alias="maxSkew")]
+    topology_key: Annotated[str, Field(min_length=1, alias="topologyKey")]
+    when_unsatisfiable: Annotated[
+        Literal["DoNotSchedule", "ScheduleAnyway"], Field(alias="whenUnsatisfiable")
+    ] = "ScheduleAnyway"
+
+    def to_constraint(self) -> dict[str, Any]:
+        return {
+            "maxSkew": self.max_skew,
+            "topologyKey": self.topology_key,
+            "whenUnsatisfiable": self.when_unsatisfiable,
+        }
+
+
+def spread_list(value: object) -> object:
+    """`DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS` is a JSON list, as in kube-scheduler's config."""
+    if not isinstance(value, str):
+        return value
+    if not value.strip():
+        return ()
+    try:
+        parsed = json.loads(value)
+    except ValueError as err:
+        raise ValueError(f"not a JSON list of constraints: {err}") from None
+    if not isinstance(parsed, list):
+        raise ValueError("must be a JSON list of {maxSkew, topologyKey, whenUnsatisfiable}")
+    return parsed
 
 
 class BatchSettings(BaseModel):
@@ -312,6 +349,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "MIN_VALUES_POLICY", ("min_values_policy",), "Strict or BestEffort minValues", "Strict"
     ),
     SettingSpec(
+        "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS",
+        ("default_topology_spread",),
+        "kube-scheduler's defaultConstraints (JSON list): given to pods without spread constraints",
+        "[]",
+    ),
+    SettingSpec(
         "LAUNCH_TIMEOUT",
         ("nodeclaim", "launch_timeout"),
         "delete a NodeClaim not launched within this",
@@ -369,6 +412,7 @@ class Settings(BaseSettings):
     log_level: Literal["debug", "info", "warn", "warning", "error"] = "info"
     preference_policy: Literal["Respect", "Ignore"] = "Respect"
     min_values_policy: Literal["Strict", "BestEffort"] = "Strict"
+    default_topology_spread: Annotated[tuple[SpreadDefault, ...], BeforeValidator(spread_list)] = ()
     feature_gates: FeatureGates = FeatureGates()
     batch: BatchSettings = BatchSettings()
     kube_client: KubeClientSettings = KubeClientSettings()
@@ -412,16 +456,21 @@ class SettingsError(ValueError):
 def _describe(error: Mapping[str, Any]) -> str:
     loc = tuple(str(p) for p in error.get("loc", ()))
     spec = None
-    for length in range(len(loc), 0, -1):
+    length = len(loc)
+    while length > 0:
         spec = _BY_PATH.get(loc[:length])
         if spec is not None:
             break
+        length -= 1
     message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
     if spec is None:
         return message
     given = error.get("input")
     shown = f" (got {given!r})" if isinstance(given, str | int | float) else ""
-    return f"{spec.env} ({spec.flag}): {message}{shown}"
+    # within a structured value (a list of constraints): the item and field, e.g. [0].maxSkew
+    inner = "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in loc[length:])
+    where = f" {inner.lstrip('.')}:" if inner else ""
+    return f"{spec.env} ({spec.flag}):{where} {message}{shown}"
 
 
 def load_settings(overrides: Mapping[str, str] | None = None) -> Settings:

@@ -22,6 +22,7 @@ import argparse
 import gc
 import sys
 from pathlib import Path
+from typing import Any
 
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
 from karpy.scheduling import CatalogError
@@ -123,6 +124,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="what to do when minValues cannot be met (a 'default' SchedulingConfig in the "
         "scenario that sets minValuesPolicy wins)",
     )
+    parser.add_argument(
+        "--default-topology-spread-constraints",
+        type=_spread_defaults,
+        default=[],
+        metavar="JSON",
+        help="kube-scheduler's cluster-default spread constraints, as karpy's "
+        "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS (a 'default' SchedulingConfig in the scenario "
+        "that sets topologySpreadConstraints wins)",
+    )
+
+
+def _spread_defaults(value: str) -> list[dict[str, Any]]:
+    """The flag's JSON list, checked as the setting is; errors name the item and field."""
+    from pydantic import TypeAdapter  # only with the flag: settings load pydantic-settings
+
+    from karpy.settings import SpreadDefault, spread_list
+
+    try:
+        parsed = TypeAdapter(tuple[SpreadDefault, ...]).validate_python(spread_list(value))
+    except ValueError as err:
+        errors = getattr(err, "errors", None)
+        if callable(errors):
+            first = errors()[0]
+            loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+            raise argparse.ArgumentTypeError(f"{loc}: {first['msg']}") from None
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return [c.to_constraint() for c in parsed]
 
 
 def _instance_types(value: str | None) -> list[InstanceType]:
@@ -224,6 +252,7 @@ def _simulate(args: argparse.Namespace) -> int:
             max_pods=args.max_pods,
             preference_policy=args.preference_policy,
             min_values_policy=args.min_values_policy,
+            default_spread=args.default_topology_spread_constraints,
         )
     except (ScenarioError, CatalogError) as err:
         return _invalid(str(err))
@@ -294,6 +323,7 @@ def _disruption(args: argparse.Namespace, objects: ScenarioObjects | None) -> in
         spot_to_spot=args.spot_to_spot,
         min_savings=args.min_savings,
         preference_policy=args.preference_policy,
+        default_spread=args.default_topology_spread_constraints,
     )
     warm_up()
     plan = plan_disruption(replay, max_rounds=args.max_rounds)

@@ -242,7 +242,10 @@ class Replay:
         buffers: Sequence[Mapping[str, Any]] = (),
         pod_templates: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
         limit_ranges: Sequence[Mapping[str, Any]] = (),
+        default_spread: Sequence[Mapping[str, Any]] = (),
     ) -> None:
+        self.default_spread = list(default_spread)
+        """kube-scheduler's cluster-default spread constraints (`karpy simulate`'s flag)."""
         self.preference_policy: PreferencePolicy = preference_policy
         self.buffers = list(buffers)
         """CapacityBuffers (resolved): their virtual pods keep room, as in a cluster."""
@@ -306,6 +309,7 @@ class Replay:
             overlays=self.overlays,
             buffers=self.buffers,
             pod_templates=self.pod_templates,
+            default_spread=self.default_spread,
         )
 
     def cost(self, snapshot: Snapshot) -> tuple[float, int]:
@@ -343,6 +347,7 @@ class Replay:
             ),
             views=PodViews(),
             preference_policy=self.preference_policy,
+            default_spread=self.default_spread,
         )
         result = schedule(built.input)
         return result.cost, result.lower_bound

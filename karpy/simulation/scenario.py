@@ -147,6 +147,7 @@ def load_scenario(
     max_pods: int = DEFAULT_MAX_PODS,
     preference_policy: PreferencePolicy = "Respect",
     min_values_policy: MinValuesPolicy = "Strict",
+    default_spread: Sequence[Mapping[str, Any]] = (),
 ) -> Scenario:
     """Read the files and build the scheduler's input; raise `ScenarioError` on bad input.
     The policies are the settings'; a `default` SchedulingConfig in the scenario wins."""
@@ -309,6 +310,7 @@ def load_scenario(
             strict=True,
             preference_policy=preference_policy,
             min_values_policy=min_values_policy,
+            default_spread=default_spread,
         )
     except InputError as err:
         found = where.get((err.kind, err.key))

@@ -25,6 +25,7 @@ DESIGN_SETTINGS = {
     "HEALTH_PROBE_PORT", "BIND_ADDRESS", "SYSTEM_NAMESPACE", "POD_NAME",
     "DISABLE_LEADER_ELECTION", "PREFERENCE_POLICY", "MIN_VALUES_POLICY", "LAUNCH_TIMEOUT",
     "REGISTRATION_TIMEOUT", "INSTANCE_TYPES_FILE_PATH", "KUBECONFIG",
+    "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS",
 }  # fmt: skip
 
 
@@ -163,3 +164,42 @@ def test_karpy_run_refuses_bad_settings_with_status_2(capsys: pytest.CaptureFixt
     status = operator.run(parser.parse_args(["--provider", "kwok", "--batch-idle-duration", "x"]))
     assert status == 2
     assert "BATCH_IDLE_DURATION" in capsys.readouterr().err
+
+
+def test_default_topology_spread_constraints_are_read_and_checked_by_field() -> None:
+    assert load_settings({"CLUSTER_NAME": "c"}).default_topology_spread == ()
+    s = load_settings(
+        {
+            "CLUSTER_NAME": "c",
+            "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS": '[{"maxSkew": 2, "topologyKey": '
+            '"topology.kubernetes.io/zone"}, {"maxSkew": 1, "topologyKey": '
+            '"kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule"}]',
+        }
+    )
+    assert [c.to_constraint() for c in s.default_topology_spread] == [
+        {
+            "maxSkew": 2,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+        },
+        {
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "DoNotSchedule",
+        },
+    ]
+    with pytest.raises(SettingsError) as bad:
+        load_settings(
+            {
+                "CLUSTER_NAME": "c",
+                "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS": '[{"maxSkew": 1, "topologyKey": "z"}, '
+                '{"maxSkew": 0, "topologyKey": "z", "whenUnsatisfiable": "Never"}]',
+            }
+        )
+    assert any(
+        "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS" in p and "[1].maxSkew" in p
+        for p in bad.value.problems
+    )
+    assert any("[1].whenUnsatisfiable" in p for p in bad.value.problems)
+    with pytest.raises(SettingsError, match="not a JSON list"):
+        load_settings({"CLUSTER_NAME": "c", "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS": "zone"})

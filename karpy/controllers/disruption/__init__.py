@@ -55,6 +55,7 @@ def _consolidation(
         pdbs=ctx.informer(PODDISRUPTIONBUDGETS),
         clock=ctx.clock,
         spot_to_spot=ctx.settings.feature_gates.spot_to_spot_consolidation,
+        default_spread=[c.to_constraint() for c in ctx.settings.default_topology_spread],
     )
 
 

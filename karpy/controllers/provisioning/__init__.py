@@ -60,6 +60,7 @@ def register(ctx: ControllerContext) -> None:
         clock=ctx.clock,
         preference_policy=ctx.settings.preference_policy,
         min_values_policy=ctx.settings.min_values_policy,
+        default_spread=[c.to_constraint() for c in ctx.settings.default_topology_spread],
     )
     ctx.add(ProvisionerLoop(provisioner, clock=ctx.clock))
     ctx.add(

@@ -123,6 +123,7 @@ class Provisioner:
         clock: Clock | None = None,
         preference_policy: PreferencePolicy = "Respect",
         min_values_policy: MinValuesPolicy = "Strict",
+        default_spread: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.client = client
         self.cluster = cluster
@@ -132,6 +133,8 @@ class Provisioner:
         self.clock = clock or RealClock()
         self.preference_policy: PreferencePolicy = preference_policy
         self.min_values_policy: MinValuesPolicy = min_values_policy
+        self.default_spread = tuple(default_spread)
+        """kube-scheduler's cluster-default spread constraints (a setting)."""
         self.views = PodViews()
         self._batched = False
         self._warm = False
@@ -316,6 +319,7 @@ class Provisioner:
             views=self.views,
             preference_policy=self.preference_policy,
             min_values_policy=self.min_values_policy,
+            default_spread=self.default_spread,
         )
         for key, reason in sorted(built.errors.items()):
             log.warning("ignoring unreadable pod", Pod=key, error=reason)

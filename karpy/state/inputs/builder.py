@@ -144,12 +144,15 @@ def build_input(
     strict: bool = False,
     preference_policy: PreferencePolicy = "Respect",
     min_values_policy: MinValuesPolicy = "Strict",
+    default_spread: Sequence[Mapping[str, Any]] = (),
 ) -> Inputs:
     """The engine's input for `objects`. Unreadable objects are left out (pending pods are
     reported in `errors`); with `strict` the first one raises `InputError` instead. The policies
-    are the settings'; the `default` SchedulingConfig's win over them."""
+    and the cluster-default spread constraints (`DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS`) are the
+    settings'; the `default` SchedulingConfig's win over them."""
     views = views if views is not None else PodViews()
     params = parameters(objects.configs)
+    spread = params.spread or tuple(default_spread)
     rails = guardrails(objects.configs)
     overlaid: OverlaidTemplates | None = None
     base = list(objects.templates)
@@ -171,7 +174,7 @@ def build_input(
     virtual: set[str] = set()
     for chunk in buffered:
         try:
-            view = views.view(limits.apply(with_default_spread(chunk, params.spread)))
+            view = views.view(limits.apply(with_default_spread(chunk, spread)))
         except _UNREADABLE as err:
             if strict:
                 raise InputError("CapacityBuffer", podutil.pod_key(chunk), str(err)) from None
@@ -184,7 +187,7 @@ def build_input(
             errors[podutil.pod_key(pod)] = DRA_UNSUPPORTED
             continue
         try:
-            pod = with_default_spread(pod, params.spread)
+            pod = with_default_spread(pod, spread)
             if not objects.admitted:
                 pod = limits.apply(pod)
             pending.append(views.view(pod, volume_terms=topology.terms(pod)))

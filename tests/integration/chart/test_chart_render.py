@@ -251,6 +251,9 @@ def test_every_value_set(helm: Helm) -> None:
             "isolatedVPC": True,
             "preferencePolicy": "Ignore",
             "minValuesPolicy": "BestEffort",
+            "defaultTopologySpreadConstraints": [
+                {"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone"}
+            ],
             "featureGates": {"nodeRepair": True, "spotToSpotConsolidation": True},
         },
     }
@@ -344,6 +347,13 @@ def test_every_value_set(helm: Helm) -> None:
     assert settings.batch.max_duration == timedelta(seconds=30)
     assert settings.preference_policy == "Ignore"
     assert settings.min_values_policy == "BestEffort"
+    assert [c.to_constraint() for c in settings.default_topology_spread] == [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+        }
+    ]
     assert settings.feature_gates == FeatureGates(node_repair=True, spot_to_spot_consolidation=True)
     assert (settings.server.metrics_port, settings.server.health_probe_port) == (9090, 9091)
     assert settings.kube_client.qps == 50.0  # controller.env

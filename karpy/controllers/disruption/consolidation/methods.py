@@ -17,8 +17,8 @@ would not schedule, more than one NodeClaim needed, no cheaper replacement, spot
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 import pydantic
 import structlog
@@ -117,9 +117,12 @@ class _Consolidation:
         min_savings: float = 0.0,
         timeout: float | None = None,
         events: DedupingEvents | None = None,
+        default_spread: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.events = events
         self.cluster = cluster
+        self.default_spread = tuple(default_spread)
+        """kube-scheduler's cluster-default spread constraints (a setting), as provisioning."""
         self.cloud_provider = cloud_provider
         self.pdbs = pdbs
         self.clock = clock or RealClock()
@@ -170,6 +173,7 @@ class _Consolidation:
             overlays=state.overlays,
             buffers=state.buffers,
             pod_templates=state.pod_templates,
+            default_spread=self.default_spread,
         )
 
     def search(

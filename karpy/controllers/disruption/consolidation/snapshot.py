@@ -133,6 +133,7 @@ def build_snapshot(
     overlays: Sequence[JSON] = (),
     buffers: Sequence[JSON] = (),
     pod_templates: Mapping[tuple[str, str], JSON] | None = None,
+    default_spread: Sequence[JSON] = (),
 ) -> Snapshot:
     """A snapshot of these objects; unreadable pending pods are left out (`unreadable`).
     SchedulingConfigs constrain the replacements and NodeOverlays price them as they do in
@@ -156,6 +157,7 @@ def build_snapshot(
         ),
         views=views,
         preference_policy=preference_policy,
+        default_spread=default_spread,
     )
     inp = built.input
     inp.exact_seconds = 0.0  # a consolidation search runs many simulations; packing suffices
