@@ -40,6 +40,7 @@ from karpy.kube.clock import Clock, RealClock
 from karpy.kube.errors import KubeError, OutcomeUnknownError
 from karpy.kube.events import NORMAL, WARNING, EventRecorder
 from karpy.kube.offload import run_off_loop
+from karpy.scheduling.engine.lp import warm_up
 from karpy.scheduling.engine.model import (
     MinValuesPolicy,
     NewNodeClaim,
@@ -147,7 +148,7 @@ class Provisioner:
         """One turn of the singleton: a batch, the sync gate, then a provisioning pass."""
         if not self._warm:
             # The solver's numeric libraries load lazily: load them before the first batch.
-            await run_off_loop(_warm_up)
+            await run_off_loop(warm_up)
             self._warm = True
         if not self._batched:
             self._batched = await self.batcher.wait()
@@ -490,11 +491,6 @@ class Stopwatch:
 
     def fields(self) -> dict[str, str]:
         return {name: f"{wall:.3f}s wall, {cpu:.3f}s cpu" for name, wall, cpu in self.laps}
-
-
-def _warm_up() -> None:
-    import scipy.optimize  # type: ignore[import-untyped]
-    import scipy.sparse  # type: ignore[import-untyped]  # noqa: F401
 
 
 def _with_kind(obj: JSON, kind: str, api_version: str) -> JSON:

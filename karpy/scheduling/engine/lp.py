@@ -13,6 +13,8 @@ With one group the LP has one row per resource, so HiGHS solves it in microsecon
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -92,9 +94,38 @@ def seed_floors(seeds: Sequence[Seed]) -> list[NodeFloor]:
     return out
 
 
+# numpy submodules scipy's array-API layer touches without using them: it copies every public
+# name of numpy, which imports each lazily loaded submodule (the Fortran wrapper generator and
+# the test helpers cost a quarter of scipy.optimize's import).
+_UNUSED_NUMPY = ("numpy.f2py", "numpy.testing")
+
+
 def warm_up() -> None:
-    """Import the LP solver now (about a second), so the first solve does not pay for it."""
-    import scipy.optimize  # type: ignore[import-untyped]  # noqa: F401
+    """Import the LP solver now (about a second), so the first solve does not pay for it.
+
+    The numpy submodules scipy copies but never uses are registered as lazy modules first
+    (`importlib.util.LazyLoader`): each is executed on the first access to one of its names,
+    if one ever comes, instead of on import."""
+    import numpy
+
+    for name in _UNUSED_NUMPY:
+        if name not in sys.modules:
+            _register_lazily(numpy, name)
+    import scipy.optimize  # type: ignore[import-untyped]
+    import scipy.sparse  # type: ignore[import-untyped]  # noqa: F401
+
+
+def _register_lazily(parent: object, name: str) -> None:
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        return
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    # what a real import does: the parent names its submodule (numpy's module __getattr__
+    # would otherwise import it again)
+    setattr(parent, name.rpartition(".")[2], module)
 
 
 def solve_cover(
@@ -106,7 +137,7 @@ def solve_cover(
     """Solve the covering LP; None when it is infeasible (some demand no column can hold)."""
     import numpy as np
     from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
+    from scipy.sparse import coo_matrix
 
     n = len(columns)
     if n == 0 or not groups:

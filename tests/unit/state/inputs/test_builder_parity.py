@@ -1,8 +1,7 @@
 """The provisioner and `karpy simulate` plan alike: the same objects give the same plan.
 
-Each case is a set of API objects. One path feeds them to the informer cache (through its
-ingest transforms, as a watch would) and runs the provisioner's gather and solve steps with the
-kwok provider; the other writes them to a scenario file and loads it as `karpy simulate` does.
+Each case is a set of API objects, given to both paths (`tests.kit.parity`): the provisioner's
+gather and solve steps over the informer cache, and `karpy simulate` over a scenario file.
 Both plans are compared, and each case also checks the outcome it is about (a plan that
 ignored volume topology on both paths would still be wrong).
 """
@@ -15,57 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
-from karpy.cloudprovider.kwok.catalog import kwok_instance_types
-from karpy.cloudprovider.kwok.provider import KwokCloudProvider
-from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.provisioner import Provisioner
-from karpy.kube.cache import Cache
-from karpy.kube.client import Client
-from karpy.kube.events import EventRecorder
-from karpy.kube.resources import (
-    DAEMONSETS,
-    NAMESPACES,
-    NODES,
-    PERSISTENTVOLUMECLAIMS,
-    PERSISTENTVOLUMES,
-    PODS,
-    STORAGECLASSES,
-    Resource,
-)
-from karpy.kube.transport import AiohttpTransport
-from karpy.scheduling.engine import SchedulingResult, schedule
-from karpy.scheduling.instancetypes import InstanceType
-from karpy.simulation.scenario import load_scenario
-from karpy.state import Cluster
+from karpy.scheduling.engine import SchedulingResult
 from tests import kit
 from tests.kit import LINUX_AMD64_ON_DEMAND, served
+from tests.kit.parity import provisioned, simulated
 
 JSON = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
 NS = "apps"
-_TYPES: list[InstanceType] = []
-
-KINDS: dict[str, Resource] = {
-    "Pod": PODS,
-    "Node": NODES,
-    "Namespace": NAMESPACES,
-    "DaemonSet": DAEMONSETS,
-    "PersistentVolumeClaim": PERSISTENTVOLUMECLAIMS,
-    "PersistentVolume": PERSISTENTVOLUMES,
-    "StorageClass": STORAGECLASSES,
-    "NodePool": NODEPOOLS,
-    "NodeClaim": NODECLAIMS,
-    "KWOKNodeClass": KWOKNODECLASSES,
-}
-
-
-def types() -> list[InstanceType]:
-    if not _TYPES:
-        _TYPES.extend(kwok_instance_types())
-    return _TYPES
 
 
 # -- objects (tests.kit, served, with this suite's defaults) -------------------------------------
@@ -229,46 +186,6 @@ def plan_of(result: SchedulingResult) -> Plan:
         ),
         errors=tuple(sorted(result.errors)),
     )
-
-
-# -- the two paths ------------------------------------------------------------------------------
-
-
-def simulate_plan(objects: Sequence[JSON], tmp_path: Path) -> Plan:
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump_all([o for o in objects if o["kind"] != "KWOKNodeClass"]))
-    scenario = load_scenario([str(path)], instance_types=types())
-    return plan_of(schedule(scenario.input))
-
-
-async def provisioner_plan(objects: Sequence[JSON]) -> Plan:
-    # The cache is filled directly, as its reflectors would after a list; nothing is requested
-    # from the (absent) API server on the way to a plan.
-    client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
-    cache = Cache(client)
-    cluster = Cluster(cache)
-    provider = KwokCloudProvider(client=client, cache=cache, instance_types=types())
-    by_resource: dict[Resource, list[JSON]] = {r: [] for r in KINDS.values()}
-    for obj in objects:
-        by_resource[KINDS[obj["kind"]]].append(obj)
-    for resource, items in by_resource.items():
-        informer = cache.informer(resource)
-        transform = informer.transform
-        informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-    provisioner = Provisioner(
-        client=client,
-        cluster=cluster,
-        cloud_provider=provider,
-        events=EventRecorder(client),
-        batcher=Batcher(idle=1.0, maximum=10.0),
-    )
-    try:
-        batch = await provisioner.gather()
-        assert batch is not None, "the provisioner found nothing to provision"
-        result, _ = provisioner.solve(batch)
-        return plan_of(result)
-    finally:
-        await client.close()
 
 
 # -- the cases ----------------------------------------------------------------------------------
@@ -450,7 +367,6 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 async def test_provisioner_and_simulate_plan_alike(case: Case, tmp_path: Path) -> None:
-    live = await provisioner_plan(case.objects)
-    simulated = simulate_plan(case.objects, tmp_path)
-    assert live == simulated
+    live = plan_of(await provisioned(case.objects))
+    assert live == plan_of(simulated(case.objects, tmp_path).result)
     case.check(live)

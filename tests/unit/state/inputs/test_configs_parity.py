@@ -1,7 +1,6 @@
 """SchedulingConfigs give the same plan, and the same reasons, to the provisioner and to
-`karpy simulate` (the approach of `test_builder_parity`: one set of objects, fed to the informer
-cache on one path and to a scenario file on the other). Each case also checks the outcome it is
-about: a config ignored on both paths would still agree."""
+`karpy simulate` (one set of objects given to both paths, `tests.kit.parity`). Each case also
+checks the outcome it is about: a config ignored on both paths would still agree."""
 
 from __future__ import annotations
 
@@ -11,23 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
-from karpy.apis.descriptors import SCHEDULINGCONFIGS
-from karpy.cloudprovider.kwok.provider import KwokCloudProvider
-from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.provisioner import Provisioner
-from karpy.kube.cache import Cache
-from karpy.kube.client import Client
-from karpy.kube.events import EventRecorder
-from karpy.kube.resources import Resource
-from karpy.kube.transport import AiohttpTransport
-from karpy.scheduling.engine import schedule
-from karpy.simulation.scenario import load_scenario
-from karpy.state import Cluster
+from tests.kit.parity import provisioned, simulated
 from tests.unit.state.inputs.test_builder_parity import (
     JSON,
-    KINDS,
     NAMESPACE,
     NODECLASS,
     NS,
@@ -35,10 +21,8 @@ from tests.unit.state.inputs.test_builder_parity import (
     nodepool,
     plan_of,
     pod,
-    types,
 )
 
-RESOURCES: dict[str, Resource] = {**KINDS, "SchedulingConfig": SCHEDULINGCONFIGS}
 ARCH = "kubernetes.io/arch"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
@@ -102,40 +86,14 @@ def arm_pod(name: str) -> JSON:
 # -- the two paths ------------------------------------------------------------------------------
 
 
-def simulated(objects: Sequence[JSON], tmp_path: Path) -> Outcome:
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump_all([o for o in objects if o["kind"] != "KWOKNodeClass"]))
-    scenario = load_scenario([str(path)], instance_types=types())
-    result = schedule(scenario.input)
-    return Outcome(plan_of(result), scenario.explain(result.errors))
+def in_simulation(objects: Sequence[JSON], tmp_path: Path) -> Outcome:
+    out = simulated(objects, tmp_path)
+    return Outcome(plan_of(out.result), out.scenario.explain(out.result.errors))
 
 
-async def live(objects: Sequence[JSON]) -> Outcome:
-    client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
-    cache = Cache(client)
-    cluster = Cluster(cache)
-    provider = KwokCloudProvider(client=client, cache=cache, instance_types=types())
-    by_resource: dict[Resource, list[JSON]] = {r: [] for r in RESOURCES.values()}
-    for obj in objects:
-        by_resource[RESOURCES[obj["kind"]]].append(obj)
-    for resource, items in by_resource.items():
-        informer = cache.informer(resource)
-        transform = informer.transform
-        informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-    provisioner = Provisioner(
-        client=client,
-        cluster=cluster,
-        cloud_provider=provider,
-        events=EventRecorder(client),
-        batcher=Batcher(idle=1.0, maximum=10.0),
-    )
-    try:
-        batch = await provisioner.gather()
-        assert batch is not None, "the provisioner found nothing to provision"
-        result, _ = provisioner.solve(batch)
-        return Outcome(plan_of(result), dict(result.errors))
-    finally:
-        await client.close()
+async def on_cluster(objects: Sequence[JSON]) -> Outcome:
+    result = await provisioned(objects)
+    return Outcome(plan_of(result), dict(result.errors))
 
 
 # -- the cases ----------------------------------------------------------------------------------
@@ -226,16 +184,15 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 async def test_provisioner_and_simulate_apply_configs_alike(case: Case, tmp_path: Path) -> None:
-    on_cluster = await live(case.objects)
-    in_simulation = simulated(case.objects, tmp_path)
-    assert on_cluster == in_simulation
-    case.check(on_cluster)
+    live = await on_cluster(case.objects)
+    assert live == in_simulation(case.objects, tmp_path)
+    case.check(live)
 
 
 async def test_without_configs_nothing_changes(tmp_path: Path) -> None:
     """The same objects less the config: both architectures, the pod on arm64 is placed."""
     objects = [open_pool(), NODECLASS, NAMESPACE, pod("web-0"), arm_pod("arm-0")]
-    on_cluster = await live(objects)
-    assert on_cluster == simulated(objects, tmp_path)
-    assert on_cluster.plan.new_pods() == {f"{NS}/web-0", f"{NS}/arm-0"}
-    assert not on_cluster.errors
+    live = await on_cluster(objects)
+    assert live == in_simulation(objects, tmp_path)
+    assert live.plan.new_pods() == {f"{NS}/web-0", f"{NS}/arm-0"}
+    assert not live.errors
