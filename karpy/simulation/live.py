@@ -3,7 +3,9 @@
 The apiserver is the one `karpy run` would talk to (`--kubeconfig`, else `$KUBECONFIG`,
 in-cluster configuration or `~/.kube/config`), and the objects are those `karpy run`'s
 informers hold: NodePools, NodeClaims, Nodes, Pods, PodDisruptionBudgets, DaemonSets,
-Namespaces, and where their CRDs are installed SchedulingConfigs and NodeOverlays. Each kind is
+Namespaces, LimitRanges, PodTemplates, and where their CRDs are installed SchedulingConfigs,
+NodeOverlays and CapacityBuffers (with the status karpy's buffer controller gave them: their
+virtual pods keep their room, as in `karpy run`). Each kind is
 listed once, read only. The replay then turns them into the engine's input with the same
 builder as `karpy run` (`karpy.state.inputs`).
 
@@ -18,14 +20,27 @@ EC2), as the cloud provider's catalogue is not read from the cluster.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from karpy.apis.descriptors import NODECLAIMS, NODEOVERLAYS, NODEPOOLS, SCHEDULINGCONFIGS
+from karpy.apis.descriptors import (
+    CAPACITYBUFFERS,
+    NODECLAIMS,
+    NODEOVERLAYS,
+    NODEPOOLS,
+    SCHEDULINGCONFIGS,
+)
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import NodePool, validate_nodepool
 from karpy.kube import NODES, PODS, Client, NotFoundError
-from karpy.kube.resources import DAEMONSETS, NAMESPACES, PODDISRUPTIONBUDGETS, Resource
+from karpy.kube.resources import (
+    DAEMONSETS,
+    LIMITRANGES,
+    NAMESPACES,
+    PODDISRUPTIONBUDGETS,
+    PODTEMPLATES,
+    Resource,
+)
 from karpy.scheduling import InstanceType, TaintError
 from karpy.scheduling.engine import NodePoolTemplate
 from karpy.simulation.scenario import ScenarioObjects
@@ -35,7 +50,7 @@ from karpy.state.inputs import NodeClassKey, nodepool_nodeclass
 __all__ = ["objects_from_cluster", "read_cluster"]
 
 JSON = dict[str, Any]
-OPTIONAL = frozenset({SCHEDULINGCONFIGS.plural, NODEOVERLAYS.plural})
+OPTIONAL = frozenset({SCHEDULINGCONFIGS.plural, NODEOVERLAYS.plural, CAPACITYBUFFERS.plural})
 """Kinds whose CRDs a cluster may not have installed (read as none)."""
 
 
@@ -107,6 +122,12 @@ def objects_from_cluster(
         configs=listed[SCHEDULINGCONFIGS.plural],
         nodeclasses=nodeclasses,
         overlays=listed[NODEOVERLAYS.plural],
+        buffers=listed[CAPACITYBUFFERS.plural],
+        pod_templates={
+            (str((t.get("metadata") or {}).get("namespace") or ""), _name(t)): t
+            for t in listed[PODTEMPLATES.plural]
+        },
+        limit_ranges=list[Mapping[str, Any]](listed[LIMITRANGES.plural]),
     )
 
 
@@ -127,6 +148,9 @@ async def read_cluster(
         NAMESPACES,
         SCHEDULINGCONFIGS,
         NODEOVERLAYS,
+        CAPACITYBUFFERS,
+        PODTEMPLATES,
+        LIMITRANGES,
     )
     async with await Client.connect(kubeconfig=kubeconfig, user_agent="karpy-simulate") as client:
         lists = await asyncio.gather(*(_list(client, k) for k in kinds))

@@ -5,7 +5,7 @@ other's pod, so the plan deletes a node. Once a pending pod karpy would provisio
 (PodScheduled=False, Unschedulable) asks for 2.5 CPUs, the simulation places it along with
 the moved pod, as `karpy run`'s does: the other node cannot hold both, and the plan becomes a
 replace; `karpy simulate`'s cost of the pods counts the pending pod too. An empty node goes by
-emptiness; nothing in the cluster changes.
+emptiness, unless a ready CapacityBuffer's virtual pod needs it; nothing in the cluster changes.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
+from karpy.apis.descriptors import CAPACITYBUFFERS, KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.kube import NODES, PODS
+from karpy.kube.resources import PODTEMPLATES
 from tests.integration.disruption.support import (
     AMD64_ON_DEMAND,
     Env,
@@ -28,7 +29,7 @@ from tests.integration.disruption.support import (
     unschedulable,
     untainted,
 )
-from tests.kit import kwok_nodeclass, nodepool
+from tests.kit import capacitybuffer, kwok_nodeclass, nodepool
 
 pytestmark = pytest.mark.timeout(240)
 JSON = dict[str, Any]
@@ -54,9 +55,7 @@ async def _simulate(kubeconfig: str) -> JSON:
     return plan
 
 
-async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
-    env: Env, kubeconfig: str, namespace: str
-) -> None:
+async def _consolidating_pool(env: Env) -> None:
     await env.create(KWOKNODECLASSES, kwok_nodeclass())
     await env.create(
         NODEPOOLS,
@@ -67,6 +66,12 @@ async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
             budgets=[{"nodes": "100%"}],
         ),
     )
+
+
+async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
+    env: Env, kubeconfig: str, namespace: str
+) -> None:
+    await _consolidating_pool(env)
     for name in ("a", "b", "idle"):
         await consolidatable_node(env, name)
     await env.client.create(PODS, bare_pod("p1", namespace, "1", node="a"), namespace=namespace)
@@ -95,3 +100,54 @@ async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
     assert sorted(n["metadata"]["name"] for n in listed.items) == ["a", "b", "idle"]
     claims = await env.client.list(NODECLAIMS)
     assert not any(c["metadata"].get("deletionTimestamp") for c in claims.items)
+
+
+async def test_from_cluster_keeps_the_room_of_a_ready_capacity_buffer(
+    env: Env, kubeconfig: str, namespace: str
+) -> None:
+    await _consolidating_pool(env)
+    for name in ("busy", "idle"):
+        await consolidatable_node(env, name)
+    await env.client.create(PODS, bare_pod("p1", namespace, "1", node="busy"), namespace=namespace)
+    await untainted(env, ["busy", "idle"])
+    plain = await _simulate(kubeconfig)
+    assert [n["name"] for n in plain["commands"][0]["nodes"]] == ["idle"]
+
+    # A buffer of one 3.5-CPU pod, as karpy's buffer controller leaves it: only idle holds it.
+    template = bare_pod("room", namespace, "3500m")
+    await env.client.create(
+        PODTEMPLATES,
+        {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": "room", "namespace": namespace},
+            "template": {"metadata": {"labels": {"app": "room"}}, "spec": template["spec"]},
+        },
+        namespace=namespace,
+    )
+    buffer = capacitybuffer("room", namespace, podTemplateRef={"name": "room"}, replicas=1)
+    await env.client.create(CAPACITYBUFFERS, buffer, namespace=namespace)
+    await env.client.patch_status(
+        CAPACITYBUFFERS,
+        "room",
+        {
+            "status": {
+                "podTemplateRef": {"name": "room"},
+                "replicas": 1,
+                "conditions": [
+                    {
+                        "type": "ReadyForProvisioning",
+                        "status": "True",
+                        "reason": "Ready",
+                        "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            }
+        },
+        namespace=namespace,
+    )
+    kept = await _simulate(kubeconfig)
+    assert not any(n["name"] == "idle" for c in kept["commands"] for n in c["nodes"]), (
+        "the node the buffer's virtual pod needs was disrupted"
+    )
