@@ -5,12 +5,17 @@ from karpy.controllers.provisioning import register
 
 from __future__ import annotations
 
-from karpy.apis.descriptors import SCHEDULINGCONFIGS
+from karpy.apis.descriptors import NODECLAIMS, SCHEDULINGCONFIGS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nomination import NominationJanitor, nominate_pods
 from karpy.controllers.provisioning.provisioner import Provisioner
-from karpy.controllers.provisioning.triggers import NodeTrigger, PodTrigger, ProvisionerLoop
+from karpy.controllers.provisioning.triggers import (
+    NodeClaimTrigger,
+    NodeTrigger,
+    PodTrigger,
+    ProvisionerLoop,
+)
 from karpy.kube.informer import Informer
 from karpy.kube.resources import NODES, PODS
 from karpy.settings import Settings
@@ -66,6 +71,7 @@ def register(ctx: ControllerContext) -> None:
         )
     )
     ctx.add(NodeTrigger(nodes=ctx.informer(NODES), batcher=batcher, clock=ctx.clock))
+    ctx.add(NodeClaimTrigger(nodeclaims=ctx.informer(NODECLAIMS), batcher=batcher, clock=ctx.clock))
     ctx.add(
         NominationJanitor(
             client=ctx.client,

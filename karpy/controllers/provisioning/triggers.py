@@ -8,6 +8,10 @@ registered yet) does not trigger: kube-scheduler tries such pods again and again
 nodes come up, and each try would hold the next batch open until `BATCH_MAX_DURATION`.
 `provisioner.trigger.node` does the same for nodes tainted `karpenter.sh/disrupted:NoSchedule`,
 so the pods of draining nodes get new capacity ahead of their eviction.
+`provisioner.trigger.nodeclaim` opens a batch the moment a NodeClaim starts deleting (an
+interruption, an expiry, a person): the provisioner already counts the pods of deleting nodes
+as needing capacity, and waiting for the termination controller to taint the Node first would
+delay their replacements by as long as that queue is deep.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ from karpy.kube.controller import Result
 from karpy.kube.informer import Informer
 from karpy.state import pods as podutil
 
-__all__ = ["RETRIGGER_SECONDS", "NodeTrigger", "PodTrigger", "ProvisionerLoop", "is_disrupted"]
+__all__ = [
+    "RETRIGGER_SECONDS",
+    "NodeClaimTrigger",
+    "NodeTrigger",
+    "PodTrigger",
+    "ProvisionerLoop",
+    "is_disrupted",
+]
 
 RETRIGGER_SECONDS = 10.0
 
@@ -106,3 +117,35 @@ class NodeTrigger:
             return None
         self.batcher.trigger(str((node.get("metadata") or {}).get("uid") or key))
         return Result(requeue_after=RETRIGGER_SECONDS)
+
+
+def _is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+class NodeClaimTrigger:
+    """`provisioner.trigger.nodeclaim`: a NodeClaim starting to delete opens a batch, once (the
+    Node's disrupted taint re-triggers while it drains)."""
+
+    name: Final = "provisioner.trigger.nodeclaim"
+
+    def __init__(self, *, nodeclaims: Informer, batcher: Batcher, clock: Clock) -> None:
+        self.nodeclaims = nodeclaims
+        self.batcher = batcher
+        self.clock = clock
+        self._triggered: dict[str, str] = {}
+        """NodeClaim name -> the UID whose deletion already triggered."""
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodeclaims).workers(2).log_kind("NodeClaim")
+
+    async def reconcile(self, key: str) -> Result | None:
+        claim = self.nodeclaims.get(key)
+        if claim is None or not _is_deleting(claim):
+            self._triggered.pop(key, None)
+            return None
+        uid = str((claim.get("metadata") or {}).get("uid") or key)
+        if self._triggered.get(key) != uid:
+            self._triggered[key] = uid
+            self.batcher.trigger(uid)
+        return None
