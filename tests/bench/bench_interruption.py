@@ -14,11 +14,21 @@ instance is queued (10 SendMessageBatch calls). Reported:
 - `interruptedGoneSeconds`: until every interrupted NodeClaim is gone (drained and terminated);
 - `reusedOffering`: replacement NodeClaims on an offering (type, zone) that was interrupted
   (should be 0: each interruption marks its spot offering unavailable for 3 minutes);
-- `launchSeconds`: how long the first 100 nodes took (setup, not the measure).
+- `launchSeconds`: how long the first 100 nodes took (setup, not the measure);
+- `timeline`: each phase after the messages were queued ({n, first, p50, last} seconds): the
+  deletions the reconciler initiated, the Nodes tainted, the replacement pods created (their old
+  pod was evicted), each provisioning batch, the NodeClaims created, the instances launched
+  (CreateFleet answered), the Nodes registered and the replacement pods Ready.
+
+Bench set-up, not karpy: moto does not apply a launch template's security groups to the
+instances a fleet launches (they get the VPC's `default` group), so every instance would look
+drifted (`SecurityGroupDrift`) and drift would replace nodes during the measure. The NodePool's
+budget therefore allows no `Drifted` disruption (`driftBudget` in the JSON says so).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -38,6 +48,7 @@ import controlplane  # noqa: E402
 from kubetest import Kubectl  # noqa: E402
 from moto.server import ThreadedMotoServer  # noqa: E402
 
+from tests.bench.timeline import condition_time, log_events, phase, stamp  # noqa: E402
 from tests.e2e.aws_kubelets import Kubelets  # noqa: E402
 from tests.e2e.karpy_process import KarpyProcess  # noqa: E402
 from tests.e2e.support import deployment  # noqa: E402
@@ -51,6 +62,8 @@ REGION = "us-east-1"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 CLIENT_BUDGET = ("--kube-api-qps=500", "--kube-api-burst=1000")
 TIMEOUT = 600.0
+DRIFT_BUDGET = {"nodes": "0", "reasons": ["Drifted"]}
+"""moto's instances never carry the launch template's security groups (see the docstring)."""
 
 JSON = dict[str, Any]
 
@@ -82,6 +95,38 @@ def _wait(predicate: Any, what: str, timeout: float = TIMEOUT) -> float:
             return time.monotonic() - started
         time.sleep(0.5)
     raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _timeline(kubectl: Kubectl, karpy: KarpyProcess, start: float, old: set[str]) -> JSON:
+    """Per phase after `start` (wall clock): karpy's log lines and the replacement pods."""
+    events = log_events(karpy.log_text().splitlines())
+
+    def logged(message: str) -> JSON:
+        return phase([t for t, _ in events.get(message, ())], start)
+
+    pods = [
+        p
+        for p in kubectl.json("get", "pods", "-n", NAMESPACE)["items"]
+        if p["metadata"]["uid"] not in old
+    ]
+    batches = [
+        {"at": round(t - start, 1), "nodeclaims": e.get("nodeclaims"), "pods": e.get("pods")}
+        for t, e in events.get("computed new nodeclaim(s) to fit pod(s)", ())
+        if t >= start
+    ]
+    return {
+        "nodeclaimsDeleting": logged("initiating delete from interruption message"),
+        "nodesTainted": logged("tainted node"),
+        "podsReplaced": phase([stamp(p["metadata"].get("creationTimestamp")) for p in pods], start),
+        "batchesOpened": logged("found provisionable pod(s)"),
+        "batches": batches,
+        "nodeclaimsCreated": logged("created nodeclaim"),
+        "instancesLaunched": logged("launched instance"),
+        "nodesRegistered": logged("registered nodeclaim"),
+        "nodesInitialized": logged("initialized nodeclaim"),
+        "podsReady": phase([condition_time(p, "Ready") for p in pods], start),
+        "waitingOnSync": logged("waiting on cluster sync"),
+    }
 
 
 def run(work_dir: Path) -> dict[str, Any]:
@@ -130,7 +175,9 @@ def run(work_dir: Path) -> dict[str, Any]:
         karpy.wait_ready()
         nodeclass = (REPO / "hack/aws/moto-ec2nodeclass.yaml").read_text()
         kubectl.apply(nodeclass.replace("AMI_ID", ami))
-        kubectl.apply(NODEPOOL)
+        nodepool = copy.deepcopy(NODEPOOL)
+        nodepool["spec"]["disruption"]["budgets"] = [DRIFT_BUDGET]
+        kubectl.apply(nodepool)
         spread = {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -157,6 +204,7 @@ def run(work_dir: Path) -> dict[str, Any]:
                 for i, instance in enumerate(instances)
             ]
             started = time.monotonic()
+            started_wall = time.time()
             for i in range(0, len(entries), 10):
                 sqs.send_message_batch(QueueUrl=url, Entries=entries[i : i + 10])
             queued = time.monotonic() - started
@@ -202,6 +250,9 @@ def run(work_dir: Path) -> dict[str, Any]:
             bad = {offering(c) for c in interrupted.values()}
             reused = sum(1 for c in replacements if offering(c) in bad)
             errors = list(kubelets.errors)
+            timeline = _timeline(
+                kubectl, karpy, started_wall, set(p["metadata"]["uid"] for p in pods)
+            )
         return {
             "case": f"spot-{NODES}",
             "nodes": NODES,
@@ -217,6 +268,8 @@ def run(work_dir: Path) -> dict[str, Any]:
             "launchSeconds": round(launch, 2),
             "kubeletErrors": len(errors),
             "handled": len(karpy.log_lines("initiating delete from interruption message")),
+            "timeline": timeline,
+            "driftBudget": DRIFT_BUDGET,
             "targets": {"seconds": 60, "reusedOffering": 0},
         }
     finally:

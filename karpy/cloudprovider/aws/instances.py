@@ -3,15 +3,21 @@ DescribeInstances, terminate. The methods follow the `CloudProvider` contract (t
 provider that plugs this in only finds the NodeClaim's EC2NodeClass and instance types.
 
 A launch is idempotent per NodeClaim twice over: CreateFleet gets a `ClientToken` derived from
-the NodeClaim, and before launching, an instance already tagged with the NodeClaim's name in
-this cluster is adopted (EC2 keeps a token for a while only, and moto ignores tokens).
+the NodeClaim, and when an instance may already exist for it, one tagged with the NodeClaim's
+name in this cluster is adopted (EC2 keeps a token for a while only, and moto ignores tokens).
+An instance may exist when this process already sent a CreateFleet for the NodeClaim, or when
+the NodeClaim predates this process's first launch (an earlier leader may have launched it and
+died before writing its status). A NodeClaim created since is looked up by nobody: that lookup
+was one DescribeInstances per launch (rate-limited on EC2, a scan of every instance in moto).
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import structlog
@@ -65,6 +71,10 @@ GONE_STATES: Final = frozenset({"shutting-down", "terminated"})
 LT_NOT_FOUND: Final = "InvalidLaunchTemplateName.NotFoundException"
 INSTANCE_NOT_FOUND: Final = "InvalidInstanceID.NotFound"
 MAX_LISTED_TYPES_IN_ERROR: Final = 10
+SENT_REMEMBERED: Final = 10_000
+LEADER_OVERLAP: Final = timedelta(seconds=60)
+"""NodeClaims created this soon after this process's first launch are still looked up: a
+previous leader may have been launching until its lease ran out, and clocks differ a little."""
 
 
 @dataclass(frozen=True)
@@ -122,12 +132,18 @@ class AWSInstances:
         *,
         unavailable: UnavailableOfferings,
         launch_templates: LaunchTemplates | None = None,
+        wall: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._clients = clients
         self.cluster = cluster
         self.unavailable = unavailable
         self.launch_templates = launch_templates or LaunchTemplates(clients)
         self.candidates = CandidateCache()
+        self._wall = wall
+        self._first_launch: datetime | None = None
+        self._sent: OrderedDict[tuple[str, str], None] = OrderedDict()
+        """(name, uid) of the NodeClaims this process sent a CreateFleet for, the latest
+        `SENT_REMEMBERED`."""
 
     # -- create --------------------------------------------------------------------------------
 
@@ -141,10 +157,11 @@ class AWSInstances:
         for `nodeclass`) and return the claim with providerID, imageID, labels, capacity."""
         self._check_ready(nodeclass)
         by_name = {it.name: it for it in instance_types}
-        existing = await self._find_launched(claim.name)
-        if existing is not None:
-            log.info("found instance of nodeclaim", NodeClaim={"name": claim.name})
-            return self._launched(claim, nodeclass, _as_fleet_instance(existing), by_name)
+        if self._may_be_launched(claim):
+            existing = await self._find_launched(claim.name)
+            if existing is not None:
+                log.info("found instance of nodeclaim", NodeClaim={"name": claim.name})
+                return self._launched(claim, nodeclass, _as_fleet_instance(existing), by_name)
         reqs = Requirements.from_node_selector_terms(r.to_dict() for r in claim.spec.requirements)
         requests = parse_resources(
             claim.spec.resources.requests if claim.spec.resources else None,
@@ -160,6 +177,19 @@ class AWSInstances:
         chosen = found.chosen
         instance = await self._launch(claim, nodeclass, chosen, reqs, capacity_type, retry=True)
         return self._launched(claim, nodeclass, instance, by_name)
+
+    def _may_be_launched(self, claim: NodeClaim) -> bool:
+        """Whether an instance may already exist for `claim` (see the module docstring)."""
+        if self._first_launch is None:
+            self._first_launch = self._wall()
+        if (claim.name, claim.metadata.uid or "") in self._sent:
+            return True
+        created = claim.metadata.creation_timestamp
+        if created is None:
+            return True
+        if created.tzinfo is None:
+            created = created.replace(tzinfo=UTC)
+        return created < self._first_launch + LEADER_OVERLAP
 
     def _check_ready(self, nodeclass: EC2NodeClass) -> None:
         status = nodeclass.status
@@ -205,6 +235,9 @@ class AWSInstances:
             token=client_token(claim.name, claim.metadata.uid),
             context=nodeclass.spec.context,
         )
+        self._sent[(claim.name, claim.metadata.uid or "")] = None
+        while len(self._sent) > SENT_REMEMBERED:
+            self._sent.popitem(last=False)
         async with self._clients.client("ec2") as ec2:
             try:
                 response = await ec2.create_fleet(**request)

@@ -5,13 +5,14 @@ from karpy.controllers.provisioning import register
 
 from __future__ import annotations
 
-from karpy.apis.descriptors import CAPACITYBUFFERS, SCHEDULINGCONFIGS
+from karpy.apis.descriptors import CAPACITYBUFFERS, NODECLAIMS, SCHEDULINGCONFIGS
 from karpy.controllers.context import ControllerContext
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.nomination import NominationJanitor, nominate_pods
 from karpy.controllers.provisioning.provisioner import Provisioner
 from karpy.controllers.provisioning.triggers import (
     BufferTrigger,
+    NodeClaimTrigger,
     NodeTrigger,
     PodTrigger,
     ProvisionerLoop,
@@ -76,6 +77,7 @@ def register(ctx: ControllerContext) -> None:
         ctx.add(
             BufferTrigger(buffers=ctx.informer(CAPACITYBUFFERS), batcher=batcher, clock=ctx.clock)
         )
+    ctx.add(NodeClaimTrigger(nodeclaims=ctx.informer(NODECLAIMS), batcher=batcher, clock=ctx.clock))
     ctx.add(
         NominationJanitor(
             client=ctx.client,

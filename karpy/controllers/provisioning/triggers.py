@@ -11,6 +11,10 @@ so the pods of draining nodes get new capacity ahead of their eviction.
 `provisioner.trigger.capacitybuffer` (CapacityBuffer gate) opens a batch for every buffer and
 again every 10 s: real pods that bound onto a buffer's room leave no pending pod behind, and the
 next pass must launch new room for the buffer's virtual pods.
+`provisioner.trigger.nodeclaim` opens a batch the moment a NodeClaim starts deleting (an
+interruption, an expiry, a person): the provisioner already counts the pods of deleting nodes
+as needing capacity, and waiting for the termination controller to taint the Node first would
+delay their replacements by as long as that queue is deep.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from karpy.state import pods as podutil
 __all__ = [
     "RETRIGGER_SECONDS",
     "BufferTrigger",
+    "NodeClaimTrigger",
     "NodeTrigger",
     "PodTrigger",
     "ProvisionerLoop",
@@ -139,3 +144,35 @@ class BufferTrigger:
             return None
         self.batcher.trigger(str((buffer.get("metadata") or {}).get("uid") or key))
         return Result(requeue_after=RETRIGGER_SECONDS)
+
+
+def _is_deleting(obj: Mapping[str, Any]) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+class NodeClaimTrigger:
+    """`provisioner.trigger.nodeclaim`: a NodeClaim starting to delete opens a batch, once (the
+    Node's disrupted taint re-triggers while it drains)."""
+
+    name: Final = "provisioner.trigger.nodeclaim"
+
+    def __init__(self, *, nodeclaims: Informer, batcher: Batcher, clock: Clock) -> None:
+        self.nodeclaims = nodeclaims
+        self.batcher = batcher
+        self.clock = clock
+        self._triggered: dict[str, str] = {}
+        """NodeClaim name -> the UID whose deletion already triggered."""
+
+    def setup(self, builder: Builder[str]) -> None:
+        builder.watches(self.nodeclaims).workers(2).log_kind("NodeClaim")
+
+    async def reconcile(self, key: str) -> Result | None:
+        claim = self.nodeclaims.get(key)
+        if claim is None or not _is_deleting(claim):
+            self._triggered.pop(key, None)
+            return None
+        uid = str((claim.get("metadata") or {}).get("uid") or key)
+        if self._triggered.get(key) != uid:
+            self._triggered[key] = uid
+            self.batcher.trigger(uid)
+        return None

@@ -11,7 +11,7 @@ import asyncio
 import base64
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -415,6 +415,43 @@ async def test_retry_with_the_same_nodeclaim_launches_nothing_new(
         claim_of("default-fghij", "claim-uid-2"), launcher.nodeclass, launcher.types
     )
     assert world.counter.calls["ec2.CreateLaunchTemplate"] == templates
+    assert world.counter.calls["ec2.CreateFleet"] == 2
+    assert len(await launcher.instances.list()) == 2
+
+
+async def test_only_nodeclaims_a_process_may_have_launched_before_are_looked_up(
+    world: World, launcher: Launcher
+) -> None:
+    """A NodeClaim created after this process's first launch costs one CreateFleet and no
+    DescribeInstances; one created before (an earlier leader may have launched it) is looked up
+    and its instance adopted, not launched again."""
+    now = datetime.now(UTC)
+    launcher.instances._wall = lambda: now
+    older = claim_of("default-older", "uid-older")
+    older.metadata.creation_timestamp = now - timedelta(minutes=10)
+    first = await launcher.instances.create(older, launcher.nodeclass, launcher.types)
+    assert world.counter.calls["ec2.DescribeInstances"] == 1
+    assert world.counter.calls["ec2.CreateFleet"] == 1
+
+    fresh = claim_of("default-fresh", "uid-fresh")
+    fresh.metadata.creation_timestamp = now + timedelta(minutes=5)
+    await launcher.instances.create(fresh, launcher.nodeclass, launcher.types)
+    assert world.counter.calls["ec2.DescribeInstances"] == 1
+    assert world.counter.calls["ec2.CreateFleet"] == 2
+
+    # A new process (nothing sent yet) meets the older NodeClaim again: it adopts the instance.
+    again = AWSInstances(
+        world.clients,
+        launcher.instances.cluster,
+        unavailable=launcher.unavailable,
+        wall=lambda: now + timedelta(minutes=1),
+    )
+    adopted = await again.create(older, launcher.nodeclass, launcher.types)
+    assert adopted.status and first.status
+    assert adopted.status.provider_id == first.status.provider_id
+    assert world.counter.calls["ec2.CreateFleet"] == 2
+    # The fresh one, sent by the first process, is looked up by it when asked again.
+    await launcher.instances.create(fresh, launcher.nodeclass, launcher.types)
     assert world.counter.calls["ec2.CreateFleet"] == 2
     assert len(await launcher.instances.list()) == 2
 

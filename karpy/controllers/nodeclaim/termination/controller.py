@@ -65,6 +65,9 @@ JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.nodeclaim.termination")
 
 INSTANCE_POLL: Final = 5.0
+WORKERS: Final = 100
+"""Karpenter finalizes NodeClaims in its lifecycle controller (1,000 workers and more): a hundred
+NodeClaims deleted at once (a spot interruption wave) must all reach their Nodes at once."""
 
 
 class NodeClaimTermination:
@@ -80,7 +83,7 @@ class NodeClaimTermination:
         nodes: Informer,
         cloud_provider: CloudProvider,
         clock: Clock,
-        workers: int = 10,
+        workers: int = WORKERS,
     ) -> None:
         self.client = client
         self.nodeclaims = nodeclaims
