@@ -319,7 +319,7 @@ BUDGETS: list[JSON] = [{"nodes": "100%"}]
 consolidation e2e tests use it); the default 10 % would pace deletions on purpose."""
 SHARE = 0.5
 SETTLE = 60.0
-SAVINGS_TIMEOUT = 900.0
+SAVINGS_TIMEOUT = 1200.0
 DECISIONS = "karpenter_voluntary_disruption_decisions_total"
 DISRUPTED = "karpenter_nodeclaims_disrupted_total"
 
