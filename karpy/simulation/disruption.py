@@ -49,6 +49,7 @@ from karpy.controllers.disruption.consolidation import (
     node_price,
     single_node,
 )
+from karpy.kube.memory import gc_paused
 from karpy.scheduling import format_resources
 from karpy.scheduling.engine import NodePoolTemplate, schedule
 from karpy.scheduling.engine.model import PreferencePolicy
@@ -556,14 +557,18 @@ def plan_disruption(
     plan.fresh_cost, plan.lower_bound = replay.fresh()
     plan.converged = False
     for _ in range(max_rounds):
-        step = next_step(
-            replay, snapshot, multi_timeout=multi_timeout, single_timeout=single_timeout
-        )
-        if step is None:
-            plan.converged = not replay.timed_out
-            break
-        plan.steps.append(step)
-        snapshot = replay.snapshot()
+        # each round builds a snapshot and simulates over it, a large graph that dies by
+        # reference counting when the round ends; the collector's full scans of it while it
+        # grows cost several times the search itself
+        with gc_paused():
+            step = next_step(
+                replay, snapshot, multi_timeout=multi_timeout, single_timeout=single_timeout
+            )
+            if step is None:
+                plan.converged = not replay.timed_out
+                break
+            plan.steps.append(step)
+            snapshot = replay.snapshot()
     plan.cost_after, plan.nodes_after = replay.cost(snapshot)
     _, plan.blocked = consolidation_candidates(snapshot)
     return plan

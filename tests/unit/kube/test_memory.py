@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from karpy.kube.memory import freeze_heap, gc_paused, release_free_memory
+from karpy.kube.memory import collector_paused, freeze_heap, gc_paused, release_free_memory
 
 
 @pytest.fixture(autouse=True)
@@ -26,6 +26,21 @@ def test_the_collector_is_off_inside_and_back_on_after() -> None:
     gc.enable()
     with gc_paused():
         assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_a_call_runs_with_the_collector_off_in_its_worker_thread() -> None:
+    gc.enable()
+    seen: list[object] = []
+
+    def work(a: int, *, b: int) -> int:
+        seen.append(gc.isenabled())
+        return a + b
+
+    worker = threading.Thread(target=lambda: seen.append(collector_paused(work)(1, b=2)))
+    worker.start()
+    worker.join()
+    assert seen == [False, 3]
     assert gc.isenabled()
 
 

@@ -4,7 +4,8 @@ Each pass builds a `Snapshot` of the cluster (nodes, NodePools with their instan
 the cloud provider, PDBs, DaemonSets, volumes, and the pods still to place: pending pods the
 provisioner would provision for and those of nodes being deleted) and runs the search
 (`search.py`) in a worker thread, so the event loop keeps serving watches and probes while every
-candidate is evaluated.
+candidate is evaluated; with the cyclic collector paused meanwhile (`collector_paused`: its full
+collections of the growing snapshot held the GIL for seconds).
 Validation, after the loop's delay, rebuilds the snapshot and simulates the same nodes again:
 the command stands only if it is still the same kind (delete or replace) and, for a replace,
 the new simulation still offers every instance type the command would launch.
@@ -48,6 +49,7 @@ from karpy.controllers.disruption.events import DedupingEvents, publish_unconsol
 from karpy.controllers.disruption.methods.base import Budgets, Command
 from karpy.controllers.disruption.methods.simulation import nodepool_templates
 from karpy.kube import Clock, Informer, RealClock
+from karpy.kube.memory import collector_paused
 from karpy.kube.metrics import REGISTRY
 from karpy.kube.offload import run_off_loop
 from karpy.state import Cluster
@@ -153,7 +155,7 @@ class _Consolidation:
             *self.cluster.pods_on_deleting_nodes(state.nodes),
         ]
         return await run_off_loop(
-            build_snapshot,
+            collector_paused(build_snapshot),
             nodes=state.nodes,
             pending=pending,
             nodepools=nodepools,
@@ -198,7 +200,9 @@ class _Consolidation:
             return Command()
         snapshot = await self.snapshot()
         keys = frozenset(c.key for c in candidates)
-        decision, stats = await run_off_loop(self._search, snapshot, keys, budgets)
+        decision, stats = await run_off_loop(
+            collector_paused(self._search), snapshot, keys, budgets
+        )
         self._unconsolidatable(stats, candidates)
         if decision is None:
             return Command()
@@ -248,7 +252,7 @@ class _Consolidation:
         if any(budgets.get(pool, 0) < n for pool, n in taken.items()):
             return Command()
         snapshot = await self.snapshot()
-        still = await run_off_loop(self._resimulate, snapshot, keys)
+        still = await run_off_loop(collector_paused(self._resimulate), snapshot, keys)
         if still is None or still.kind != command.decision:
             return Command()
         if command.replacements:
