@@ -10,15 +10,27 @@ constraints, so no rule exists twice.
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import inspect
 import sys
 import types
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Final, Literal, Union, get_args, get_origin
+from typing import (
+    Annotated,
+    Any,
+    ClassVar,
+    Final,
+    Literal,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticUndefined
 
@@ -317,3 +329,30 @@ def _to_json(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _to_json(v) for k, v in value.items()}
     return value
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validate_known(model: type[M], data: Mapping[str, Any]) -> tuple[M, list[str]]:
+    """`model` from `data`, leaving out fields the model does not know, and their paths
+    (`spec.enclaveOptions`). For objects read from a cluster whose CRD is newer than karpy's
+    model (another release's CRD): the fields karpy knows still work; any other error raises."""
+    try:
+        return model.model_validate(data), []
+    except ValidationError as exc:
+        unknown = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+        if not unknown or len(unknown) != exc.error_count():
+            raise
+    trimmed = copy.deepcopy(dict(data))
+    for loc in unknown:
+        _drop(trimmed, loc)
+    return model.model_validate(trimmed), [".".join(str(p) for p in loc) for loc in unknown]
+
+
+def _drop(data: Any, loc: tuple[int | str, ...]) -> None:
+    *parents, last = loc
+    for part in parents:
+        data = data[part]
+    if isinstance(data, dict):
+        data.pop(last, None)

@@ -22,13 +22,14 @@ from typing import Any, Final
 import structlog
 
 from karpy.apis.aws.v1 import labels as aws
-from karpy.apis.aws.v1.ec2nodeclass import KIND, EC2NodeClass
+from karpy.apis.aws.v1.ec2nodeclass import KIND
 from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
 from karpy.apis.objects import get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasshash import NODECLASS_HASH_VERSION, hash_annotations
+from karpy.cloudprovider.aws.nodeclassread import read_nodeclass
 from karpy.kube import Client, Clock, Informer, KubeError, NotFoundError, RealClock, Result
 from karpy.kube.builder import Builder
 from karpy.kube.client import PatchType
@@ -101,7 +102,7 @@ class EC2NodeClassController:
             if _meta(obj).get("deletionTimestamp"):
                 return await self._finalize(name, obj)
             await self._add_finalizer(name, obj)
-            nodeclass = EC2NodeClass.model_validate(obj)
+            nodeclass = read_nodeclass(obj)
             resolution = await self.resolver.resolve(nodeclass)
             resolved = resolution.apply(nodeclass)
             status: dict[str, Any] = resolved.status.to_dict() if resolved.status else {}

@@ -27,6 +27,7 @@ from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.interruption import InterruptionController, MessageHandler
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
+from karpy.cloudprovider.aws.nodeclassread import read_nodeclass
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
@@ -128,7 +129,7 @@ class AWSPlugin:
                     found = await client.get(EC2NODECLASSES, name)
                 except NotFoundError:
                     return None
-            return EC2NodeClass.model_validate(found)
+            return read_nodeclass(found)
 
         try:
             access = await discover_cluster(
