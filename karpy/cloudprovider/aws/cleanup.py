@@ -96,9 +96,22 @@ class NodeClassCleanup:
 
     async def delete_launch_templates(self, nodeclass: str) -> list[str]:
         """Delete the launch templates tagged with the cluster and the class; their names."""
+        return await self.delete_cluster_launch_templates(
+            lambda _template: True,
+            extra_filters=[{"Name": f"tag:{aws.TAG_NODECLASS}", "Values": [nodeclass]}],
+        )
+
+    async def delete_cluster_launch_templates(
+        self,
+        unused: Callable[[Mapping[str, Any]], bool],
+        *,
+        extra_filters: Collection[Mapping[str, Any]] = (),
+    ) -> list[str]:
+        """Delete the cluster's launch templates (tagged with its name) that `unused` picks
+        from `DescribeLaunchTemplates`'s entries; their names."""
         filters = [
             {"Name": f"tag:{aws.TAG_EKS_CLUSTER_NAME}", "Values": [self.cluster_name]},
-            {"Name": f"tag:{aws.TAG_NODECLASS}", "Values": [nodeclass]},
+            *extra_filters,
         ]
         deleted: list[str] = []
         async with self._clients.client("ec2") as ec2:
@@ -107,6 +120,7 @@ class NodeClassCleanup:
                 template
                 async for page in paginator.paginate(Filters=filters)
                 for template in page.get("LaunchTemplates") or ()
+                if unused(template)
             ]
             for template in templates:
                 try:

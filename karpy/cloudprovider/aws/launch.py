@@ -173,8 +173,15 @@ class LaunchTemplates:
         self._locks: dict[str, asyncio.Lock] = {}
 
     def forget(self, name: str) -> None:
-        """Drop a name EC2 no longer knows (CreateFleet said the template does not exist)."""
+        """Drop a name EC2 no longer knows (CreateFleet said the template does not exist, or
+        garbage collection deleted it)."""
         self._seen.pop(name, None)
+
+    def used_within(self, name: str, period: timedelta) -> bool:
+        """Whether a launch asked for template `name` in the last `period` (on this replica,
+        since it started)."""
+        seen = self._seen.get(name)
+        return seen is not None and self._clock() - seen < period.total_seconds()
 
     async def ensure(self, data: Mapping[str, Any], tags: Mapping[str, str]) -> LaunchTemplate:
         """The template for `data`, created with `tags` if EC2 does not have it."""

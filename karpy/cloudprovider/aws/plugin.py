@@ -1,5 +1,5 @@
 """The AWS provider's plugin: EC2NodeClass, the EC2 cloud provider built from the settings, and
-the EC2NodeClass controller.
+the EC2NodeClass controller and the garbage collection of launch templates and instance profiles.
 
 Settings: `CLUSTER_NAME` (required), `CLUSTER_ENDPOINT` (default: `eks:DescribeCluster`),
 `CLUSTER_CA_BUNDLE` (default: the CA karpy trusts), `VM_MEMORY_OVERHEAD_PERCENT`,
@@ -25,6 +25,7 @@ from karpy.cloudprovider.aws.cluster import discover_cluster
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.interruption import InterruptionController, MessageHandler
+from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.nodeclassread import read_nodeclass
@@ -167,6 +168,16 @@ class AWSPlugin:
                     ),
                     ca_bundle=provider.instances.cluster.ca_bundle,
                     isolated_vpc=ctx.settings.aws.isolated_vpc,
+                    clock=ctx.clock,
+                )
+            )
+            ctx.add(
+                LaunchTemplateGC(
+                    nodeclaims=ctx.cache.informer(NODECLAIMS),
+                    templates=provider.instances.launch_templates,
+                    cleanup=NodeClassCleanup(
+                        provider.resolver.clients, cluster_name=ctx.settings.cluster_name
+                    ),
                     clock=ctx.clock,
                 )
             )

@@ -2,7 +2,8 @@
 EC2NodeClass gets its resolved status, conditions, finalizer and Karpenter's hash annotations; a
 selector that matches nothing turns it not Ready, naming the selector, and it is looked at again
 sooner; a deleted class waits for its NodeClaims, then its instance profile and launch templates
-are deleted; another hash version re-stamps its NodeClaims."""
+are deleted; another hash version re-stamps its NodeClaims; launch templates left unused while
+the class lives are deleted."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.launch import LaunchTemplates
+from karpy.cloudprovider.aws.launchtemplategc import PERIOD as LAUNCH_TEMPLATE_GC_PERIOD
+from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import (
     IN_USE_REQUEUE,
@@ -491,3 +495,63 @@ async def test_a_denied_dry_run_fails_validation_and_no_nodeclaim_launches(
         await provider.create(claim_of())
     assert world.counter.calls["ec2.CreateFleet"] == 0
     assert world.counter.calls["ec2.RunInstances"] == 0
+
+
+async def test_launch_templates_left_unused_are_deleted_while_the_class_lives(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    """After an AMI change launches use a new template; the old one goes once it has been
+    unused for ten minutes and no NodeClaim of the class is still launching."""
+    client, _cache, controller = running
+    clock = FakeClock(wall_start=datetime.now(UTC))
+    launch_templates = LaunchTemplates(world.clients, clock=clock.now)
+    tags = {"eks:eks-cluster-name": CLUSTER, "karpenter.k8s.aws/ec2nodeclass": "default"}
+    before = {"ImageId": world.amis["amd64"], "UserData": "YmVmb3Jl"}
+    after = {"ImageId": world.amis["arm64"], "UserData": "YWZ0ZXI="}
+    old = (await launch_templates.ensure(before, tags)).name
+    async with world.clients.client("ec2") as ec2:
+        await ec2.create_launch_template(
+            LaunchTemplateName="karpenter.k8s.aws/other-cluster",
+            LaunchTemplateData={"ImageId": world.amis["amd64"]},
+            TagSpecifications=[
+                {
+                    "ResourceType": "launch-template",
+                    "Tags": [{"Key": "eks:eks-cluster-name", "Value": "other"}],
+                }
+            ],
+        )
+    await client.create(EC2NODECLASSES, manifest())
+    gc = LaunchTemplateGC(
+        nodeclaims=controller.nodeclaims,
+        templates=launch_templates,
+        cleanup=controller.cleanup,
+        clock=clock,
+    )
+    result = await gc.reconcile(gc.name)
+    assert result is not None and result.requeue_after == LAUNCH_TEMPLATE_GC_PERIOD
+    assert old in await templates(world)  # just used
+
+    clock.advance(11 * 60)  # the AMI changed: launches now ask for the new template only
+    new = (await launch_templates.ensure(after, tags)).name
+    await client.create(NODECLAIMS, ec2_nodeclaim("launching"))
+    await cached(controller.nodeclaims, "launching", lambda c: c is not None)
+    await gc.reconcile(gc.name)
+    # A NodeClaim of the class has no instance yet: its CreateFleet may still name either.
+    assert {old, new} <= await templates(world)
+
+    await client.patch_status(
+        NODECLAIMS, "launching", {"status": {"providerID": "aws:///us-east-1a/i-0123456789"}}
+    )
+    await cached(
+        controller.nodeclaims,
+        "launching",
+        lambda c: c is not None and (c.get("status") or {}).get("providerID"),
+    )
+    await gc.reconcile(gc.name)
+    remaining = await templates(world)
+    assert old not in remaining
+    assert {new, "karpenter.k8s.aws/other-cluster"} <= remaining
+    # A launch with the old inputs again makes the template again.
+    assert (await launch_templates.ensure(before, tags)).name == old
+    assert old in await templates(world)
