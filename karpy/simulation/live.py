@@ -3,9 +3,10 @@
 The apiserver is the one `karpy run` would talk to (`--kubeconfig`, else `$KUBECONFIG`,
 in-cluster configuration or `~/.kube/config`), and the objects are those `karpy run`'s
 informers hold: NodePools, NodeClaims, Nodes, Pods, PodDisruptionBudgets, DaemonSets,
-Namespaces, and where their CRDs are installed SchedulingConfigs and NodeOverlays. Each kind is
-listed once, read only. The replay then turns them into the engine's input with the same
-builder as `karpy run` (`karpy.state.inputs`).
+Namespaces, LimitRanges, PodTemplates, and where their CRDs are installed SchedulingConfigs,
+NodeOverlays and CapacityBuffers (taken with the status `capacitybuffer.status` wrote, as
+`karpy run` takes them). Each kind is listed once, read only. The replay then turns them into
+the engine's input with the same builder as `karpy run` (`karpy.state.inputs`).
 
 Pods: those bound to a listed node and still active, plus the pending pods `karpy run` would
 provision for (kube-scheduler gave up on them: `is_provisionable`), which each simulation places
@@ -21,11 +22,24 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from karpy.apis.descriptors import NODECLAIMS, NODEOVERLAYS, NODEPOOLS, SCHEDULINGCONFIGS
+from karpy.apis.descriptors import (
+    CAPACITYBUFFERS,
+    NODECLAIMS,
+    NODEOVERLAYS,
+    NODEPOOLS,
+    SCHEDULINGCONFIGS,
+)
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import NodePool, validate_nodepool
 from karpy.kube import NODES, PODS, Client, NotFoundError
-from karpy.kube.resources import DAEMONSETS, NAMESPACES, PODDISRUPTIONBUDGETS, Resource
+from karpy.kube.resources import (
+    DAEMONSETS,
+    LIMITRANGES,
+    NAMESPACES,
+    PODDISRUPTIONBUDGETS,
+    PODTEMPLATES,
+    Resource,
+)
 from karpy.scheduling import InstanceType, TaintError
 from karpy.scheduling.engine import NodePoolTemplate
 from karpy.simulation.scenario import ScenarioObjects
@@ -35,7 +49,7 @@ from karpy.state.inputs import NodeClassKey, nodepool_nodeclass
 __all__ = ["objects_from_cluster", "read_cluster"]
 
 JSON = dict[str, Any]
-OPTIONAL = frozenset({SCHEDULINGCONFIGS.plural, NODEOVERLAYS.plural})
+OPTIONAL = frozenset({SCHEDULINGCONFIGS.plural, NODEOVERLAYS.plural, CAPACITYBUFFERS.plural})
 """Kinds whose CRDs a cluster may not have installed (read as none)."""
 
 
@@ -107,6 +121,12 @@ def objects_from_cluster(
         configs=listed[SCHEDULINGCONFIGS.plural],
         nodeclasses=nodeclasses,
         overlays=listed[NODEOVERLAYS.plural],
+        buffers=listed.get(CAPACITYBUFFERS.plural, []),
+        pod_templates={
+            (str((t.get("metadata") or {}).get("namespace") or ""), _name(t)): t
+            for t in listed.get(PODTEMPLATES.plural, [])
+        },
+        limit_ranges=list(listed.get(LIMITRANGES.plural, [])),
     )
 
 
@@ -127,6 +147,9 @@ async def read_cluster(
         NAMESPACES,
         SCHEDULINGCONFIGS,
         NODEOVERLAYS,
+        CAPACITYBUFFERS,
+        PODTEMPLATES,
+        LIMITRANGES,
     )
     async with await Client.connect(kubeconfig=kubeconfig, user_agent="karpy-simulate") as client:
         lists = await asyncio.gather(*(_list(client, k) for k in kinds))

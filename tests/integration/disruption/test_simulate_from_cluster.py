@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 
-from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
+from karpy.apis.descriptors import CAPACITYBUFFERS, KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.kube import NODES, PODS
+from karpy.kube.resources import PODTEMPLATES
 from tests.integration.disruption.support import (
     AMD64_ON_DEMAND,
     Env,
@@ -28,7 +29,7 @@ from tests.integration.disruption.support import (
     unschedulable,
     untainted,
 )
-from tests.kit import kwok_nodeclass, nodepool
+from tests.kit import capacitybuffer, kwok_nodeclass, nodepool, podtemplate
 
 pytestmark = pytest.mark.timeout(240)
 JSON = dict[str, Any]
@@ -95,3 +96,54 @@ async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
     assert sorted(n["metadata"]["name"] for n in listed.items) == ["a", "b", "idle"]
     claims = await env.client.list(NODECLAIMS)
     assert not any(c["metadata"].get("deletionTimestamp") for c in claims.items)
+
+
+async def test_from_cluster_keeps_the_room_a_ready_buffer_needs(
+    env: Env, kubeconfig: str, namespace: str
+) -> None:
+    await env.create(KWOKNODECLASSES, kwok_nodeclass())
+    await env.create(
+        NODEPOOLS,
+        nodepool(
+            requirements=AMD64_ON_DEMAND,
+            policy="WhenEmptyOrUnderutilized",
+            consolidate_after="0s",
+            budgets=[{"nodes": "100%"}],
+        ),
+    )
+    for name in ("a", "idle"):
+        await consolidatable_node(env, name)
+    await env.client.create(PODS, bare_pod("p1", namespace, "1", node="a"), namespace=namespace)
+    await untainted(env, ["a", "idle"])
+    # a chunk of 3.5 CPU fits only on the idle node (a has a 1-CPU pod)
+    await env.client.create(PODTEMPLATES, podtemplate("chunk", namespace, cpu="3500m"))
+    await env.client.create(
+        CAPACITYBUFFERS,
+        capacitybuffer("room", namespace, podTemplateRef={"name": "chunk"}, replicas=1),
+    )
+    without = await _simulate(kubeconfig)
+    assert "idle" in {n["name"] for c in without["commands"] for n in c["nodes"]}
+
+    # the status capacitybuffer.status writes: the plan takes the buffer as `karpy run` does
+    await env.client.patch_status(
+        CAPACITYBUFFERS,
+        "room",
+        {
+            "status": {
+                "podTemplateRef": {"name": "chunk"},
+                "replicas": 1,
+                "conditions": [
+                    {
+                        "type": "ReadyForProvisioning",
+                        "status": "True",
+                        "reason": "AttributesSetSuccessfully",
+                        "message": "ready",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            }
+        },
+        namespace=namespace,
+    )
+    kept = await _simulate(kubeconfig)
+    assert "idle" not in {n["name"] for c in kept["commands"] for n in c["nodes"]}, kept
