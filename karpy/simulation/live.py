@@ -4,10 +4,9 @@ The apiserver is the one `karpy run` would talk to (`--kubeconfig`, else `$KUBEC
 in-cluster configuration or `~/.kube/config`), and the objects are those `karpy run`'s
 informers hold: NodePools, NodeClaims, Nodes, Pods, PodDisruptionBudgets, DaemonSets,
 Namespaces, LimitRanges, PodTemplates, and where their CRDs are installed SchedulingConfigs,
-NodeOverlays and CapacityBuffers (with the status karpy's buffer controller gave them: their
-virtual pods keep their room, as in `karpy run`). Each kind is
-listed once, read only. The replay then turns them into the engine's input with the same
-builder as `karpy run` (`karpy.state.inputs`).
+NodeOverlays and CapacityBuffers (taken with the status `capacitybuffer.status` wrote, as
+`karpy run` takes them). Each kind is listed once, read only. The replay then turns them into
+the engine's input with the same builder as `karpy run` (`karpy.state.inputs`).
 
 Pods: those bound to a listed node and still active, plus the pending pods `karpy run` would
 provision for (kube-scheduler gave up on them: `is_provisionable`), which each simulation places
@@ -20,7 +19,7 @@ EC2), as the cloud provider's catalogue is not read from the cluster.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from karpy.apis.descriptors import (
@@ -122,12 +121,12 @@ def objects_from_cluster(
         configs=listed[SCHEDULINGCONFIGS.plural],
         nodeclasses=nodeclasses,
         overlays=listed[NODEOVERLAYS.plural],
-        buffers=listed[CAPACITYBUFFERS.plural],
+        buffers=listed.get(CAPACITYBUFFERS.plural, []),
         pod_templates={
             (str((t.get("metadata") or {}).get("namespace") or ""), _name(t)): t
-            for t in listed[PODTEMPLATES.plural]
+            for t in listed.get(PODTEMPLATES.plural, [])
         },
-        limit_ranges=list[Mapping[str, Any]](listed[LIMITRANGES.plural]),
+        limit_ranges=list(listed.get(LIMITRANGES.plural, [])),
     )
 
 

@@ -18,6 +18,7 @@ synced (no NodeClaim created but not launched, so nothing is launched twice), th
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -61,6 +62,8 @@ NAME = "provisioner"
 log = structlog.get_logger("karpy.controllers.provisioning")
 
 MAX_LOGGED = 20
+CAPACITY_BUFFER_POD = re.compile(r"/capacitybuffer-.+-\d+$")
+"""The key of a CapacityBuffer's virtual pod (`karpy.state.inputs.virtual_pods` names them)."""
 CREATE_CONCURRENCY = 25
 SYNC_POLL = 0.2
 UNSYNCED_LOG_EVERY = 30.0
@@ -347,11 +350,17 @@ class Provisioner:
                 pods=sum(len(c.pods) for c in result.node_claims),
             )
         placements = self._nominate_existing(batch, result, by_key)
+        buffered: list[str] = []
         for key, reason in sorted(result.errors.items()):
             pod = by_key.get(key)
             if pod is not None:
                 log.info("could not schedule pod", Pod=_ref(pod), error=reason)
                 self._failed(pod, reason)
+            elif CAPACITY_BUFFER_POD.search(key):
+                buffered.append(f"{key}: {reason}")
+        if buffered:
+            # a buffer's virtual pods have no object for an event: say it in the log
+            log.info("could not keep room for capacity buffer pod(s)", errors=_names(buffered))
         semaphore = asyncio.Semaphore(CREATE_CONCURRENCY)
 
         async def create(claim: NewNodeClaim) -> str | None:

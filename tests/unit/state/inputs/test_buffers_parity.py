@@ -166,3 +166,49 @@ def test_simulate_resolves_a_workload_buffer_and_warns_about_a_broken_one(tmp_pa
         "CapacityBuffer 'broken'" in w and "PodTemplate apps/missing not found" in w
         for w in scenario.warnings
     ), scenario.warnings
+
+
+def test_a_chunk_no_type_fits_is_logged_never_an_event() -> None:
+    from structlog.testing import capture_logs
+
+    template = served(podtemplate("huge", NS, cpu="1000"), uid="uid-huge")
+    buffer = served(
+        capacitybuffer("huge", NS, podTemplateRef={"name": "huge"}, replicas=1), uid="uid-hb"
+    )
+    objects = [NAMESPACE, NODECLASS, nodepool(), template]
+
+    async def run() -> list[dict[str, Any]]:
+        client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
+        cache = Cache(client)
+        cluster = Cluster(cache, capacity_buffers=True)
+        kinds = {**KINDS, "PodTemplate": PODTEMPLATES, "CapacityBuffer": CAPACITYBUFFERS}
+        by_resource: dict[Any, list[JSON]] = {r: [] for r in kinds.values()}
+        for obj in [*objects, _controller_status(buffer, [template])]:
+            by_resource[kinds[obj["kind"]]].append(obj)
+        for resource, items in by_resource.items():
+            informer = cache.informer(resource)
+            transform = informer.transform
+            informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
+        events = EventRecorder(client)
+        provisioner = Provisioner(
+            client=client,
+            cluster=cluster,
+            cloud_provider=KwokCloudProvider(client=client, cache=cache, instance_types=types()),
+            events=events,
+            batcher=Batcher(idle=1.0, maximum=10.0),
+        )
+        try:
+            batch = await provisioner.gather()
+            assert batch is not None and batch.pods == ()  # the buffer alone makes a pass
+            result, _ = provisioner.solve(batch)
+            assert f"{NS}/capacitybuffer-huge-0" in result.errors
+            with capture_logs() as logs:
+                assert await provisioner.apply(batch, result) == []
+            return logs
+        finally:
+            await client.close()
+
+    logs = asyncio.run(run())
+    (record,) = [r for r in logs if r["event"].startswith("could not keep room")]
+    assert f"{NS}/capacitybuffer-huge-0" in record["errors"]
+    assert not [r for r in logs if r["event"] == "could not schedule pod"]
