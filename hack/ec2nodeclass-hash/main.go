@@ -10,19 +10,15 @@
 //
 // Input: a YAML or JSON stream of EC2NodeClass documents (files named as arguments, or stdin).
 // Output: a JSON array of {"name", "hashVersion", "hash", "caBundle", "nodeClass"}; nodeClass is the document as read.
+// Reading and printing are hack/hashtable's, shared with hack/nodepool-hash.
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 
 	v1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	"github.com/karpy/karpy/hack/hashtable"
 	"github.com/mitchellh/hashstructure/v2"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -36,87 +32,47 @@ type entry struct {
 	NodeClass   map[string]any `json:"nodeClass"`
 }
 
-func readAll(r io.Reader, out *[]entry) error {
-	reader := yaml.NewYAMLReader(bufio.NewReader(r))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		raw := map[string]any{}
-		if err := sigsyaml.Unmarshal(doc, &raw); err != nil {
-			return err
-		}
-		if len(raw) == 0 {
-			continue
-		}
-		nodeClass := v1.EC2NodeClass{}
-		if err := sigsyaml.UnmarshalStrict(doc, &nodeClass); err != nil {
-			return fmt.Errorf("ec2nodeclass %v: %w", raw["metadata"], err)
-		}
-		var caBundle *string
-		if value, ok := nodeClass.Annotations[caBundleAnnotation]; ok {
-			caBundle = &value
-		}
-		// Cross-check: the provider's method and the documented hashstructure call agree.
-		direct, err := hashstructure.Hash([]any{
-			nodeClass.Spec,
-			nodeClass.AMIFamily(),
-			func() string {
-				if caBundle == nil {
-					return ""
-				}
-				return *caBundle
-			}(),
-			nodeClass.Spec.Kubelet.String(),
-		}, hashstructure.FormatV2, &hashstructure.HashOptions{
-			SlicesAsSets:    true,
-			IgnoreZeroValue: true,
-			ZeroNil:         true,
-		})
-		if err != nil {
-			return err
-		}
-		hash := nodeClass.Hash(caBundle)
-		if fmt.Sprint(direct) != hash {
-			return fmt.Errorf("ec2nodeclass %s: hashstructure gives %d, EC2NodeClass.Hash() %s", nodeClass.Name, direct, hash)
-		}
-		*out = append(*out, entry{
-			Name:        nodeClass.Name,
-			HashVersion: v1.EC2NodeClassHashVersion,
-			Hash:        hash,
-			CABundle:    caBundle,
-			NodeClass:   raw,
-		})
+func entryOf(doc []byte, raw map[string]any) (entry, error) {
+	nodeClass := v1.EC2NodeClass{}
+	if err := sigsyaml.UnmarshalStrict(doc, &nodeClass); err != nil {
+		return entry{}, fmt.Errorf("ec2nodeclass %v: %w", raw["metadata"], err)
 	}
+	var caBundle *string
+	if value, ok := nodeClass.Annotations[caBundleAnnotation]; ok {
+		caBundle = &value
+	}
+	// Cross-check: the provider's method and the documented hashstructure call agree.
+	direct, err := hashstructure.Hash([]any{
+		nodeClass.Spec,
+		nodeClass.AMIFamily(),
+		func() string {
+			if caBundle == nil {
+				return ""
+			}
+			return *caBundle
+		}(),
+		nodeClass.Spec.Kubelet.String(),
+	}, hashstructure.FormatV2, &hashstructure.HashOptions{
+		SlicesAsSets:    true,
+		IgnoreZeroValue: true,
+		ZeroNil:         true,
+	})
+	if err != nil {
+		return entry{}, err
+	}
+	hash := nodeClass.Hash(caBundle)
+	if fmt.Sprint(direct) != hash {
+		return entry{}, fmt.Errorf("ec2nodeclass %s: hashstructure gives %d, EC2NodeClass.Hash() %s", nodeClass.Name, direct, hash)
+	}
+	return entry{
+		Name:        nodeClass.Name,
+		HashVersion: v1.EC2NodeClassHashVersion,
+		Hash:        hash,
+		CABundle:    caBundle,
+		NodeClass:   raw,
+	}, nil
 }
 
 func main() {
-	entries := []entry{}
-	if len(os.Args) == 1 {
-		if err := readAll(os.Stdin, &entries); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-	}
-	for _, path := range os.Args[1:] {
-		f, err := os.Open(path)
-		if err == nil {
-			err = readAll(f, &entries)
-			_ = f.Close()
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, path+":", err)
-			os.Exit(1)
-		}
-	}
-	enc := json.NewEncoder(os.Stdout)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(entries); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	hashtable.Main(entryOf)
 }

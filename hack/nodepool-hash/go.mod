@@ -75,3 +75,8 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
+
+require github.com/karpy/karpy/hack/hashtable v0.0.0
+
+// the shared driver lives in this repository, beside this command
+replace github.com/karpy/karpy/hack/hashtable => ../hashtable
