@@ -23,6 +23,7 @@ Every plan comes with a lower bound on the cost of any plan (`lowerbound.py`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
@@ -50,11 +51,20 @@ def schedule(inp: SchedulingInput) -> SchedulingResult:
     """Schedule a snapshot. Pure and deterministic: the same input gives the same plan
     (small batches also get the exact planner, whose search stops at deterministic work limits
     or at the time budget in CPU seconds, which the heuristic's own time counts against; the
-    result's `exact` says when the clock cut it)."""
+    result's `exact` says when the clock cut it). Batches it cannot take whole, too large or
+    not modelled, get their most wasteful nodes re-packed exactly (`exact.repack`, a few
+    groups of at most `repacking.GROUP_SECONDS` each)."""
     started = exact.Budget.start(inp.exact_seconds)
     result = Scheduler(inp).solve()
-    if inp.exact_seconds > 0 and len(inp.pods) <= exact.MAX_PODS:
+    if inp.exact_seconds <= 0:
+        return result
+    if len(inp.pods) <= exact.MAX_PODS:
         result = exact.improve(inp, result, started=started)
+        if result.exact.startswith("not modelled"):
+            result = exact.repack(inp, result, started=started)
+    else:
+        result = dataclasses.replace(result, exact=f"batch larger than {exact.MAX_PODS} pods")
+        result = exact.repack(inp, result, started=started)
     return result
 
 

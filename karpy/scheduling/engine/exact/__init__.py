@@ -8,93 +8,14 @@ The cheaper plan wins (on equal cost, the one with fewer nodes); the result says
 proven optimal and carries the solver's best bound. Pods the heuristic could not place stay
 unschedulable (with its reasons); optimality is over plans for the others. Out-of-reach batches
 return the heuristic's plan with the reason in `exact`.
+
+Batches it cannot take whole (more than `MAX_PODS` pods, or pods it does not model) get
+`repack` instead: the plan's most wasteful new nodes are re-planned exactly in small groups,
+replaced only where that is cheaper (`repacking.py`).
 """
 
-from __future__ import annotations
+from karpy.scheduling.engine.exact.improve import MAX_PODS, TIME_BUDGET, improve
+from karpy.scheduling.engine.exact.milp import Budget
+from karpy.scheduling.engine.exact.repacking import repack
 
-import dataclasses
-import time
-
-from karpy.scheduling.engine.exact.existing_first import existing_first
-from karpy.scheduling.engine.exact.milp import NODE_EPSILON, Budget, slot_count, solve
-from karpy.scheduling.engine.exact.patterns import solve_patterns
-from karpy.scheduling.engine.exact.plan import to_result
-from karpy.scheduling.engine.exact.problem import build
-from karpy.scheduling.engine.exact.prune import prune
-from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
-
-__all__ = ["MAX_PODS", "TIME_BUDGET", "Budget", "improve"]
-
-# Batches up to this many pending pods are planned exactly; larger ones keep the heuristic.
-MAX_PODS = 64
-# CPU seconds (see `milp.clock`) for the heuristic and the exact planner together.
-TIME_BUDGET = 0.2
-
-
-def _mark(result: SchedulingResult, **changes: object) -> SchedulingResult:
-    return dataclasses.replace(result, **changes)  # type: ignore[arg-type]
-
-
-# Below this much time left after the heuristic, the exact planner does not start.
-MIN_SECONDS = 0.01
-
-
-def improve(
-    inp: SchedulingInput,
-    heuristic: SchedulingResult,
-    *,
-    budget: float = TIME_BUDGET,
-    started: Budget | None = None,
-) -> SchedulingResult:
-    """The cheaper of the heuristic's plan and the exact one, with optimality and bound.
-    `started` (a budget started before the heuristic ran) overrides `budget`, CPU seconds
-    from now."""
-    start = time.perf_counter()
-    clock = started if started is not None else Budget.start(budget)
-    if not inp.pods:
-        return _mark(heuristic, optimal=True, best_bound=0.0, exact="no pods")
-    if len(inp.pods) > MAX_PODS:
-        return _mark(heuristic, exact=f"batch larger than {MAX_PODS} pods")
-    if heuristic.cost <= 0:
-        return _mark(heuristic, optimal=True, best_bound=0.0, exact="no new nodes")
-    if clock.left() < MIN_SECONDS:
-        return _mark(heuristic, exact="time limit: no time left after the heuristic")
-    problem = build(inp, heuristic)
-    if isinstance(problem, str):
-        return _mark(heuristic, exact=f"not modelled: {problem}")
-    zonal = frozenset(ci for ci, c in enumerate(problem.classes) if c.zonal is not None)
-    options = prune(problem.options, problem.pool_left, zonal)
-    nodes = len(heuristic.node_claims)
-    cutoff = heuristic.cost + NODE_EPSILON * nodes + 1e-9
-    by_patterns = solve_patterns(problem, options, cutoff, clock)
-    if not isinstance(by_patterns, str):
-        sol, slots = by_patterns, sum(len(c.pods) for c in problem.classes)
-    elif any(c.clash or c.zonal for c in problem.classes):
-        return _mark(
-            heuristic,
-            exact="not modelled: anti-affinity between classes or zonal spread, listing"
-            f" stopped ({by_patterns})",
-        )
-    else:
-        sol = solve(problem, options, cutoff, clock)
-        slots = slot_count(problem, options, cutoff)
-    sol = existing_first(problem, sol)
-    bound = max(0.0, sol.bound - NODE_EPSILON * slots)
-    elapsed = time.perf_counter() - start
-    found = to_result(inp, problem, sol, heuristic) if sol.nodes or sol.existing else None
-    best = heuristic
-    if found is not None and (
-        found.cost + NODE_EPSILON * len(found.node_claims) < heuristic.cost + NODE_EPSILON * nodes
-    ):
-        best = found
-    optimal = sol.optimal and (found is not None or not (sol.nodes or sol.existing))
-    # Proven optimal: the bound is the cost (what is left is the per-node epsilon).
-    bound = best.cost if optimal else min(bound, best.cost)
-    return _mark(
-        best,
-        optimal=optimal,
-        best_bound=bound,
-        lower_bound=max(heuristic.lower_bound, bound),
-        seconds=heuristic.seconds + elapsed,
-        exact=sol.status,
-    )
+__all__ = ["MAX_PODS", "TIME_BUDGET", "Budget", "improve", "repack"]

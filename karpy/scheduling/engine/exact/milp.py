@@ -19,7 +19,18 @@ import numpy as np
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.problem import Option, Problem
 
-__all__ = ["NODE_EPSILON", "NODE_LIMIT", "Budget", "Solution", "clock", "describe", "solve"]
+__all__ = [
+    "MAX_STEPS",
+    "NODE_EPSILON",
+    "NODE_LIMIT",
+    "WORK_LIMITS",
+    "Budget",
+    "Limits",
+    "Solution",
+    "clock",
+    "describe",
+    "solve",
+]
 
 NODE_EPSILON = 1e-6
 # Relative gap at which HiGHS calls a plan optimal: far below any price difference that matters.
@@ -27,6 +38,21 @@ MIP_GAP = 1e-5
 # Branch-and-bound nodes HiGHS may explore: a deterministic limit, so that on all but a heavily
 # loaded machine the work done (and so the plan) does not depend on load.
 NODE_LIMIT = 2_000
+# Search steps listing node fillings (patterns.py), the other deterministic work limit.
+MAX_STEPS = 200_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The deterministic work limits of one exact solve: they, not the clock, end the search on
+    all but a heavily loaded machine, so the plan does not depend on load."""
+
+    steps: int = MAX_STEPS
+    nodes: int = NODE_LIMIT
+    gap: float = MIP_GAP  # relative gap at which a plan counts as optimal
+
+
+WORK_LIMITS = Limits()
 
 
 def clock() -> float:
@@ -95,7 +121,7 @@ class _Rows:
         self.hi.append(hi)
 
 
-def describe(res: object) -> str:
+def describe(res: object, limits: Limits = WORK_LIMITS) -> str:
     """HiGHS's verdict, saying plainly whether a work limit or the clock ended the search."""
     message = str(getattr(res, "message", ""))
     if getattr(res, "status", None) == 0:
@@ -103,7 +129,7 @@ def describe(res: object) -> str:
     if "time limit" in message.lower():
         return "time limit reached (the plan may depend on load)"
     if "node limit" in message.lower() or "iteration" in message.lower():
-        return f"node limit ({NODE_LIMIT}) reached"
+        return f"node limit ({limits.nodes}) reached"
     return message
 
 
@@ -119,7 +145,13 @@ def slot_count(problem: Problem, options: list[Option], cutoff: float) -> int:
     return max(0, min(pods, math.floor(cutoff / cheapest + 1e-9)))
 
 
-def solve(problem: Problem, options: list[Option], cutoff: float, budget: Budget) -> Solution:
+def solve(
+    problem: Problem,
+    options: list[Option],
+    cutoff: float,
+    budget: Budget,
+    limits: Limits = WORK_LIMITS,
+) -> Solution:
     # scipy loads on first use (see lp.warm_up), not when the engine is imported
     from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
     from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
@@ -213,9 +245,9 @@ def solve(problem: Problem, options: list[Option], cutoff: float, budget: Budget
         constraints=LinearConstraint(a, rows.lo, rows.hi),
         options={
             "time_limit": budget.wall_limit(left_s),
-            "mip_rel_gap": MIP_GAP,
+            "mip_rel_gap": limits.gap,
             "presolve": True,
-            "node_limit": NODE_LIMIT,
+            "node_limit": limits.nodes,
         },
     )
     bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
@@ -223,7 +255,7 @@ def solve(problem: Problem, options: list[Option], cutoff: float, budget: Budget
         # Nothing at or under the cutoff: the heuristic's plan is as cheap as the model allows.
         return Solution([], {}, True, cutoff, "infeasible under the cutoff")
     if res.x is None:
-        return Solution([], {}, False, max(0.0, bound), f"slots: {describe(res)}")
+        return Solution([], {}, False, max(0.0, bound), f"slots: {describe(res, limits)}")
     sol = np.round(res.x).astype(np.int64)
     nodes: list[tuple[Option, dict[int, int]]] = []
     for s in range(slots):
@@ -241,4 +273,4 @@ def solve(problem: Problem, options: list[Option], cutoff: float, budget: Budget
     optimal = res.status == 0
     if optimal:
         bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
-    return Solution(nodes, existing, optimal, max(0.0, bound), f"slots: {describe(res)}")
+    return Solution(nodes, existing, optimal, max(0.0, bound), f"slots: {describe(res, limits)}")

@@ -18,10 +18,10 @@ import numpy as np
 from karpy.apis.v1.labels import LABEL_TOPOLOGY_ZONE
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.milp import (
-    MIP_GAP,
     NODE_EPSILON,
-    NODE_LIMIT,
+    WORK_LIMITS,
     Budget,
+    Limits,
     Solution,
     clock,
     describe,
@@ -31,10 +31,6 @@ from karpy.scheduling.engine.exact.problem import Option, PodClass, Problem
 __all__ = ["MAX_PATTERNS", "solve_patterns"]
 
 MAX_PATTERNS = 60_000
-# Deterministic work limit on listing fillings (HiGHS has NODE_LIMIT): it, not the clock, ends
-# the search on all but a heavily loaded machine, so the plan does not depend on load; the
-# clock (the time budget) is only the backstop.
-MAX_STEPS = 200_000
 # Share of the time left that listing may take before the slot model gets the rest.
 LIST_SHARE = 0.75
 _NODES = pool_limits.NODES
@@ -47,17 +43,19 @@ class _TooMany(Exception):
 
 
 class _Work:
-    """What listing may still spend: patterns, search steps, and a wall-clock stop."""
+    """What listing may still spend: patterns, search steps (a deterministic work limit, see
+    `milp.Limits`), and a CPU-clock stop (the backstop)."""
 
-    def __init__(self, stop: float) -> None:
+    def __init__(self, stop: float, steps: int) -> None:
         self.patterns = MAX_PATTERNS
-        self.steps = MAX_STEPS
+        self.limit = steps
+        self.steps = steps
         self.stop = stop
 
     def step(self) -> None:
         self.steps -= 1
         if self.steps < 0:
-            raise _TooMany(f"more than {MAX_STEPS} search steps")
+            raise _TooMany(f"more than {self.limit} search steps")
         if not self.steps % 512 and clock() > self.stop:
             raise _TooMany("time limit")
 
@@ -139,7 +137,11 @@ def _fillings(
 
 
 def solve_patterns(
-    problem: Problem, options: list[Option], cutoff: float, budget: Budget
+    problem: Problem,
+    options: list[Option],
+    cutoff: float,
+    budget: Budget,
+    limits: Limits = WORK_LIMITS,
 ) -> Solution | str:
     """Solve by patterns; a string saying why when there are too many to list (use the slot
     model)."""
@@ -148,7 +150,7 @@ def solve_patterns(
     from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
 
     classes = problem.classes
-    work = _Work(clock() + budget.left() * LIST_SHARE)
+    work = _Work(clock() + budget.left() * LIST_SHARE, limits.steps)
     cols: list[tuple[Option | None, int, dict[int, int]]] = []  # (option, existing idx, fill)
     try:
         for o in options:
@@ -247,8 +249,8 @@ def solve_patterns(
         constraints=LinearConstraint(a, lo, hi),
         options={
             "time_limit": budget.wall_limit(left_s),
-            "mip_rel_gap": MIP_GAP,
-            "node_limit": NODE_LIMIT,
+            "mip_rel_gap": limits.gap,
+            "node_limit": limits.nodes,
         },
     )
     bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
@@ -257,7 +259,7 @@ def solve_patterns(
             # nothing cheaper than the rounded plan: it is the optimum
             return _decode(cols, classes, rounded, True, cutoff, "patterns: rounded LP plan")
         return Solution([], {}, True, cutoff, "patterns: nothing cheaper than the heuristic plan")
-    status = f"patterns: {describe(res)}"
+    status = f"patterns: {describe(res, limits)}"
     if res.x is None:
         if rounded is not None:
             return _decode(cols, classes, rounded, False, max(0.0, bound), status)

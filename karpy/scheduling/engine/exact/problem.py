@@ -26,7 +26,7 @@ from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import CPU, MEMORY, PODS
 from karpy.scheduling.taints import Toleration
 
-__all__ = ["Option", "PodClass", "Problem", "ZonalSpread", "build"]
+__all__ = ["Option", "PodClass", "Problem", "ZonalSpread", "build", "unsupported"]
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,8 @@ class Problem:
     pools: list[PoolContext]
 
 
-def _unsupported(p: PodView, policy: str) -> str:
+def unsupported(p: PodView, policy: str) -> str:
+    """Why the exact model cannot plan this pod ("" when it can)."""
     if p.unsupported:
         return p.unsupported
     zonal = 0
@@ -147,7 +148,7 @@ def _classes(
     for p in inp.pods:
         if p.key in skip:
             continue
-        why = _unsupported(p, inp.preference_policy)
+        why = unsupported(p, inp.preference_policy)
         if why:
             return why
         groups.setdefault(_signature(p), []).append(p)

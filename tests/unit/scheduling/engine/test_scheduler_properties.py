@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from karpy.scheduling.engine.model import SchedulingInput
+from karpy.scheduling.engine import exact, warm_up
+from karpy.scheduling.engine.model import SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
 from tests.unit.scheduling.engine.builders import (
@@ -159,18 +159,41 @@ def test_every_plan_is_feasible(
         assert why
 
 
-@settings(max_examples=25, deadline=None)
-@given(scenarios())
-def test_the_same_input_gives_the_same_plan(
-    scenario: tuple[SchedulingInput, list[dict[str, Any]], list[dict[str, Any]]],
-) -> None:
-    inp, _raws, _daemons = scenario
+def _unhurried(inp: SchedulingInput) -> SchedulingResult | None:
+    """A plan no clock cut, or None. The CPU budget runs out only on a starved thread (a long
+    garbage collection, many neighbours on the core): such a run is tried again, at most
+    twice."""
+    for _ in range(3):
+        result = schedule(inp)
+        if "time limit" not in result.exact:
+            return result
+    return None
+
+
+def test_the_same_input_gives_the_same_plan() -> None:
     # Only a time limit makes the exact planner's plan depend on load (its result says so); with
-    # a budget the deterministic work limits always end first, the plan must not vary.
-    inp = dataclasses.replace(inp, exact_seconds=60.0)
-    a, b = schedule(inp), schedule(inp)
-    assert "time limit" not in a.exact
-    assert [sorted(p.key for p in c.pods) for c in a.node_claims] == [
-        sorted(p.key for p in c.pods) for c in b.node_claims
-    ]
-    assert a.errors == b.errors
+    # the default budget the deterministic work limits end the search first (those of the
+    # exact planner and of the re-packing of not-modelled batches), so the plan must not vary.
+    # A batch the work limits did not end within the budget on three tries is counted: a few
+    # may be on a machine with dozens of processes per core, not most.
+    warm_up()  # as the provisioner does at start: the solver's import is no batch's time
+    cut: list[str] = []
+
+    @settings(max_examples=25, deadline=None, database=None)
+    @given(scenarios())
+    def check(
+        scenario: tuple[SchedulingInput, list[dict[str, Any]], list[dict[str, Any]]],
+    ) -> None:
+        inp, _raws, _daemons = scenario
+        assert inp.exact_seconds == exact.TIME_BUDGET
+        a, b = _unhurried(inp), _unhurried(inp)
+        if a is None or b is None:
+            cut.append(f"{len(inp.pods)} pods")
+            return
+        assert [sorted(p.key for p in c.pods) for c in a.node_claims] == [
+            sorted(p.key for p in c.pods) for c in b.node_claims
+        ]
+        assert a.errors == b.errors
+
+    check()
+    assert len(cut) <= 3, f"the clock, not the work limits, ended these searches: {cut}"
