@@ -31,6 +31,8 @@ class Kubelets:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="kubelets", daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._informers: dict[str, Any] = {}
 
     def __enter__(self) -> Kubelets:
         self._thread.start()
@@ -43,18 +45,51 @@ class Kubelets:
     def _run(self) -> None:
         asyncio.run(self._main())
 
+    def listed(self, resource: str) -> list[JSON]:
+        """A copy of what the kubelets' watch of `resource` ("nodeclaims", "pods") holds now,
+        read on their loop: a probe that costs the API server nothing."""
+        loop, informer = self._loop, self._informers.get(resource)
+        if loop is None or informer is None:
+            raise RuntimeError("the kubelets have not started")
+
+        async def read() -> list[JSON]:
+            return list(informer.list())
+
+        return asyncio.run_coroutine_threadsafe(read(), loop).result(timeout=30)
+
     async def _main(self) -> None:
         client = await Client.connect(kubeconfig=self.kubeconfig)
         cache = Cache(client)
         claims = cache.informer(NODECLAIMS)
         nodes = cache.informer(NODES)
-        kubelet = FakeKubelet(client, cache.informer(PODS))
+        pods = cache.informer(PODS)
+        kubelet = FakeKubelet(client, pods)
+        self._informers = {"nodeclaims": claims, "pods": pods}
+        self._loop = asyncio.get_running_loop()
         stop = asyncio.Event()
         task = asyncio.create_task(cache.start(stop))
         await cache.wait_for_sync()
         beats: dict[str, float] = {}
+        beating: asyncio.Task[None] | None = None
+
+        async def register(name: str, claim: JSON) -> None:
+            try:
+                await self._register(client, name, claim)
+            except KubeError as exc:
+                self.errors.append(f"registering {name}: {exc}")
+                kubelet.nodes.discard(name)
+
+        async def beat(due: list[str]) -> None:
+            async def one(name: str) -> None:
+                with contextlib.suppress(KubeError):
+                    await self._ready(client, name, None)
+
+            await asyncio.gather(*(one(n) for n in due))
+
         try:
             while not self._stop.is_set():
+                # Each instance's kubelet registers on its own: all at once, not one by one.
+                new: list[tuple[str, JSON]] = []
                 for claim in claims.list():
                     provider_id = str((claim.get("status") or {}).get("providerID") or "")
                     if not provider_id.startswith("aws:///") or claim["metadata"].get(
@@ -65,19 +100,24 @@ class Kubelets:
                     if name in kubelet.nodes:
                         continue
                     kubelet.nodes.add(name)
-                    try:
-                        await self._register(client, name, claim)
-                    except KubeError as exc:
-                        self.errors.append(f"registering {name}: {exc}")
-                        kubelet.nodes.discard(name)
-                now = time.monotonic()
-                for name in list(kubelet.nodes):
-                    if nodes.get(name) is None or now - beats.get(name, 0.0) < HEARTBEAT_SECONDS:
-                        continue
-                    beats[name] = now
-                    with contextlib.suppress(KubeError):
-                        await self._ready(client, name, None)
+                    new.append((name, claim))
+                if new:
+                    await asyncio.gather(*(register(n, c) for n, c in new))
+                # Heartbeats run beside registration, so a round of them never delays a node.
+                if beating is None or beating.done():
+                    now = time.monotonic()
+                    due = [
+                        n
+                        for n in kubelet.nodes
+                        if nodes.get(n) is not None and now - beats.get(n, 0.0) >= HEARTBEAT_SECONDS
+                    ]
+                    for name in due:
+                        beats[name] = now
+                    if due:
+                        beating = asyncio.create_task(beat(due))
                 await asyncio.sleep(0.3)
+            if beating is not None:
+                await beating
         finally:
             await kubelet.close()
             stop.set()
