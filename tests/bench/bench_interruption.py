@@ -23,7 +23,9 @@ instance is queued (10 SendMessageBatch calls). Reported:
 Bench set-up, not karpy: moto does not apply a launch template's security groups to the
 instances a fleet launches (they get the VPC's `default` group), so every instance would look
 drifted (`SecurityGroupDrift`) and drift would replace nodes during the measure. The NodePool's
-budget therefore allows no `Drifted` disruption (`driftBudget` in the JSON says so).
+budget therefore allows no `Drifted` disruption. moto's server runs in a process of its own (it
+shared this process's interpreter lock with the stand-in kubelets and the probes); it does the
+same work. `setup` in the JSON says both.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from __future__ import annotations
 import copy
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,11 +50,10 @@ if str(REPO / "hack") not in sys.path:
 import boto3  # noqa: E402
 import controlplane  # noqa: E402
 from kubetest import Kubectl  # noqa: E402
-from moto.server import ThreadedMotoServer  # noqa: E402
 
 from tests.bench.timeline import condition_time, log_events, phase, stamp  # noqa: E402
 from tests.e2e.aws_kubelets import Kubelets  # noqa: E402
-from tests.e2e.karpy_process import KarpyProcess  # noqa: E402
+from tests.e2e.karpy_process import KarpyProcess, free_port  # noqa: E402
 from tests.e2e.support import deployment  # noqa: E402
 from tests.e2e.test_aws_interruption import NODEPOOL, instance_of, offering  # noqa: E402
 from tests.kit.interruption import body, spot_interruption  # noqa: E402
@@ -62,6 +65,9 @@ REGION = "us-east-1"
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 CLIENT_BUDGET = ("--kube-api-qps=500", "--kube-api-burst=1000")
 TIMEOUT = 600.0
+POLL = 0.5
+"""Seconds between probes. They read the stand-in kubelets' watches (kubectl listings every
+half second took 15 s of CPU, plus the API server's, from the 2 cores karpy needs)."""
 DRIFT_BUDGET = {"nodes": "0", "reasons": ["Drifted"]}
 """moto's instances never carry the launch template's security groups (see the docstring)."""
 
@@ -69,7 +75,10 @@ JSON = dict[str, Any]
 
 
 def _ready_pods(kubectl: Kubectl) -> list[JSON]:
-    items: list[JSON] = kubectl.json("get", "pods", "-n", NAMESPACE)["items"]
+    return _ready(kubectl.json("get", "pods", "-n", NAMESPACE)["items"])
+
+
+def _ready(items: list[JSON]) -> list[JSON]:
     return [
         p
         for p in items
@@ -95,6 +104,65 @@ def _wait(predicate: Any, what: str, timeout: float = TIMEOUT) -> float:
             return time.monotonic() - started
         time.sleep(0.5)
     raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+class _ProfiledKarpy(KarpyProcess):
+    """`karpy run` under cProfile (BENCH_PROFILE=<file>): profiled only during the measure."""
+
+    def entry_module(self) -> str:
+        return "tests.bench.profiled_karpy"
+
+    def signal(self, sig: int) -> None:
+        if self.proc is not None:
+            self.proc.send_signal(sig)
+
+
+def _start_moto(work_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """moto's server in a process of its own, as a cloud API is: in this process it shared
+    one interpreter lock with the stand-in kubelets and the probes."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    with (work_dir / "moto.log").open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
+                return proc, endpoint
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"moto server exited: see {work_dir / 'moto.log'}") from None
+            time.sleep(0.2)
+    proc.terminate()
+    raise TimeoutError("moto server did not answer within 60 s")
+
+
+def _process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a live process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu(
+    cp: controlplane.ControlPlane, karpy: KarpyProcess, moto: subprocess.Popen[bytes]
+) -> dict[str, float]:
+    """CPU seconds so far of karpy, each control-plane process, moto and this process (the
+    stand-in kubelets and the probes): where the 2 cores went during the measure."""
+    out = {name: _process_cpu(pid) for name, pid in cp.pids().items()}
+    if karpy.proc is not None:
+        out["karpy"] = _process_cpu(karpy.proc.pid)
+    times = os.times()
+    out["moto"] = _process_cpu(moto.pid)
+    out["bench (kubelets, probes)"] = times.user + times.system
+    out["kubectl probes"] = times.children_user + times.children_system
+    return out
 
 
 def _timeline(kubectl: Kubectl, karpy: KarpyProcess, start: float, old: set[str]) -> JSON:
@@ -136,11 +204,8 @@ def run(work_dir: Path) -> dict[str, Any]:
         controller_manager_args=CLIENT_BUDGET,
         scheduler_args=CLIENT_BUDGET,
     )
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     cp.start()
-    moto.start()
-    host, port = moto.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
+    moto, endpoint = _start_moto(work_dir)
     karpy: KarpyProcess | None = None
     try:
         kubectl = Kubectl(cp.kubectl_path, cp.kubeconfig)
@@ -158,7 +223,8 @@ def run(work_dir: Path) -> dict[str, Any]:
         lower = {k.lower(): v for k, v in CREDENTIALS.items()}
         sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION, **lower)
         url = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
-        karpy = KarpyProcess(
+        profile = os.environ.get("BENCH_PROFILE")
+        karpy = (_ProfiledKarpy if profile else KarpyProcess)(
             kubeconfig=str(cp.kubeconfig),
             log_path=work_dir / "karpy.log",
             settings={
@@ -170,6 +236,7 @@ def run(work_dir: Path) -> dict[str, Any]:
                 "AWS_ENDPOINT_URL": endpoint,
                 "AWS_CONFIG_FILE": "/dev/null",
                 **CREDENTIALS,
+                **({"BENCH_PROFILE_OUT": profile} if profile else {}),
             },
         ).start()
         karpy.wait_ready()
@@ -203,6 +270,10 @@ def run(work_dir: Path) -> dict[str, Any]:
                 {"Id": str(i), "MessageBody": body(spot_interruption(instance))}
                 for i, instance in enumerate(instances)
             ]
+            if isinstance(karpy, _ProfiledKarpy):
+                karpy.signal(signal.SIGUSR1)
+            cpu_before = _cpu(cp, karpy, moto)
+            load_before = os.getloadavg()
             started = time.monotonic()
             started_wall = time.time()
             for i in range(0, len(entries), 10):
@@ -214,14 +285,18 @@ def run(work_dir: Path) -> dict[str, Any]:
             deleting: float | None = None
             while time.monotonic() - started < TIMEOUT and None in (drained, gone, moved):
                 now = time.monotonic() - started
-                if deleting is None:
+                if deleting is None or gone is None:  # one listing serves both
+                    claims_now = kubelets.listed("nodeclaims")
+                    names = {c["metadata"]["name"] for c in claims_now}
                     live = {
                         c["metadata"]["name"]
-                        for c in kubectl.json("get", "nodeclaims")["items"]
+                        for c in claims_now
                         if not c["metadata"].get("deletionTimestamp")
                     }
-                    if not live & set(interrupted):
+                    if deleting is None and not live & set(interrupted):
                         deleting = now
+                    if gone is None and not names & set(interrupted):
+                        gone = now
                 if drained is None:
                     attrs = sqs.get_queue_attributes(
                         QueueUrl=url,
@@ -233,17 +308,23 @@ def run(work_dir: Path) -> dict[str, Any]:
                     if set(attrs.values()) == {"0"}:
                         drained = now
                 if moved is None:
-                    ready = _ready_pods(kubectl)
+                    ready = _ready(
+                        [
+                            p
+                            for p in kubelets.listed("pods")
+                            if p["metadata"].get("namespace") == NAMESPACE
+                        ]
+                    )
                     elsewhere = [p for p in ready if p["spec"]["nodeName"] not in interrupted_nodes]
                     if len(elsewhere) >= NODES:
                         moved = now
-                if gone is None:
-                    names = {
-                        c["metadata"]["name"] for c in kubectl.json("get", "nodeclaims")["items"]
-                    }
-                    if not names & set(interrupted):
-                        gone = now
-                time.sleep(0.5)
+                time.sleep(POLL)
+            cpu = {
+                k: round(v - cpu_before.get(k, 0.0), 1) for k, v in _cpu(cp, karpy, moto).items()
+            }
+            if isinstance(karpy, _ProfiledKarpy):
+                karpy.signal(signal.SIGUSR2)
+            load_after = os.getloadavg()
             replacements = [
                 c for c in _launched(kubectl) if c["metadata"]["name"] not in interrupted
             ]
@@ -269,13 +350,22 @@ def run(work_dir: Path) -> dict[str, Any]:
             "kubeletErrors": len(errors),
             "handled": len(karpy.log_lines("initiating delete from interruption message")),
             "timeline": timeline,
-            "driftBudget": DRIFT_BUDGET,
+            "cpuSeconds": cpu,
+            "loadAverage": {
+                "before": [round(x, 1) for x in load_before],
+                "after": [round(x, 1) for x in load_after],
+            },
+            "setup": {
+                "driftBudget": DRIFT_BUDGET,
+                "moto": "own process (python -m moto.server)",
+            },
             "targets": {"seconds": 60, "reusedOffering": 0},
         }
     finally:
         if karpy is not None:
             karpy.stop()
-        moto.stop()
+        moto.terminate()
+        moto.wait(timeout=30)
         cp.stop()
 
 

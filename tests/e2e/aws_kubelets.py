@@ -16,7 +16,7 @@ from typing import Any
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.kwok.machines import Registration
 from karpy.cloudprovider.kwok.simulator import KwokSimulator
-from karpy.kube import NODES, AlreadyExistsError, Client, KubeError
+from karpy.kube import NODES, PODS, AlreadyExistsError, Client, KubeError
 from karpy.kube.builder import build
 from karpy.kube.manager import Manager, ManagerOptions
 
@@ -80,6 +80,19 @@ class Kubelets:
             with contextlib.suppress(RuntimeError):  # the loop has already ended
                 self._loop.call_soon_threadsafe(self._manager.stop)
         self._thread.join(timeout=60)
+
+    def listed(self, resource: str) -> list[JSON]:
+        """A copy of what the kubelets' watch of `resource` ("nodeclaims", "pods") holds now,
+        read on their loop: a probe that costs the API server nothing."""
+        loop, manager = self._loop, self._manager
+        if loop is None or manager is None:
+            raise RuntimeError("the kubelets have not started")
+        watched = {"nodeclaims": NODECLAIMS, "pods": PODS}[resource]
+
+        async def read() -> list[JSON]:
+            return [dict(o) for o in manager.cache.informer(watched).list()]
+
+        return asyncio.run_coroutine_threadsafe(read(), loop).result(timeout=30)
 
     def _run(self) -> None:
         try:

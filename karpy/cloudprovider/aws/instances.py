@@ -37,6 +37,7 @@ from karpy.apis.v1.labels import (
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.aws.candidates import CandidateCache
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.describebatch import DescribeBatcher
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 from karpy.cloudprovider.aws.fleet import (
     FleetInstance,
@@ -140,6 +141,7 @@ class AWSInstances:
         self.launch_templates = launch_templates or LaunchTemplates(clients)
         self.candidates = CandidateCache()
         self._wall = wall
+        self._by_id = DescribeBatcher(self._describe_ids)
         self._first_launch: datetime | None = None
         self._sent: OrderedDict[tuple[str, str], None] = OrderedDict()
         """(name, uid) of the NodeClaims this process sent a CreateFleet for, the latest
@@ -399,16 +401,14 @@ class AWSInstances:
         instance_id = instance_id_of(provider_id)
         if instance_id is None:
             raise NodeClaimNotFoundError(f"providerID {provider_id!r} is not an EC2 instance")
-        try:
-            found = await self._describe(InstanceIds=[instance_id])
-        except ClientError as error:
-            if error_code(error) == INSTANCE_NOT_FOUND:
-                raise NodeClaimNotFoundError(f'instance "{instance_id}" not found') from None
-            raise
-        live = [i for i in found if _state(i) != "terminated"]
-        if not live:
+        found = await self._by_id.get(instance_id)
+        if found is None or _state(found) == "terminated":
             raise NodeClaimNotFoundError(f'instance "{instance_id}" not found')
-        return live[0]
+        return found
+
+    async def _describe_ids(self, instance_ids: Sequence[str]) -> builtins.list[Mapping[str, Any]]:
+        """One DescribeInstances for a batch of `describe` calls (see `DescribeBatcher`)."""
+        return await self._describe(Filters=[{"Name": "instance-id", "Values": list(instance_ids)}])
 
     async def get(self, provider_id: str) -> NodeClaim:
         return self.claim_of(await self.describe(provider_id))

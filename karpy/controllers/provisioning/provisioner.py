@@ -50,7 +50,7 @@ from karpy.scheduling.engine.model import (
     SchedulingResult,
 )
 from karpy.scheduling.engine.scheduler import schedule
-from karpy.scheduling.resources import format_resources, parse_resources
+from karpy.scheduling.resources import ResourceMap, format_resources, parse_resources
 from karpy.state import Cluster, ClusterSnapshot
 from karpy.state import pods as podutil
 from karpy.state.inputs import PodViews, build_input
@@ -362,10 +362,13 @@ class Provisioner:
             # a buffer's virtual pods have no object for an event: say it in the log
             log.info("could not keep room for capacity buffer pod(s)", errors=_names(buffered))
         semaphore = asyncio.Semaphore(CREATE_CONCURRENCY)
+        # Read once for the batch: each read joins every Node and NodeClaim, and the NodeClaims
+        # this batch creates count only once launched, so a read per create saw the same usage.
+        usage = self.cluster.all_nodepool_resources()
 
         async def create(claim: NewNodeClaim) -> str | None:
             async with semaphore:
-                return await self.create(claim, by_key)
+                return await self.create(claim, by_key, usage=usage)
 
         async def nominate() -> None:
             if placements:
@@ -421,14 +424,25 @@ class Provisioner:
             message=f"Pod should schedule on: {target}",
         )
 
-    async def create(self, claim: NewNodeClaim, pods: Mapping[str, JSON]) -> str | None:
-        """Create one NodeClaim, unless its NodePool is gone or already over its limits."""
+    async def create(
+        self,
+        claim: NewNodeClaim,
+        pods: Mapping[str, JSON],
+        *,
+        usage: Mapping[str, ResourceMap] | None = None,
+    ) -> str | None:
+        """Create one NodeClaim, unless its NodePool is gone or already over its limits (by
+        `usage`, the NodePools' resources read for the batch, or read now)."""
         nodepool = self.cluster.nodepool_informer.get(claim.nodepool)
         if nodepool is None or (nodepool.get("metadata") or {}).get("deletionTimestamp"):
             log.info("nodepool is gone; not creating nodeclaim", NodePool={"name": claim.nodepool})
             return None
-        usage = self.cluster.nodepool_resources(claim.nodepool)
-        exceeded = limits_exceeded((nodepool.get("spec") or {}).get("limits"), usage)
+        used = (
+            self.cluster.nodepool_resources(claim.nodepool)
+            if usage is None
+            else usage.get(claim.nodepool, {})
+        )
+        exceeded = limits_exceeded((nodepool.get("spec") or {}).get("limits"), used)
         if exceeded:
             log.error(
                 "failed launching nodeclaim",

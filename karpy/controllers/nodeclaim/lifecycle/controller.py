@@ -13,7 +13,6 @@ within REGISTRATION_TIMEOUT, is deleted (its pods are provisioned for again).
 
 from __future__ import annotations
 
-import copy
 from datetime import timedelta
 from typing import Any, Final
 
@@ -36,6 +35,7 @@ from karpy.controllers.nodeclaim.lifecycle.launch import Launcher
 from karpy.controllers.nodeclaim.lifecycle.metrics import NODES_CREATED
 from karpy.controllers.nodeclaim.lifecycle.registration import registration_patch
 from karpy.controllers.provisioning.nomination import nominate_pods
+from karpy.kube import jsonio
 from karpy.kube.builder import Builder
 from karpy.kube.client import Client
 from karpy.kube.clock import Clock, RealClock
@@ -167,7 +167,9 @@ class Lifecycle:
             return None  # the termination controller owns it now
         if labels.FINALIZER_TERMINATION not in (meta.get("finalizers") or ()):
             claim = await self._add_finalizer(claim)
-        work = copy.deepcopy(claim)
+        # A JSON round trip copies a NodeClaim (hundreds of instance types in its requirements)
+        # several times faster than copy.deepcopy, which was a hot spot of launch bursts.
+        work: JSON = jsonio.loads(jsonio.dumps(claim))
         status: JSON = work.setdefault("status", {})
         generation = (work.get("metadata") or {}).get("generation")
         conds = Conditions(

@@ -1,0 +1,77 @@
+"""DescribeInstances by instance ID, coalesced (Karpenter's DescribeInstances batcher).
+
+Drift checks, terminations and liveness each ask EC2 about one instance; a spot interruption
+wave asks about hundreds within a second, and each call costs a request of its own (rate-limited
+on EC2, and signing, sending and parsing cost CPU on karpy's event loop). Calls made within
+`window` seconds of the first share one request whose `instance-id` filter names them all
+(a filter, not `InstanceIds`: an unknown ID is then simply absent instead of failing the
+whole call for the others).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+__all__ = ["MAX_IDS", "WINDOW", "DescribeBatcher"]
+
+WINDOW: Final = 0.1
+"""Seconds a batch stays open after its first instance ID."""
+MAX_IDS: Final = 200
+"""IDs per request (EC2 accepts 200 values in one filter)."""
+
+Instance = Mapping[str, Any]
+Describe = Callable[[Sequence[str]], Awaitable[list[Instance]]]
+"""Describe the instances of these IDs (one request, paginated)."""
+
+
+class DescribeBatcher:
+    """Answers `get(instance_id)` from shared DescribeInstances requests."""
+
+    def __init__(self, describe: Describe, *, window: float = WINDOW, max_ids: int = MAX_IDS):
+        self._describe = describe
+        self._window = window
+        self._max_ids = max_ids
+        self._waiting: dict[str, list[asyncio.Future[Instance | None]]] = {}
+        self._flush: asyncio.TimerHandle | None = None
+        self._requests: set[asyncio.Future[None]] = set()
+
+    async def get(self, instance_id: str) -> Instance | None:
+        """The instance as DescribeInstances returns it, or None when EC2 does not know it."""
+        future: asyncio.Future[Instance | None] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(instance_id, []).append(future)
+        if len(self._waiting) >= self._max_ids:
+            self._send()
+        elif self._flush is None:
+            self._flush = asyncio.get_running_loop().call_later(self._window, self._send)
+        return await future
+
+    def _send(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        waiting, self._waiting = self._waiting, {}
+        if waiting:
+            request = asyncio.ensure_future(self._answer(waiting))
+            self._requests.add(request)
+            request.add_done_callback(self._requests.discard)
+
+    async def _answer(self, waiting: dict[str, list[asyncio.Future[Instance | None]]]) -> None:
+        try:
+            found = await self._describe(sorted(waiting))
+        except BaseException as exc:  # every caller of this batch sees the failure
+            for futures in waiting.values():
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        by_id: dict[str, Instance] = {}
+        for instance in found:
+            by_id.setdefault(str(instance.get("InstanceId")), instance)
+        for instance_id, futures in waiting.items():
+            for future in futures:
+                if not future.done():
+                    future.set_result(by_id.get(instance_id))
