@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from karpy.apis.descriptors import (
+    CAPACITYBUFFERS,
     KWOKNODECLASSES,
     NODECLAIMS,
     NODEOVERLAYS,
@@ -39,6 +40,7 @@ from karpy.kube.resources import (
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     PODS,
+    PODTEMPLATES,
     STORAGECLASSES,
     Resource,
 )
@@ -63,6 +65,8 @@ RESOURCES: dict[str, Resource] = {
     "KWOKNodeClass": KWOKNODECLASSES,
     "SchedulingConfig": SCHEDULINGCONFIGS,
     "NodeOverlay": NODEOVERLAYS,
+    "PodTemplate": PODTEMPLATES,
+    "CapacityBuffer": CAPACITYBUFFERS,
 }
 """Every kind the two paths read; a kind a case leaves out is an empty (synced) informer."""
 
@@ -91,12 +95,14 @@ def simulated(objects: Sequence[JSON], tmp_path: Path) -> Simulated:
     return Simulated(scenario, schedule(scenario.input))
 
 
-async def provisioned(objects: Sequence[JSON], *, node_overlays: bool = False) -> SchedulingResult:
-    """The provisioner's gather and solve steps on the objects; `node_overlays` is the
-    NodeOverlay feature gate."""
+async def provisioned(
+    objects: Sequence[JSON], *, node_overlays: bool = False, capacity_buffers: bool = False
+) -> SchedulingResult:
+    """The provisioner's gather and solve steps on the objects; `node_overlays` and
+    `capacity_buffers` are the NodeOverlay and CapacityBuffer feature gates."""
     client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
     cache = Cache(client)
-    cluster = Cluster(cache, node_overlays=node_overlays)
+    cluster = Cluster(cache, node_overlays=node_overlays, capacity_buffers=capacity_buffers)
     provider = KwokCloudProvider(client=client, cache=cache, instance_types=kwok_types())
     by_resource: dict[Resource, list[JSON]] = {r: [] for r in RESOURCES.values()}
     for obj in objects:
