@@ -105,8 +105,8 @@ class K8sModel(BaseModel):
     `k8s_rules` holds CEL rules of the object itself (only a class's own, not inherited ones).
     A field's docstring (the string below it) is its description in the schema; it is read
     from the source when a schema is built (`field_docs`), not when the class is created:
-    pydantic's `use_attribute_docstrings` would read every model's source at import, a quarter
-    of the start-up of `karpy simulate`.
+    pydantic's `use_attribute_docstrings` would read every model's source, walking the stack,
+    at every start (`karpy simulate` included), for descriptions only CRDs print.
     """
 
     model_config = ConfigDict(
