@@ -48,9 +48,10 @@ __all__ = [
 
 # Batches above this many pending pods keep the heuristic's plan as it is.
 MAX_PODS = 1_000
-# A group: at most this many nodes and pods (the exact planner takes up to 64 pods).
+# A group: at most this many nodes and pods (larger groups save a little more, but their
+# searches run into the time backstop far more often).
 GROUP_NODES = 8
-GROUP_PODS = 48
+GROUP_PODS = 24
 # Groups tried per batch, and each group's search limits: the pass's deterministic work limits
 # (a group's search is the whole batch's cut tenfold).
 GROUPS = 4
