@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from karpy.apis.descriptors import (
+    CAPACITYBUFFERS,
     KWOKNODECLASSES,
     NODECLAIMS,
     NODEOVERLAYS,
@@ -39,6 +40,7 @@ from karpy.kube.resources import (
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     PODS,
+    PODTEMPLATES,
     STORAGECLASSES,
     Resource,
 )
@@ -63,6 +65,8 @@ RESOURCES: dict[str, Resource] = {
     "KWOKNodeClass": KWOKNODECLASSES,
     "SchedulingConfig": SCHEDULINGCONFIGS,
     "NodeOverlay": NODEOVERLAYS,
+    "CapacityBuffer": CAPACITYBUFFERS,
+    "PodTemplate": PODTEMPLATES,
 }
 """Every kind the two paths read; a kind a case leaves out is an empty (synced) informer."""
 
@@ -91,12 +95,34 @@ def simulated(objects: Sequence[JSON], tmp_path: Path) -> Simulated:
     return Simulated(scenario, schedule(scenario.input))
 
 
-async def provisioned(objects: Sequence[JSON], *, node_overlays: bool = False) -> SchedulingResult:
-    """The provisioner's gather and solve steps on the objects; `node_overlays` is the
-    NodeOverlay feature gate."""
+async def provisioned(
+    objects: Sequence[JSON], *, node_overlays: bool = False, capacity_buffers: bool = False
+) -> SchedulingResult:
+    """The provisioner's gather and solve steps on the objects; `node_overlays` and
+    `capacity_buffers` are the NodeOverlay and CapacityBuffer feature gates."""
     client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
+    try:
+        provisioner = provisioner_for(
+            client, objects, node_overlays=node_overlays, capacity_buffers=capacity_buffers
+        )
+        batch = await provisioner.gather()
+        assert batch is not None, "the provisioner found nothing to provision"
+        result, _ = provisioner.solve(batch)
+        return result
+    finally:
+        await client.close()
+
+
+def provisioner_for(
+    client: Client,
+    objects: Sequence[JSON],
+    *,
+    node_overlays: bool = False,
+    capacity_buffers: bool = False,
+) -> Provisioner:
+    """A provisioner over a cache holding the objects (for tests that go on to `apply`)."""
     cache = Cache(client)
-    cluster = Cluster(cache, node_overlays=node_overlays)
+    cluster = Cluster(cache, node_overlays=node_overlays, capacity_buffers=capacity_buffers)
     provider = KwokCloudProvider(client=client, cache=cache, instance_types=kwok_types())
     by_resource: dict[Resource, list[JSON]] = {r: [] for r in RESOURCES.values()}
     for obj in objects:
@@ -105,17 +131,10 @@ async def provisioned(objects: Sequence[JSON], *, node_overlays: bool = False) -
         informer = cache.informer(resource)
         transform = informer.transform
         informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-    provisioner = Provisioner(
+    return Provisioner(
         client=client,
         cluster=cluster,
         cloud_provider=provider,
         events=EventRecorder(client),
         batcher=Batcher(idle=1.0, maximum=10.0),
     )
-    try:
-        batch = await provisioner.gather()
-        assert batch is not None, "the provisioner found nothing to provision"
-        result, _ = provisioner.solve(batch)
-        return result
-    finally:
-        await client.close()

@@ -16,7 +16,8 @@ from karpy.scheduling.engine import schedule
 from karpy.simulation.scenario import load_scenario
 from karpy.state.inputs import ClusterObjects, build_input
 from tests.kit import pod, schedulingconfig, served
-from tests.unit.state.inputs.test_builder_parity import NAMESPACE, NS, nodepool, types
+from tests.kit.parity import kwok_types
+from tests.unit.state.inputs.test_builder_parity import NAMESPACE, NS, nodepool
 
 ZONE = "topology.kubernetes.io/zone"
 ZONAL = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"}]
@@ -70,8 +71,10 @@ def _scenario(tmp_path: Path) -> Path:
 
 def test_simulate_spreads_over_zones_with_the_defaults(tmp_path: Path) -> None:
     path = str(_scenario(tmp_path))
-    plain = schedule(load_scenario([path], instance_types=types()).input)
-    spread = schedule(load_scenario([path], instance_types=types(), default_spread=ZONAL).input)
+    plain = schedule(load_scenario([path], instance_types=kwok_types()).input)
+    spread = schedule(
+        load_scenario([path], instance_types=kwok_types(), default_spread=ZONAL).input
+    )
     assert len(plain.node_claims) == 1  # three 1-CPU pods share one node without defaults
     zones = {c.offering.zone for c in spread.node_claims if c.offering is not None}
     assert len(spread.node_claims) == 3 and len(zones) == 3
