@@ -1,10 +1,10 @@
 """End to end: karpy on a cluster with Karpenter's v1 CRDs only (no SchedulingConfig CRD, as
-Karpenter's karpenter-crd chart installs them, and no alpha NodeOverlay CRD) provisions as
-before, says once per missing CRD how to install it, and applies SchedulingConfigs once their CRD
-is installed, without a restart.
+Karpenter's karpenter-crd chart installs them, no alpha NodeOverlay CRD, and no CapacityBuffer
+CRD although its gate is on) provisions as before, says once per missing CRD how to install
+it, and applies SchedulingConfigs once their CRD is installed, without a restart.
 
-The test deletes the session's SchedulingConfig and NodeOverlay CRDs and puts them back in a
-`finally`, so the tests after it find them as the session fixture left them."""
+The test deletes the session's SchedulingConfig, NodeOverlay and CapacityBuffer CRDs and puts
+them back in a `finally`, so the tests after it find them as the session fixture left them."""
 
 from __future__ import annotations
 
@@ -32,9 +32,11 @@ pytestmark = pytest.mark.timeout(600)
 REPO = Path(__file__).resolve().parents[2]
 CRD = "schedulingconfigs.karpenter.sh"
 OVERLAY_CRD = "nodeoverlays.karpenter.sh"
+BUFFER_CRD = "capacitybuffers.autoscaling.x-k8s.io"
 CRD_FILES = {
     CRD: REPO / "manifests" / "crds" / "karpenter.sh_schedulingconfigs.yaml",
     OVERLAY_CRD: REPO / "manifests" / "crds" / "karpenter.sh_nodeoverlays.yaml",
+    BUFFER_CRD: REPO / "manifests" / "crds" / "autoscaling.x-k8s.io_capacitybuffers.yaml",
 }
 ARCH = "kubernetes.io/arch"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
@@ -77,7 +79,10 @@ def test_without_the_schedulingconfig_crd_karpy_provisions_and_picks_it_up_later
     try:
         assert not kubectl.has_resource(CRD)
         assert not kubectl.has_resource(OVERLAY_CRD)
-        karpy = karpy_factory()  # ready: every informer synced, the missing kind included
+        assert not kubectl.has_resource(BUFFER_CRD)
+        # ready: every informer synced, the missing kinds included (Cluster Autoscaler's
+        # CapacityBuffer CRD is absent from Karpenter's charts: its gate alone must not stall)
+        karpy = karpy_factory({"FEATURE_GATES": "CapacityBuffer=true"})
         kwok_pool("default", requirements=OPEN_REQUIREMENTS)
 
         # As before: nothing rules arm64 out.
@@ -91,6 +96,7 @@ def test_without_the_schedulingconfig_crd_karpy_provisions_and_picks_it_up_later
         assert "karpy-crd" in lines[0]["message"]
         assert "karpy crds" in lines[0]["message"]
         assert len(_absent_lines(karpy, OVERLAY_CRD)) == 1
+        assert len(_absent_lines(karpy, BUFFER_CRD)) == 1
 
         # The CRD arrives: the next re-check (each minute) picks the kind up.
         _install_crd(kubectl, CRD)

@@ -432,4 +432,5 @@ def test_status_is_a_subresource(crds: None, kubectl: Kubectl) -> None:
 
 def test_every_resource_is_covered() -> None:
     kinds = {NODEPOOL.kind, NODECLAIM.kind, EC2NODECLASS.kind, KWOKNODECLASS.kind}
-    assert kinds | {SCHEDULINGCONFIG.kind, NODEOVERLAY.kind} == {c.kind for c in CASES}
+    extensions = {SCHEDULINGCONFIG.kind, NODEOVERLAY.kind, "CapacityBuffer"}
+    assert kinds | extensions == {c.kind for c in CASES}

@@ -65,8 +65,8 @@ RESOURCES: dict[str, Resource] = {
     "KWOKNodeClass": KWOKNODECLASSES,
     "SchedulingConfig": SCHEDULINGCONFIGS,
     "NodeOverlay": NODEOVERLAYS,
-    "PodTemplate": PODTEMPLATES,
     "CapacityBuffer": CAPACITYBUFFERS,
+    "PodTemplate": PODTEMPLATES,
 }
 """Every kind the two paths read; a kind a case leaves out is an empty (synced) informer."""
 
@@ -101,6 +101,26 @@ async def provisioned(
     """The provisioner's gather and solve steps on the objects; `node_overlays` and
     `capacity_buffers` are the NodeOverlay and CapacityBuffer feature gates."""
     client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
+    try:
+        provisioner = provisioner_for(
+            client, objects, node_overlays=node_overlays, capacity_buffers=capacity_buffers
+        )
+        batch = await provisioner.gather()
+        assert batch is not None, "the provisioner found nothing to provision"
+        result, _ = provisioner.solve(batch)
+        return result
+    finally:
+        await client.close()
+
+
+def provisioner_for(
+    client: Client,
+    objects: Sequence[JSON],
+    *,
+    node_overlays: bool = False,
+    capacity_buffers: bool = False,
+) -> Provisioner:
+    """A provisioner over a cache holding the objects (for tests that go on to `apply`)."""
     cache = Cache(client)
     cluster = Cluster(cache, node_overlays=node_overlays, capacity_buffers=capacity_buffers)
     provider = KwokCloudProvider(client=client, cache=cache, instance_types=kwok_types())
@@ -111,17 +131,10 @@ async def provisioned(
         informer = cache.informer(resource)
         transform = informer.transform
         informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-    provisioner = Provisioner(
+    return Provisioner(
         client=client,
         cluster=cluster,
         cloud_provider=provider,
         events=EventRecorder(client),
         batcher=Batcher(idle=1.0, maximum=10.0),
     )
-    try:
-        batch = await provisioner.gather()
-        assert batch is not None, "the provisioner found nothing to provision"
-        result, _ = provisioner.solve(batch)
-        return result
-    finally:
-        await client.close()

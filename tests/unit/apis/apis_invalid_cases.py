@@ -65,6 +65,10 @@ def nodeoverlay(name: str = "no") -> Obj:
     )
 
 
+def capacitybuffer(name: str = "cb") -> Obj:
+    return kit.capacitybuffer(name, podTemplateRef={"name": "chunk"}, replicas=1)
+
+
 BASES: dict[str, Callable[[str], Obj]] = {
     "NodePool": nodepool,
     "NodeClaim": nodeclaim,
@@ -72,6 +76,7 @@ BASES: dict[str, Callable[[str], Obj]] = {
     "KWOKNodeClass": kwoknodeclass,
     "SchedulingConfig": schedulingconfig,
     "NodeOverlay": nodeoverlay,
+    "CapacityBuffer": capacitybuffer,
 }
 
 Mutation = Callable[[Obj], None]
@@ -1108,6 +1113,45 @@ NODEOVERLAY_CASES = [
     ),
 ]
 
+# CapacityBuffer (autoscaling.x-k8s.io/v1beta1): upstream's CRD rules, messages as upstream.
+CAPACITYBUFFER_CASES = [
+    Case(
+        "cb-template-without-count",
+        "CapacityBuffer",
+        _set("spec.replicas", DELETE),
+        "spec",
+        "If X is set, replicas or limits must also be set",
+    ),
+    Case(
+        "cb-both-refs",
+        "CapacityBuffer",
+        _set("spec.scalableRef", {"apiGroup": "apps", "kind": "Deployment", "name": "web"}),
+        "spec",
+        "You must define either PodTemplateRef or ScalableRef, but not both",
+    ),
+    Case(
+        "cb-negative-replicas",
+        "CapacityBuffer",
+        _set("spec.replicas", -1),
+        "spec.replicas",
+        "should be greater than or equal to 0",
+    ),
+    Case(
+        "cb-negative-percentage",
+        "CapacityBuffer",
+        _set("spec.percentage", -5),
+        "spec.percentage",
+        "should be greater than or equal to 0",
+    ),
+    Case(
+        "cb-empty-template-name",
+        "CapacityBuffer",
+        _set("spec.podTemplateRef.name", ""),
+        "spec.podTemplateRef.name",
+        "should be at least 1 chars long",
+    ),
+]
+
 CASES: list[Case] = [
     *NODEPOOL_CASES,
     *NODECLAIM_CASES,
@@ -1115,4 +1159,5 @@ CASES: list[Case] = [
     *KWOK_CASES,
     *SCHEDULINGCONFIG_CASES,
     *NODEOVERLAY_CASES,
+    *CAPACITYBUFFER_CASES,
 ]

@@ -12,23 +12,16 @@ from typing import Any
 import pytest
 import yaml
 
-from karpy.cloudprovider.kwok.provider import KwokCloudProvider
-from karpy.controllers.provisioning.batcher import Batcher
-from karpy.controllers.provisioning.provisioner import Provisioner
-from karpy.kube.cache import Cache
 from karpy.kube.client import Client
-from karpy.kube.events import EventRecorder
 from karpy.kube.transport import AiohttpTransport
 from karpy.simulation.scenario import load_scenario
-from karpy.state import Cluster
 from karpy.state.inputs import resolve, with_status
 from tests.kit import capacitybuffer, podtemplate, served
-from tests.kit.parity import RESOURCES, kwok_types, provisioned, simulated
+from tests.kit.parity import kwok_types, provisioned, provisioner_for, simulated
 from tests.unit.state.inputs.test_builder_parity import (
     NAMESPACE,
     NODECLASS,
     NS,
-    Plan,
     node,
     nodepool,
     plan_of,
@@ -49,14 +42,6 @@ def _controller_status(buffer: JSON, templates: Sequence[JSON]) -> JSON:
     assert resolution.error is None, resolution.error
     resolved, _ = with_status(buffer, resolution)
     return dict(resolved)
-
-
-async def _provisioner_plan(objects: Sequence[JSON], buffers: Sequence[JSON]) -> Plan:
-    return plan_of(await provisioned([*objects, *buffers], capacity_buffers=True))
-
-
-def _simulate_plan(objects: Sequence[JSON], tmp_path: Path) -> Plan:
-    return plan_of(simulated(objects, tmp_path).result)
 
 
 def _objects(replicas: int, *, pending: bool) -> tuple[list[JSON], JSON]:
@@ -91,9 +76,12 @@ def test_buffers_plan_alike_in_run_and_simulate(
 ) -> None:
     objects, buffer = _objects(replicas, pending=pending)
     templates = [o for o in objects if o["kind"] == "PodTemplate"]
-    run = asyncio.run(_provisioner_plan(objects, [_controller_status(buffer, templates)]))
-    simulated = _simulate_plan([*objects, buffer], tmp_path)
-    assert run == simulated
+    run = plan_of(
+        asyncio.run(
+            provisioned([*objects, _controller_status(buffer, templates)], capacity_buffers=True)
+        )
+    )
+    assert run == plan_of(simulated([*objects, buffer], tmp_path).result)
     chunks = [p for p in run.on("n1") if "capacitybuffer-room-" in p]
     assert len(chunks) == on_n1
     new = [p for p in run.new_pods() if "capacitybuffer-room-" in p]
@@ -147,26 +135,10 @@ def test_a_chunk_no_type_fits_is_logged_never_an_event() -> None:
 
     async def run() -> list[dict[str, Any]]:
         client = Client(AiohttpTransport(base_url="http://127.0.0.1:1"))
-        cache = Cache(client)
-        cluster = Cluster(cache, capacity_buffers=True)
-        by_resource: dict[Any, list[JSON]] = {r: [] for r in RESOURCES.values()}
-        for obj in [*objects, _controller_status(buffer, [template])]:
-            by_resource[RESOURCES[obj["kind"]]].append(obj)
-        for resource, items in by_resource.items():
-            informer = cache.informer(resource)
-            transform = informer.transform
-            informer.replace([transform(dict(o)) if transform else dict(o) for o in items], "1")
-        events = EventRecorder(client)
-        provisioner = Provisioner(
-            client=client,
-            cluster=cluster,
-            cloud_provider=KwokCloudProvider(
-                client=client, cache=cache, instance_types=kwok_types()
-            ),
-            events=events,
-            batcher=Batcher(idle=1.0, maximum=10.0),
-        )
         try:
+            provisioner = provisioner_for(
+                client, [*objects, _controller_status(buffer, [template])], capacity_buffers=True
+            )
             batch = await provisioner.gather()
             assert batch is not None and batch.pods == ()  # the buffer alone makes a pass
             result, _ = provisioner.solve(batch)
