@@ -55,6 +55,7 @@ def test_the_table_covers_every_kind_and_updates() -> None:
         "KWOKNodeClass",
         "SchedulingConfig",
         "NodeOverlay",
+        "CapacityBuffer",
     }
     assert sum(c.update for c in CASES) >= 5
     assert len({c.id for c in CASES}) == len(CASES)
