@@ -293,8 +293,9 @@ def _spread_rows(
 ) -> None:
     """Rows and columns (after the `n` pattern columns) that keep a class's zonal spread:
     p[z] pods of the class in zone z (at most what the zone's patterns hold, all placed),
-    low <= bound[z] + p[z] in every eligible zone, and, in every zone that gets pods
-    (used[z] = 1), bound[z] + p[z] - low <= maxSkew."""
+    low <= bound[z] + p[z] in every eligible zone (low = 0 when minDomains exceeds the
+    eligible zones), and, in every zone that gets pods (used[z] = 1),
+    bound[z] + p[z] - low <= maxSkew."""
     spread = cls.zonal
     assert spread is not None
     count = len(cls.pods)
@@ -303,7 +304,10 @@ def _spread_rows(
     placed = {z: start + i for i, z in enumerate(spread.eligible)}
     used = {z: start + len(placed) + i for i, z in enumerate(spread.eligible)}
     low = start + 2 * len(placed)
-    extra_ub.extend([float(count)] * len(placed) + [1.0] * len(used) + [big])
+    # with fewer eligible zones than minDomains the minimum is 0 (Kubernetes' rule)
+    extra_ub.extend(
+        [float(count)] * len(placed) + [1.0] * len(used) + [0.0 if spread.min_zero else big]
+    )
     for z, pz in placed.items():
         spread_at[(ci, z)] = pz
         held = [(j, -float(f[ci])) for j, (_, _, f) in enumerate(cols) if ci in f and zones[j] == z]

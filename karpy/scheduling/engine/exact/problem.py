@@ -37,6 +37,8 @@ class ZonalSpread:
     max_skew: int
     eligible: tuple[str, ...]  # the zones the spread counts (Karpenter's domains for the pod)
     bound: dict[str, int]  # matching pods already bound, per zone
+    # fewer eligible zones than minDomains: the minimum counts as 0 (at most maxSkew per zone)
+    min_zero: bool = False
 
 
 @dataclass(eq=False)
@@ -100,7 +102,7 @@ def unsupported(p: PodView, policy: str) -> str:
             return "topology spread"
         if sp.when_unsatisfiable != DO_NOT_SCHEDULE and policy == "Respect":
             return "preferences"
-        if sp.min_domains:
+        if sp.min_domains and sp.is_hostname:
             return "topology spread with minDomains"
     if p.affinity:
         return "pod affinity"
@@ -231,7 +233,12 @@ def _zonal(
         for b in n.pods:
             if zone and b.namespace == pod.namespace and sp.selector.matches(b.labels):
                 bound[zone] = bound.get(zone, 0) + 1
-    return ZonalSpread(max_skew=sp.max_skew, eligible=eligible, bound=bound)
+    return ZonalSpread(
+        max_skew=sp.max_skew,
+        eligible=eligible,
+        bound=bound,
+        min_zero=sp.min_domains is not None and len(eligible) < sp.min_domains,
+    )
 
 
 def _fixed(opt_reqs: Requirements, alt: Requirements) -> bool:

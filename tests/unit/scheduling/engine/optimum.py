@@ -8,7 +8,7 @@ pods. It covers what the optimality benchmark and the property test generate: re
 and capacity-type node selectors, DaemonSet overhead, instance-type overhead, unavailable
 offerings, hostname anti-affinity (matchLabels), hostname spread (maxSkew per node), zonal
 spread (over the zones of the catalogue and the existing nodes that the pod's zone selector
-allows; no bound pods) and existing nodes with room. Slots are ordered by price (dearest
+allows, minDomains; no bound pods) and existing nodes with room. Slots are ordered by price (dearest
 first) to break their symmetry. `optimum` returns the cheapest plan's price, or None when
 HiGHS does not prove it within the time limit.
 """
@@ -68,6 +68,15 @@ def _spreads(raw: Mapping[str, Any], key: str = HOSTNAME) -> list[tuple[dict[str
         (sc["labelSelector"]["matchLabels"], int(sc["maxSkew"]))
         for sc in raw["spec"].get("topologySpreadConstraints") or []
         if sc["topologyKey"] == key
+    ]
+
+
+def _min_domains(raw: Mapping[str, Any]) -> list[int | None]:
+    """minDomains of the pod's zonal spreads, in `_spreads(raw, ZONE)`'s order."""
+    return [
+        sc.get("minDomains")
+        for sc in raw["spec"].get("topologySpreadConstraints") or []
+        if sc["topologyKey"] == ZONE
     ]
 
 
@@ -195,7 +204,13 @@ def optimum(
         return ny + 2 * nx + (i * slots + s) * len(zones) + z
 
     # then per spread and zone: p (pods it counts there), used (binary); and the spread's low
-    spread_terms = [(c, t) for c in zonal for t in _spreads(classes[c].raw, ZONE)]
+    spread_terms = [
+        (c, t, least)
+        for c in zonal
+        for t, least in zip(
+            _spreads(classes[c].raw, ZONE), _min_domains(classes[c].raw), strict=True
+        )
+    ]
     base = ny + 2 * nx + nw
     per_term = 2 * len(zones) + 1
     n = base + per_term * len(spread_terms)
@@ -262,7 +277,7 @@ def optimum(
                 )
                 rows.append((row, -math.inf, 0))
             rows.append((split, 0, 0))
-    for t, (c, (selector, skew)) in enumerate(spread_terms):
+    for t, (c, (selector, skew), least) in enumerate(spread_terms):
         counted = [d for d in zonal if _selects(selector, classes[d].raw)]
         if len(counted) != sum(_selects(selector, cls.raw) for cls in classes):
             raise ValueError("a zonal spread over pods without one is not modelled")
@@ -270,7 +285,8 @@ def optimum(
         eligible = [z for z, zone in enumerate(zones) if own.get(ZONE, zone) == zone]
         low = base + t * per_term + 2 * len(zones)
         big = float(total + skew)
-        ub[low] = big
+        # fewer eligible zones than minDomains: the global minimum counts as 0
+        ub[low] = 0 if least is not None and len(eligible) < least else big
         for z in eligible:
             p, used = base + t * per_term + z, base + t * per_term + len(zones) + z
             ub[p], ub[used] = total, 1

@@ -85,6 +85,9 @@ def _scenario(
             spec["nodeSelector"] = selector
         if zonal and rng.random() < 0.6:
             spec["topologySpreadConstraints"] = spread(ZONE, labels, skew=rng.choice([1, 2]))
+            if rng.random() < 0.3:
+                # 3 > the two zones: at most maxSkew pods per zone; 2: no effect
+                spec["topologySpreadConstraints"][0]["minDomains"] = rng.choice([2, 3])
         elif rng.random() < 0.3:
             spec["affinity"] = anti_affinity(HOSTNAME, {"app": rng.choice(["a0", f"a{s}"])})
         elif rng.random() < 0.25:
@@ -316,7 +319,7 @@ def test_out_of_reach_batches_keep_the_heuristic_plan_and_say_why() -> None:
                 {
                     "maxSkew": 1,
                     "minDomains": 3,
-                    "topologyKey": ZONE,
+                    "topologyKey": HOSTNAME,
                     "whenUnsatisfiable": "DoNotSchedule",
                     "labelSelector": {"matchLabels": {"app": "s"}},
                 }
@@ -413,3 +416,23 @@ def test_pods_an_existing_node_can_take_leave_the_new_nodes() -> None:
     assert moved.nodes == [(two, {0: 2})]
     # nothing to move: the solution is returned as it is
     assert existing_first(problem, moved) is moved
+
+
+def test_zonal_spread_with_more_min_domains_than_zones_caps_each_zone() -> None:
+    # two zones, minDomains 3: the minimum counts as 0, so each zone takes at most maxSkew pods
+    sc = spread(ZONE, {"app": "s"}, skew=1)
+    sc[0]["minDomains"] = 3
+    raws = [
+        raw_pod(f"s{i}", cpu="500m", labels={"app": "s"}, topologySpreadConstraints=sc)
+        for i in range(4)
+    ]
+    inp = SchedulingInput(
+        pods=[pod_view(r) for r in raws], templates=[template(types=_catalogue(random.Random(1)))]
+    )
+    result = schedule(inp)
+    check_plan(inp, raws, result)
+    assert "not modelled" not in result.exact
+    assert result.optimal
+    assert len(result.errors) == 2
+    zones = [c.labels.get(ZONE) for c in result.node_claims for _ in c.pods]
+    assert sorted(zones) == ["za", "zb"]
