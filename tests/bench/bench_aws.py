@@ -94,6 +94,13 @@ async def _seed(clients: AWSClients, counter: CallCounter) -> World:
 async def _run(endpoint: str) -> dict[str, Any]:
     counter = CallCounter()
     clients = AWSClients(REGION, endpoint_url=endpoint, on_client=counter.hook)
+    try:
+        return await _measure(clients, counter)
+    finally:
+        await clients.close()
+
+
+async def _measure(clients: AWSClients, counter: CallCounter) -> dict[str, Any]:
     world = await _seed(clients, counter)
     nodeclass: EC2NodeClass = (await world.resolver().resolve(nodeclass_of())).apply(nodeclass_of())
     before = _rss_mb()
