@@ -32,6 +32,7 @@ __all__ = [
     "offerings_for",
     "overrides",
     "parse_fleet_response",
+    "price_overlaid",
     "truncate",
     "zonal_subnets",
 ]
@@ -39,6 +40,8 @@ __all__ = [
 MAX_INSTANCE_TYPES: Final = 60
 SPOT_ALLOCATION: Final = "price-capacity-optimized"
 ON_DEMAND_ALLOCATION: Final = "lowest-price"
+SPOT_ALLOCATION_PRIORITIZED: Final = "capacity-optimized-prioritized"
+ON_DEMAND_ALLOCATION_PRIORITIZED: Final = "prioritized"
 
 
 def client_token(name: str, uid: str | None) -> str:
@@ -115,6 +118,12 @@ def candidates(
     return Candidates(len(compatible), capacity_type, chosen)
 
 
+def price_overlaid(types: Sequence[InstanceType]) -> bool:
+    """Whether a NodeOverlay set the price of any of `types`' offerings: EC2 does not know
+    that price, so the fleet must be told the order with priorities (Karpenter's rule)."""
+    return any(it.price_overlaid for it in types)
+
+
 def zonal_subnets(subnets: Sequence[SubnetStatus]) -> dict[str, SubnetStatus]:
     """One subnet per zone: the first listed (status lists most available IPs first)."""
     out: dict[str, SubnetStatus] = {}
@@ -137,9 +146,13 @@ def overrides(
     reqs: Requirements,
     capacity_type: str,
     subnets: Mapping[str, SubnetStatus],
+    *,
+    prioritized: bool = False,
 ) -> list[dict[str, Any]]:
     """`LaunchTemplateConfigs`: per template, one override per (type, zone with a subnet),
-    cheapest first; templates ordered by their cheapest override."""
+    cheapest first; templates ordered by their cheapest override. `prioritized` gives each
+    override `Priority` = its offering's price (as the NodeOverlays set it; EC2 launches the
+    lowest number first), as Karpenter does for its prioritized allocation strategies."""
     configs: list[tuple[float, dict[str, Any]]] = []
     for group in groups:
         entries: list[tuple[float, str, str, dict[str, Any]]] = []
@@ -150,19 +163,15 @@ def overrides(
                 if subnet is None or (it.name, o.zone) in seen:
                     continue
                 seen.add((it.name, o.zone))
-                entries.append(
-                    (
-                        o.price,
-                        it.name,
-                        o.zone,
-                        {
-                            "InstanceType": it.name,
-                            "SubnetId": subnet.id,
-                            "AvailabilityZone": o.zone,
-                            "ImageId": group.image_id,
-                        },
-                    )
-                )
+                override: dict[str, Any] = {
+                    "InstanceType": it.name,
+                    "SubnetId": subnet.id,
+                    "AvailabilityZone": o.zone,
+                    "ImageId": group.image_id,
+                }
+                if prioritized:
+                    override["Priority"] = o.price
+                entries.append((o.price, it.name, o.zone, override))
         if not entries:
             continue
         entries.sort(key=lambda e: (e[0], e[1], e[2]))
@@ -193,10 +202,12 @@ def fleet_request(
     *,
     token: str,
     context: str | None = None,
+    prioritized: bool = False,
 ) -> dict[str, Any]:
     """An `instant` CreateFleet for one instance, tagging the instance, its volumes and the
     fleet (network interfaces get the launch tags from the launch template, as Karpenter does:
-    CreateFleet accepts only these resource types)."""
+    CreateFleet accepts only these resource types). `prioritized` (a NodeOverlay priced the
+    candidates) asks EC2 to follow the overrides' priorities instead of its own prices."""
     request: dict[str, Any] = {
         "Type": "instant",
         "ClientToken": token,
@@ -212,9 +223,11 @@ def fleet_request(
             for kind in ("instance", "volume", "fleet")
         ]
     if capacity_type == CAPACITY_TYPE_SPOT:
-        request["SpotOptions"] = {"AllocationStrategy": SPOT_ALLOCATION}
+        spot = SPOT_ALLOCATION_PRIORITIZED if prioritized else SPOT_ALLOCATION
+        request["SpotOptions"] = {"AllocationStrategy": spot}
     else:
-        request["OnDemandOptions"] = {"AllocationStrategy": ON_DEMAND_ALLOCATION}
+        on_demand = ON_DEMAND_ALLOCATION_PRIORITIZED if prioritized else ON_DEMAND_ALLOCATION
+        request["OnDemandOptions"] = {"AllocationStrategy": on_demand}
     if context:
         request["Context"] = context
     return request

@@ -46,6 +46,7 @@ from karpy.cloudprovider.aws.fleet import (
     fleet_request,
     overrides,
     parse_fleet_response,
+    price_overlaid,
     zonal_subnets,
 )
 from karpy.cloudprovider.aws.launch import LaunchTemplates, launch_template_data
@@ -224,7 +225,8 @@ class AWSInstances:
         groups = await self._launch_groups(claim, nodeclass, types)
         status = nodeclass.status
         subnets = zonal_subnets((status.subnets if status else None) or [])
-        configs = overrides(groups, reqs, capacity_type, subnets)
+        prioritized = price_overlaid(types)
+        configs = overrides(groups, reqs, capacity_type, subnets, prioritized=prioritized)
         names = [it.name for it in types]
         if not configs:
             raise InsufficientCapacityError(
@@ -236,6 +238,7 @@ class AWSInstances:
             launch_tags(self.cluster.name, nodeclass, nodepool, claim.name),
             token=client_token(claim.name, claim.metadata.uid),
             context=nodeclass.spec.context,
+            prioritized=prioritized,
         )
         self._sent[(claim.name, claim.metadata.uid or "")] = None
         while len(self._sent) > SENT_REMEMBERED:

@@ -18,7 +18,7 @@ from typing import Final
 import structlog
 
 from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
-from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
+from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS, NODEOVERLAYS
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.cluster import discover_cluster
@@ -33,6 +33,7 @@ from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
+from karpy.cloudprovider.overlays import LaunchOverlays
 from karpy.cloudprovider.registry import PluginContext, ProviderUnavailableError
 from karpy.cloudprovider.types import CloudProvider
 from karpy.kube.cache import Cache
@@ -78,6 +79,7 @@ def build_aws_provider(
     kubernetes_version: str,
     nodeclass_of: NodeClassLookup,
     ca_bundle: str | None = None,
+    overlays: LaunchOverlays | None = None,
 ) -> AWSCloudProvider:
     """The provider and its parts, from the settings (no API call yet)."""
     unavailable = UnavailableOfferings()
@@ -102,6 +104,7 @@ def build_aws_provider(
         instances=instances,
         resolver=resolver,
         clients=clients,
+        overlays=overlays,
     )
 
 
@@ -151,6 +154,9 @@ class AWSPlugin:
             ca_bundle=access.ca_bundle,
             kubernetes_version=version,
             nodeclass_of=nodeclass_of,
+            overlays=LaunchOverlays(
+                cache.informer(NODEOVERLAYS).list if settings.feature_gates.node_overlay else None
+            ),
         )
 
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:

@@ -22,6 +22,7 @@ from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.instances import AWSInstances
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
+from karpy.cloudprovider.overlays import LaunchOverlays
 from karpy.cloudprovider.types import (
     InsufficientCapacityError,
     NodeClaimNotFoundError,
@@ -53,8 +54,11 @@ class AWSCloudProvider:
         instances: AWSInstances,
         resolver: NodeClassResolver | None = None,
         clients: AWSClients | None = None,
+        overlays: LaunchOverlays | None = None,
     ) -> None:
         self.nodeclass_of = nodeclass_of
+        self.overlays = overlays or LaunchOverlays(None)
+        """The NodeOverlays a launch buys at (the scheduler planned with them)."""
         self.clients = clients
         """The API clients the provider's parts share (closed with `close`)."""
         self.resolver = resolver
@@ -82,7 +86,7 @@ class AWSCloudProvider:
         nodeclass = await self._nodeclass(claim.spec.node_class_ref)
         _require_ready(nodeclass)
         types = await self.instance_types.for_nodeclass(nodeclass)
-        return await self.instances.create(claim, nodeclass, types)
+        return await self.instances.create(claim, nodeclass, self.overlays.apply(claim, types))
 
     async def delete(self, claim: NodeClaim) -> None:
         await self.instances.delete(claim)

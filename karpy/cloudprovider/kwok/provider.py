@@ -21,7 +21,7 @@ from karpy.apis.descriptors import KWOKNODECLASSES, NODEOVERLAYS
 from karpy.apis.kwok.v1alpha1 import GROUP, KWOKNodeClass
 from karpy.apis.kwok.v1alpha1.kwoknodeclass import KIND
 from karpy.apis.objects import format_time, is_condition_true, is_deleting
-from karpy.apis.v1 import NodeClaim, NodePool, conditions, labels
+from karpy.apis.v1 import NodeClaim, NodePool, conditions
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.kwok.drift import ANNOTATION_NODECLASS_HASH, nodeclass_hash
 from karpy.cloudprovider.kwok.instances import (
@@ -31,6 +31,7 @@ from karpy.cloudprovider.kwok.instances import (
     node_name_of,
     plan,
 )
+from karpy.cloudprovider.overlays import LaunchOverlays
 from karpy.cloudprovider.types import (
     CreateError,
     InsufficientCapacityError,
@@ -41,10 +42,8 @@ from karpy.cloudprovider.types import (
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.errors import AlreadyExistsError, NotFoundError, OutcomeUnknownError
-from karpy.kube.informer import Informer
 from karpy.kube.resources import NODES
 from karpy.scheduling.instancetypes import InstanceType
-from karpy.scheduling.overlays import Pool, apply_overlays, overlays_of
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import PODS, parse_resources
 
@@ -71,7 +70,7 @@ class KwokCloudProvider:
         self.base_types = list(instance_types)
         # With the NodeOverlay gate, a launch picks the cheapest type at the overlays' prices
         # (and with their capacity), as the provisioner planned it.
-        self.overlays: Informer | None = cache.informer(NODEOVERLAYS) if node_overlays else None
+        self.overlays = LaunchOverlays(cache.informer(NODEOVERLAYS).list if node_overlays else None)
         self.nodeclasses = cache.informer(KWOKNODECLASSES)
         self.nodes = cache.informer(NODES)
         self._types_cache: dict[tuple[str, str], list[InstanceType]] = {}
@@ -141,7 +140,7 @@ class KwokCloudProvider:
             claim.spec.resources.requests if claim.spec.resources else None,
             field="spec.resources.requests",
         )
-        choice = plan(reqs, requests, self._overlaid(claim, self.types_for(nodeclass)))
+        choice = plan(reqs, requests, self.overlays.apply(claim, self.types_for(nodeclass)))
         node_labels = choice.labels(reqs)
         node_labels.update(claim.metadata.labels or {})
         node = node_for(
@@ -167,19 +166,6 @@ class KwokCloudProvider:
             },
         )
         return launched
-
-    def _overlaid(self, claim: NodeClaim, types: list[InstanceType]) -> list[InstanceType]:
-        """`types` as the claim's NodePool sees them through the NodeOverlays in effect (those
-        the NodeOverlay controller has not found invalid or conflicting)."""
-        objs = self.overlays.list() if self.overlays is not None else []
-        objs = [o for o in objs if not _overlay_rejected(o)]
-        if not objs:
-            return types
-        readable, _ = overlays_of(objs)
-        claim_labels = dict(claim.metadata.labels or {})
-        pool = claim_labels.get(labels.LABEL_NODEPOOL, "")
-        result = apply_overlays([Pool(pool, claim_labels, types)], readable)
-        return result.types.get(pool, types)
 
     def _adopt(self, claim: NodeClaim, node: Mapping[str, Any]) -> NodeClaim:
         """The launched NodeClaim for a Node that exists: a repeated launch finds the first
@@ -346,11 +332,3 @@ def _override(it: InstanceType, spec: Mapping[str, Any]) -> InstanceType:
         requirements=it.requirements,
         overhead=overhead,
     )
-
-
-def _overlay_rejected(overlay: Mapping[str, Any]) -> bool:
-    """The NodeOverlay controller reported the overlay invalid or conflicting."""
-    for c in (overlay.get("status") or {}).get("conditions") or ():
-        if c.get("type") == conditions.NODEOVERLAY_VALIDATION_SUCCEEDED:
-            return bool(c.get("status") == "False")
-    return False
