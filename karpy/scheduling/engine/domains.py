@@ -64,6 +64,8 @@ class ClassTopology:
     balance: dict[str, list[Group]]
     hostname: bool  # any hostname-scoped constraint
     simple: bool
+    # ids of the affinity groups that select the class itself: only these may open a domain
+    self_affinity: frozenset[int] = frozenset()
 
 
 class _Alike(NamedTuple):
@@ -190,6 +192,8 @@ class Topology:
         inverse: dict[str, list[Group]] = {}
         balance: dict[str, list[Group]] = {}
         hostname = bool(pod.host_ports)
+        pinned: set[str] = set()
+        self_affinity: set[int] = set()
         for s in eff.spreads:
             g = self.group(SPREAD, s, pod.namespace)
             spread.setdefault(s.topology_key, []).append(
@@ -204,9 +208,14 @@ class Topology:
                 inverse.setdefault(g.topology_key, []).append(g)
             if g.kind in (SPREAD, ANTI) and not g.is_hostname:
                 balance.setdefault(g.topology_key, []).append(g)
+            if g.kind == AFFINITY:
+                self_affinity.add(g.id)
+                if not g.is_hostname:
+                    # other pods' affinity needs to know this pod's domain to follow it
+                    pinned.add(g.topology_key)
             if g.is_hostname:
                 hostname = True
-        keys: set[str] = set()
+        keys = pinned
         for d in (spread, affinity, anti, balance):
             for k in d:
                 if k == LABEL_HOSTNAME:
@@ -223,6 +232,7 @@ class Topology:
             balance=balance,
             hostname=hostname,
             simple=simple,
+            self_affinity=frozenset(self_affinity),
         )
 
     def eligible_domains(
@@ -280,7 +290,11 @@ class Topology:
             if g.count(domain) + (1 if self_match else 0) - low > s.max_skew:
                 return f"topology spread on {key} (maxSkew {s.max_skew}) would be violated"
         for g in topo.affinity.get(key, ()):
-            if g.count(domain) == 0 and any(g.count(d) > 0 for d in candidates):
+            # as Karpenter: only a pod its own term selects may open a domain, and only when
+            # no candidate domain holds a selected pod yet; any other pod waits for its targets
+            if g.count(domain) == 0 and (
+                g.id not in topo.self_affinity or any(g.count(d) > 0 for d in candidates)
+            ):
                 return f"pod affinity on {key} requires a domain with pods matching {g.selector}"
         for g in topo.anti.get(key, ()):
             if g.count(domain) > 0:

@@ -107,8 +107,8 @@ class Scheduler:
 
     def solve(self) -> SchedulingResult:
         """Pass 1 binds every pod to an existing node or a pool, relaxing preferences as
-        needed (failures retried once, as Karpenter re-queues them); pass 2 packs each pool's
-        pods onto new nodes; the plan comes with its cost and a lower bound."""
+        needed (failures retried while that places more, as Karpenter re-queues them); pass 2
+        packs each pool's pods onto new nodes; the plan comes with its cost and a lower bound."""
         failed: list[tuple[PodClass, list[PodView]]] = []
         for cls in self.classes:
             left = self._schedule_class(cls, cls.pods)
@@ -116,15 +116,23 @@ class Scheduler:
                 failed.append((cls, left.pods))
                 for p in left.pods:
                     self.errors[p.key] = left.reason
-        # Karpenter re-queues failures: a later pod may have made room (e.g. for affinity).
-        for cls, pods in failed:
-            left = self._schedule_class(cls, pods)
-            placed = {id(p) for p in pods} - {id(p) for p in left.pods}
-            for p in pods:
-                if id(p) in placed:
-                    self.errors.pop(p.key, None)
-                elif left.reason:
-                    self.errors[p.key] = left.reason
+        # Karpenter re-queues failures while the queue makes progress: a later pod may have
+        # made room or given a pod's affinity its target (which may itself be waiting).
+        while failed:
+            again: list[tuple[PodClass, list[PodView]]] = []
+            for cls, pods in failed:
+                left = self._schedule_class(cls, pods)
+                if left.pods:
+                    again.append((cls, left.pods))
+                placed = {id(p) for p in pods} - {id(p) for p in left.pods}
+                for p in pods:
+                    if id(p) in placed:
+                        self.errors.pop(p.key, None)
+                    elif left.reason:
+                        self.errors[p.key] = left.reason
+            if sum(len(p) for _, p in again) == sum(len(p) for _, p in failed):
+                break
+            failed = again
         packed = self.assignment.pack_pools()
         if self.assignment.limits_spilled:
             packed = repair_spread(

@@ -70,6 +70,16 @@ def anti_affinity(key: str, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def affinity(key: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"topologyKey": key, "labelSelector": {"matchLabels": labels}}
+            ]
+        }
+    }
+
+
 def spread(
     key: str, labels: dict[str, str], *, skew: int = 1, when: str = "DoNotSchedule"
 ) -> list[dict[str, Any]]:
