@@ -12,8 +12,8 @@ It follows Karpenter's decisions where users can see them and packs better where
   treated as required and relaxed one at a time in Karpenter's order when a pod cannot be placed
   (preferences.py).
 * Topology domains (zones, ...) are chosen per pod exactly as Karpenter does (the valid domain
-  with the fewest matching pods), and pinned; pods that other pods' spread or anti-affinity
-  select are pinned too, so the counts stay exact (domains.py).
+  with the fewest matching pods), and pinned; pods that other pods' spread or (anti-)affinity
+  select are pinned too, so the counts stay exact and affinity can follow them (domains.py).
 * Which nodes to launch for the pods bound to new capacity is decided per NodePool for the whole
   batch by the cost-aware packer (assignment.py, packer.py), not pod by pod; the packed nodes
   become NodeClaims (claims.py).
