@@ -211,6 +211,8 @@ class NewCapacity:
         for key in topo.keys:
             merged = pool.node_reqs.union(reqs)
             candidates = sorted(pool.domains(mask, merged, key))
+            if not candidates and not _own(topo, key):
+                continue  # pinned only for other pods' terms, which cannot count it anyway
             best: DomainScore | None = None
             reason = f"no {key} domain available"
             for d in candidates:
@@ -230,6 +232,11 @@ class NewCapacity:
             if not mask:
                 return f"no instance type fits in {key} {domain}"
         return _Pinned(reqs, mask, domains)
+
+
+def _own(topo: ClassTopology, key: str) -> bool:
+    """Whether the class has a spread or (anti-)affinity of its own on `key`."""
+    return key in topo.spread or key in topo.affinity or key in topo.anti
 
 
 def _fmt(resources: dict[str, int]) -> str:

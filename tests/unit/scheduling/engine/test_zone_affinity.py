@@ -86,3 +86,15 @@ def test_a_chain_of_affinities_is_placed_target_first() -> None:
     result = _run(raws)
     assert not result.errors
     assert _zones(result, "front-") == _zones(result, "mid-") == {"test-zone-c"}
+
+
+def test_targets_still_place_when_no_node_offers_the_affinity_key() -> None:
+    # targets are pinned for other pods' terms only; a key no pool offers must not strand them
+    rack = "example.com/rack"
+    raws = [
+        raw_pod("web-0", cpu="2", labels={"app": "web"}, affinity=affinity(rack, {"app": "db"}))
+    ]
+    raws += [raw_pod("db-0", cpu="100m", labels={"app": "db"})]
+    result = _run(raws)
+    assert set(result.errors) == {"default/web-0"}
+    assert [[p.name for p in c.pods] for c in result.node_claims] == [["db-0"]]
