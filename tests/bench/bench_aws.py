@@ -11,6 +11,9 @@ Reported: `refreshSeconds` (DescribeInstanceTypes, offerings, spot prices), `rss
 catalogue loaded, `launchSeconds` to all launched, per-launch p50/p99, and AWS calls by API
 (counted by a botocore `before-call` hook at the client seam). moto answers on the same two
 cores, so the figures measure karpy and moto together.
+
+The `karpy-run` case (`tests/bench/aws_system.py`) measures the whole system instead: `karpy run`
+with PROVIDER=aws against a moto server, then with PROVIDER=kwok for the RSS baseline.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
+from tests.bench.aws_system import whole_system
 from tests.integration.aws.conftest import REGION, CallCounter
 from tests.integration.aws.test_launch import (
     AL2023,
@@ -151,6 +155,15 @@ async def _measure(clients: AWSClients, counter: CallCounter) -> dict[str, Any]:
 
 
 def cases() -> Iterator[dict[str, Any]]:
+    """`launch` (provider level) and `karpy-run` (whole system); `BENCH_AWS_CASE` picks one."""
+    wanted = os.environ.get("BENCH_AWS_CASE")
+    if wanted in (None, "", "launch"):
+        yield from _launch_case()
+    if wanted in (None, "", "karpy-run"):
+        yield whole_system()
+
+
+def _launch_case() -> Iterator[dict[str, Any]]:
     saved = {k: os.environ.get(k) for k in CREDENTIALS}
     os.environ.update(CREDENTIALS)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)

@@ -38,7 +38,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,9 +50,17 @@ import boto3  # noqa: E402
 import controlplane  # noqa: E402
 from kubetest import Kubectl  # noqa: E402
 
+from tests.bench.awsstack import (  # noqa: E402
+    CREDENTIALS,
+    REGION,
+    aws_settings,
+    control_plane,
+    seed_moto,
+    start_moto,
+)
 from tests.bench.timeline import condition_time, log_events, phase, stamp  # noqa: E402
 from tests.e2e.aws_kubelets import Kubelets  # noqa: E402
-from tests.e2e.karpy_process import KarpyProcess, free_port  # noqa: E402
+from tests.e2e.karpy_process import KarpyProcess  # noqa: E402
 from tests.e2e.support import deployment  # noqa: E402
 from tests.e2e.test_aws_interruption import NODEPOOL, instance_of, offering  # noqa: E402
 from tests.kit.interruption import body, spot_interruption  # noqa: E402
@@ -61,9 +68,6 @@ from tests.kit.interruption import body, spot_interruption  # noqa: E402
 NAMESPACE = "bench"
 NODES = 100
 QUEUE = "bench"
-REGION = "us-east-1"
-CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-CLIENT_BUDGET = ("--kube-api-qps=500", "--kube-api-burst=1000")
 TIMEOUT = 600.0
 POLL = 0.5
 """Seconds between probes. They read the stand-in kubelets' watches (kubectl listings every
@@ -115,30 +119,6 @@ class _ProfiledKarpy(KarpyProcess):
     def signal(self, sig: int) -> None:
         if self.proc is not None:
             self.proc.send_signal(sig)
-
-
-def _start_moto(work_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """moto's server in a process of its own, as a cloud API is: in this process it shared
-    one interpreter lock with the stand-in kubelets and the probes."""
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    with (work_dir / "moto.log").open("ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
-                return proc, endpoint
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError(f"moto server exited: see {work_dir / 'moto.log'}") from None
-            time.sleep(0.2)
-    proc.terminate()
-    raise TimeoutError("moto server did not answer within 60 s")
 
 
 def _process_cpu(pid: int) -> float:
@@ -198,28 +178,11 @@ def _timeline(kubectl: Kubectl, karpy: KarpyProcess, start: float, old: set[str]
 
 
 def run(work_dir: Path) -> dict[str, Any]:
-    cp = controlplane.ControlPlane(
-        work_dir / "cp",
-        bin_dir=controlplane.ensure_binaries(),
-        controller_manager_args=CLIENT_BUDGET,
-        scheduler_args=CLIENT_BUDGET,
-    )
-    cp.start()
-    moto, endpoint = _start_moto(work_dir)
+    cp, kubectl = control_plane(work_dir, NAMESPACE)
+    moto, endpoint = start_moto(work_dir)
     karpy: KarpyProcess | None = None
     try:
-        kubectl = Kubectl(cp.kubectl_path, cp.kubeconfig)
-        crds = REPO / "manifests" / "crds"
-        kubectl("apply", "--server-side", "-f", str(crds))
-        kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(crds))
-        kubectl("create", "namespace", NAMESPACE)
-        ami = subprocess.run(
-            [sys.executable, str(REPO / "hack/aws/moto_seed.py"), "--endpoint-url", endpoint],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout.strip()
+        ami = seed_moto(endpoint)
         lower = {k.lower(): v for k, v in CREDENTIALS.items()}
         sqs = boto3.client("sqs", endpoint_url=endpoint, region_name=REGION, **lower)
         url = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
@@ -229,13 +192,8 @@ def run(work_dir: Path) -> dict[str, Any]:
             log_path=work_dir / "karpy.log",
             settings={
                 "LOG_LEVEL": "info",
-                "PROVIDER": "aws",
-                "CLUSTER_NAME": "demo",
+                **aws_settings(endpoint),
                 "INTERRUPTION_QUEUE": QUEUE,
-                "AWS_REGION": REGION,
-                "AWS_ENDPOINT_URL": endpoint,
-                "AWS_CONFIG_FILE": "/dev/null",
-                **CREDENTIALS,
                 **({"BENCH_PROFILE_OUT": profile} if profile else {}),
             },
         ).start()
