@@ -9,10 +9,13 @@ Every 10 seconds (at once again after a method acted), once cluster state has sy
 2. The methods, in Karpenter's order (emptiness, drift, multi-node consolidation, single-node
    consolidation); the first that yields a command wins the pass. For each: the candidates
    (see `candidates`) the method's `should_disrupt` accepts, the budgets for its reason, its
-   `compute`; for methods that need it, after the validation delay (15 s, as Karpenter's), its
-   `validate` on freshly built candidates and budgets, which may drop the command.
-3. The command goes to the orchestration queue (`orchestration`), which marks, launches the
-   replacements, waits for them and deletes the candidates.
+   `compute` (consolidation: `compute_many`, several independent commands within the budgets
+   all together); for methods that need it, after one validation delay (15 s, as Karpenter's),
+   its `validate` on freshly built candidates and budgets, which drops each command that no
+   longer holds.
+3. The commands go to the orchestration queue (`orchestration`) together, which marks,
+   launches the replacements, waits for them and deletes the candidates, while the loop goes
+   on to its next pass (the queue's candidates are no candidates).
 
 The loop is also the queue's `revalidate`: a delete-only command a previous leader left
 persisted is checked again, as after the validation delay, before the new leader deletes.
@@ -20,6 +23,8 @@ persisted is checked again, as after the validation delay, before the new leader
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
@@ -45,7 +50,7 @@ from karpy.controllers.disruption.events import (
     involved_nodeclaim,
     involved_nodepool,
 )
-from karpy.controllers.disruption.methods import Command, Emptiness, Method
+from karpy.controllers.disruption.methods import Command, Emptiness, ManyCommands, Method
 from karpy.controllers.disruption.methods.emptiness import CONSOLIDATION_TYPE_EMPTY
 from karpy.controllers.disruption.orchestration import OrchestrationQueue
 from karpy.controllers.disruption.orchestration.marks import (
@@ -135,36 +140,63 @@ class DisruptionController:
 
     async def run(self, method: Method) -> bool:
         """One method's turn: True when it started a command."""
+        began = time.perf_counter()
         candidates, budgets = self.prepare(method, publish=True)
         if not candidates:
             return False
-        command = await method.compute(candidates, budgets)
-        if command.is_noop:
+        commands = await self.compute(method, candidates, budgets)
+        if not commands:
             return False
+        computed = time.perf_counter()
         if method.needs_validation:
-            validated = await self.validate(method, command)
-            if validated is None:
-                return False
-            command = validated
-        return await self.queue.start(command)
+            commands = await self.validate(method, commands)
+        validated = time.perf_counter()
+        if not commands:
+            return False
+        started = await asyncio.gather(*(self.queue.start(c) for c in commands))
+        log.info(
+            "disruption pass",
+            reason=method.reason.lower(),
+            **{"consolidation-type": method.consolidation_type},
+            commands=len(commands),
+            started=sum(started),
+            nodes=sum(len(c.candidates) for c, ok in zip(commands, started, strict=True) if ok),
+            compute_seconds=round(computed - began, 3),
+            validation_seconds=round(validated - computed, 3),
+            start_seconds=round(time.perf_counter() - validated, 3),
+        )
+        return any(started)
 
-    async def validate(self, method: Method, command: Command) -> Command | None:
-        """The command after the validation delay, or None when it no longer holds."""
+    async def compute(
+        self, method: Method, candidates: Sequence[Candidate], budgets: Mapping[str, int]
+    ) -> list[Command]:
+        """The method's commands: several independent ones from a `ManyCommands` method."""
+        if isinstance(method, ManyCommands):
+            return [c for c in await method.compute_many(candidates, budgets) if not c.is_noop]
+        command = await method.compute(candidates, budgets)
+        return [] if command.is_noop else [command]
+
+    async def validate(self, method: Method, commands: Sequence[Command]) -> list[Command]:
+        """The commands that still hold after the validation delay (one wait for them all)."""
         await self.clock.sleep(self.validation_delay)
         if not self.cluster.synced():
-            return None
+            return []
         candidates, budgets = self.prepare(method, publish=False)
-        valid = await method.validate(command, candidates, budgets)
-        dropped = len(command.candidates) - len(valid.candidates)
+        if isinstance(method, ManyCommands):
+            valid = [c for c in await method.validate_many(commands, candidates, budgets)]
+        else:
+            valid = [await method.validate(c, candidates, budgets) for c in commands]
+        valid = [c for c in valid if not c.is_noop]
+        dropped = sum(len(c.candidates) for c in commands) - sum(len(c.candidates) for c in valid)
         if dropped > 0:
             metrics.FAILED_VALIDATIONS_TOTAL.labels(method.consolidation_type).inc(dropped)
-        if valid.is_noop:
+        if len(valid) < len(commands):
             log.debug(
                 "abandoning disruption attempt due to pod churn, command is no longer valid",
                 reason=method.reason.lower(),
                 **{"consolidation-type": method.consolidation_type},
+                dropped=len(commands) - len(valid),
             )
-            return None
         return valid
 
     async def revalidate(self, reason: str, nodes: Sequence[StateNode]) -> bool:

@@ -6,9 +6,11 @@ provisioner would provision for and those of nodes being deleted) and runs the s
 (`search.py`) in a worker thread, so the event loop keeps serving watches and probes while every
 candidate is evaluated; with the cyclic collector paused meanwhile (`collector_paused`: its full
 collections of the growing snapshot held the GIL for seconds).
+A pass may return several independent commands (`compute_many`, see `independent`).
 Validation, after the loop's delay, rebuilds the snapshot and simulates the same nodes again:
-the command stands only if it is still the same kind (delete or replace) and, for a replace,
-the new simulation still offers every instance type the command would launch.
+a command stands only if it is still the same kind (delete or replace) and, for a replace,
+the new simulation still offers every instance type the command would launch; several commands
+are re-simulated in order, each on the cluster the earlier ones leave.
 
 As Karpenter, a node consolidation leaves gets an `Unconsolidatable` event (on the Node and the
 NodeClaim, at most every 15 minutes): when its NodePool disables consolidation or allows only
@@ -18,6 +20,7 @@ would not schedule, more than one NodeClaim needed, no cheaper replacement, spot
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -35,6 +38,12 @@ from karpy.controllers.disruption.consolidation.candidates import (
     POLICY_WHEN_EMPTY,
     ConsolidationCandidate,
     consolidation_candidates,
+)
+from karpy.controllers.disruption.consolidation.independent import (
+    apply,
+    destinations,
+    independent,
+    reserve,
 )
 from karpy.controllers.disruption.consolidation.search import (
     MULTI_NODE_TIMEOUT,
@@ -178,9 +187,16 @@ class _Consolidation:
             default_spread=self.default_spread,
         )
 
+    default_timeout: float = 0.0
+
     def search(
-        self, snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate], budgets: Budgets
+        self,
+        snapshot: Snapshot,
+        candidates: Sequence[ConsolidationCandidate],
+        budgets: Budgets,
+        timeout: float | None = None,
     ) -> tuple[Decision | None, SearchStats]:
+        """The best command of this method's kind (None if there is none)."""
         raise NotImplementedError
 
     def _ranked(self, snapshot: Snapshot, keys: frozenset[str]) -> list[ConsolidationCandidate]:
@@ -190,23 +206,69 @@ class _Consolidation:
     def _search(
         self, snapshot: Snapshot, keys: frozenset[str], budgets: Budgets
     ) -> tuple[Decision | None, SearchStats]:
+        """The best command among the loop's candidates `keys`."""
         try:
-            return self.search(snapshot, self._ranked(snapshot, keys), budgets)
+            ranked = self._ranked(snapshot, keys)
+            return self.search(snapshot, ranked, budgets, self.timeout or self.default_timeout)
         finally:
             self.views.prune()
 
+    def _search_many(
+        self, snapshot: Snapshot, keys: frozenset[str], budgets: Budgets
+    ) -> tuple[list[Decision], SearchStats]:
+        """Independent commands among the loop's candidates `keys` (`independent`)."""
+        try:
+            ranked = self._ranked(snapshot, keys)
+            timeout = self.timeout or self.default_timeout
+            return independent(snapshot, ranked, budgets, self.search, timeout=timeout)
+        finally:
+            self.views.prune()
+
+    def _searched(
+        self, snapshot: Snapshot, keys: frozenset[str], budgets: Budgets, many: bool
+    ) -> tuple[list[Decision], SearchStats]:
+        if many:
+            return self._search_many(snapshot, keys, budgets)
+        decision, stats = self._search(snapshot, keys, budgets)
+        return ([decision] if decision is not None else []), stats
+
     async def compute(self, candidates: Sequence[Candidate], budgets: Budgets) -> Command:
+        commands = await self._compute(candidates, budgets, many=False)
+        return commands[0] if commands else Command()
+
+    async def compute_many(
+        self, candidates: Sequence[Candidate], budgets: Budgets
+    ) -> list[Command]:
+        """Independent commands (`independent`): disjoint candidates and destinations, within
+        the budgets all together."""
+        return await self._compute(candidates, budgets, many=True)
+
+    async def _compute(
+        self, candidates: Sequence[Candidate], budgets: Budgets, *, many: bool
+    ) -> list[Command]:
         if not candidates:
-            return Command()
+            return []
+        started = time.perf_counter()
         snapshot = await self.snapshot()
+        built = time.perf_counter()
         keys = frozenset(c.key for c in candidates)
-        decision, stats = await run_off_loop(
-            collector_paused(self._search), snapshot, keys, budgets
+        decisions, stats = await run_off_loop(
+            collector_paused(self._searched), snapshot, keys, budgets, many
         )
+        if stats.timed_out:
+            CONSOLIDATION_TIMEOUTS_TOTAL.labels(self.consolidation_type).inc()
         self._unconsolidatable(stats, candidates)
-        if decision is None:
-            return Command()
-        return self._command(decision, candidates)
+        log.info(
+            "consolidation search",
+            consolidation_type=self.consolidation_type,
+            candidates=len(candidates),
+            commands=len(decisions),
+            snapshot_seconds=round(built - started, 3),
+            search_seconds=round(time.perf_counter() - built, 3),
+            simulations=stats.simulations,
+            timed_out=stats.timed_out,
+        )
+        return [self._command(d, candidates) for d in decisions]
 
     def _unconsolidatable(self, stats: SearchStats, candidates: Sequence[Candidate]) -> None:
         if self.events is None or not stats.unconsolidatable:
@@ -242,34 +304,64 @@ class _Consolidation:
     async def validate(
         self, command: Command, candidates: Sequence[Candidate], budgets: Budgets
     ) -> Command:
-        keys = command.keys()
-        present = {c.key for c in candidates}
-        if not keys <= present:
-            return Command()
-        taken: dict[str, int] = {}
-        for c in command.candidates:
-            taken[c.nodepool_name] = taken.get(c.nodepool_name, 0) + 1
-        if any(budgets.get(pool, 0) < n for pool, n in taken.items()):
-            return Command()
-        snapshot = await self.snapshot()
-        still = await run_off_loop(collector_paused(self._resimulate), snapshot, keys)
-        if still is None or still.kind != command.decision:
-            return Command()
-        if command.replacements:
-            wanted = {t.name for t in command.replacements[0].instance_types}
-            offered = (
-                {t.name for t in still.replacement.instance_types} if still.replacement else set()
-            )
-            if not wanted <= offered:
-                return Command()
-        return command
+        kept = await self.validate_many([command], candidates, budgets)
+        return kept[0] if kept else Command()
 
-    def _resimulate(self, snapshot: Snapshot, keys: frozenset[str]) -> Decision | None:
-        ranked = self._ranked(snapshot, keys)
-        if len(ranked) != len(keys):
-            return None
-        outcome = simulate(snapshot, ranked)
-        return outcome if isinstance(outcome, Decision) else None
+    async def validate_many(
+        self, commands: Sequence[Command], candidates: Sequence[Candidate], budgets: Budgets
+    ) -> list[Command]:
+        """The commands that still hold, in order: every candidate still one, within the
+        budgets all together, and a fresh simulation (`holds`) on the cluster the earlier
+        commands that hold leave, every command's candidates tainted."""
+        present = {c.key for c in candidates}
+        left = dict(budgets)
+        hopeful: list[Command] = []
+        for command in commands:
+            taken: dict[str, int] = {}
+            for c in command.candidates:
+                taken[c.nodepool_name] = taken.get(c.nodepool_name, 0) + 1
+            if not command.keys() <= present:
+                continue
+            if any(left.get(pool, 0) < n for pool, n in taken.items()):
+                continue
+            for pool, n in taken.items():
+                left[pool] -= n
+            hopeful.append(command)
+        if not hopeful:
+            return []
+        snapshot = await self.snapshot()
+        return await run_off_loop(collector_paused(self._resimulate), snapshot, hopeful)
+
+    def _resimulate(self, snapshot: Snapshot, commands: Sequence[Command]) -> list[Command]:
+        found, _ = consolidation_candidates(snapshot)
+        names = {c.name for command in commands for c in command.candidates}
+        snap = reserve(snapshot, names)
+        kept: list[Command] = []
+        for command in commands:
+            keys = command.keys()
+            ranked = [c for c in found if c.key in keys]
+            if len(ranked) != len(command.candidates):
+                continue
+            outcome = simulate(snap, ranked)
+            still = outcome if isinstance(outcome, Decision) else None
+            own = {c.name for c in command.candidates}
+            if still is None or destinations(still) & (names - own) or not holds(command, still):
+                continue
+            kept.append(command)
+            snap = apply(snap, still)
+        return kept
+
+
+def holds(command: Command, still: Decision) -> bool:
+    """A fresh simulation of a command's candidates backs it: the same kind (delete or
+    replace) and, for a replace, every instance type it would launch still offered."""
+    if still.kind != command.decision:
+        return False
+    if command.replacements:
+        wanted = {t.name for t in command.replacements[0].instance_types}
+        offered = {t.name for t in still.replacement.instance_types} if still.replacement else set()
+        return wanted <= offered
+    return True
 
 
 class MultiNodeConsolidation(_Consolidation):
@@ -277,15 +369,18 @@ class MultiNodeConsolidation(_Consolidation):
 
     consolidation_type: str = CONSOLIDATION_TYPE_MULTI
 
+    default_timeout: float = MULTI_NODE_TIMEOUT
+
     def search(
-        self, snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate], budgets: Budgets
+        self,
+        snapshot: Snapshot,
+        candidates: Sequence[ConsolidationCandidate],
+        budgets: Budgets,
+        timeout: float | None = None,
     ) -> tuple[Decision | None, SearchStats]:
-        decision, stats = multi_node(
-            snapshot, candidates, budgets=budgets, timeout=self.timeout or MULTI_NODE_TIMEOUT
+        return multi_node(
+            snapshot, candidates, budgets=budgets, timeout=timeout or MULTI_NODE_TIMEOUT
         )
-        if stats.timed_out:
-            CONSOLIDATION_TIMEOUTS_TOTAL.labels(self.consolidation_type).inc()
-        return decision, stats
 
 
 class SingleNodeConsolidation(_Consolidation):
@@ -293,12 +388,16 @@ class SingleNodeConsolidation(_Consolidation):
 
     consolidation_type: str = CONSOLIDATION_TYPE_SINGLE
 
+    default_timeout: float = SINGLE_NODE_TIMEOUT
+
     def search(
-        self, snapshot: Snapshot, candidates: Sequence[ConsolidationCandidate], budgets: Budgets
+        self,
+        snapshot: Snapshot,
+        candidates: Sequence[ConsolidationCandidate],
+        budgets: Budgets,
+        timeout: float | None = None,
     ) -> tuple[Decision | None, SearchStats]:
         found, stats = single_node(
-            snapshot, candidates, budgets=budgets, timeout=self.timeout or SINGLE_NODE_TIMEOUT
+            snapshot, candidates, budgets=budgets, timeout=timeout or SINGLE_NODE_TIMEOUT
         )
-        if stats.timed_out:
-            CONSOLIDATION_TIMEOUTS_TOTAL.labels(self.consolidation_type).inc()
         return (found[0] if found else None), stats

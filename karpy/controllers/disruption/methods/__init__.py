@@ -5,6 +5,7 @@ from karpy.controllers.disruption.methods.base import (
     DECISION_REPLACE,
     Budgets,
     Command,
+    ManyCommands,
     Method,
     within_budgets,
 )
@@ -19,6 +20,7 @@ __all__ = [
     "Command",
     "Drift",
     "Emptiness",
+    "ManyCommands",
     "Method",
     "StaticDrift",
     "within_budgets",

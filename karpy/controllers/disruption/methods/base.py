@@ -7,13 +7,14 @@ command. For each method it:
 1. builds the candidates (`candidates.candidate`) and keeps those `should_disrupt` accepts;
 2. computes the budgets for the method's `reason` (`Budgets`: what each NodePool may still
    start disrupting);
-3. awaits `compute(candidates, budgets)`; a no-op command (no candidates) moves on to the next
-   method;
-4. when `needs_validation`, waits the validation delay (15 s), rebuilds candidates and budgets
-   the same way and awaits `validate(command, candidates, budgets)`: the command to run (the
-   same, a still-valid subset, or a no-op when the cluster changed under it);
-5. hands the command to the orchestration queue, which taints, marks, launches the replacements,
-   waits for them to initialize and deletes the candidates.
+3. awaits `compute(candidates, budgets)` (`compute_many` for a `ManyCommands` method: several
+   independent commands); no command moves on to the next method;
+4. when `needs_validation`, waits the validation delay (15 s) once, rebuilds candidates and
+   budgets the same way and awaits `validate(command, candidates, budgets)` (`validate_many`):
+   what still holds (the same, a still-valid subset, or nothing when the cluster changed);
+5. hands the commands to the orchestration queue, which taints, marks, launches the
+   replacements, waits for them to initialize and deletes the candidates; the loop goes on to
+   its next pass at once, the queue's candidates excluded, while the queue works.
 
 A method holds whatever it needs (cluster state, cloud provider, events) from its constructor;
 the loop passes only candidates and budgets, so a method can be tested on constructed states.
@@ -34,6 +35,7 @@ __all__ = [
     "Budgets",
     "Command",
     "Decision",
+    "ManyCommands",
     "Method",
     "within_budgets",
 ]
@@ -121,6 +123,27 @@ class Method(Protocol):
     ) -> Command:
         """After the validation delay, with fresh candidates and budgets: the part of `command`
         that still holds (a no-op when the cluster changed under it)."""
+        ...
+
+
+@runtime_checkable
+class ManyCommands(Protocol):
+    """A method that may find several independent commands in one pass (consolidation): they
+    share no candidate, none moves pods onto another's candidates or counts on room another
+    one takes, and together they stay within the budgets. The loop validates them together
+    after one validation delay and starts them all, so a cluster that needs many small moves
+    does not pay a delay and a search per move."""
+
+    async def compute_many(
+        self, candidates: Sequence[Candidate], budgets: Budgets
+    ) -> list[Command]:
+        """The commands to run (none: an empty list), as `Method.compute` each."""
+        ...
+
+    async def validate_many(
+        self, commands: Sequence[Command], candidates: Sequence[Candidate], budgets: Budgets
+    ) -> list[Command]:
+        """The commands that still hold after the validation delay; each one dropped alone."""
         ...
 
 
