@@ -23,7 +23,8 @@ filled with 10 pods of 100 Deployments (10,000 pods), then half of the pods dele
   bound. Reported: seconds from the scale-down to the last change (target <= 300), the
   converged hourly cost, the cost `karpy simulate -o json` gives for the 500 pods alone (same
   NodePool, same code path as `bench_e2e`'s one-plan cost), their ratio (target <= 1.10) and
-  the decisions by method.
+  the decisions by method, and a `timeline` of every pass and command after the scale-down
+  from karpy's log (`decision_timeline`).
 
 `BENCH_DISRUPTION_CASES` (comma-separated: decision, converge, savings) runs only those cases;
 `BENCH_SAVINGS_LOG=<path>` keeps the savings case's karpy log there.
@@ -41,7 +42,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ from karpy.kube.offload import LoopLagMonitor, run_off_loop, shutdown_offload
 from karpy.scheduling import format_resources
 from karpy.scheduling.engine import NodePoolTemplate
 from karpy.simulation.disruption import Replay, plan_disruption
-from tests.bench import bench_e2e
+from tests.bench import bench_e2e, timeline
 from tests.e2e.karpy_process import Sample
 from tests.kit import kwok_nodeclass
 
@@ -354,6 +355,82 @@ def _fleet(kubectl: Any) -> tuple[frozenset[str], frozenset[str], bool]:
     )
 
 
+def decision_timeline(lines: Iterable[str], since: float) -> JSON:
+    """Where the seconds after the scale-down went, from karpy's log: each pass that acted
+    (method, commands, nodes; seconds to compute, in validation, to start, from `disruption
+    pass`; the search's own from `consolidation search`) and each command (when it started,
+    when its replacements were created and initialized, when its candidates were deleted and
+    gone), in seconds after `since` (wall clock)."""
+    events = timeline.log_events(lines)
+
+    def at(t: float) -> float:
+        return round(t - since, 1)
+
+    searches = [(t, e) for t, e in events.get("consolidation search", []) if t >= since]
+    passes = []
+    for t, e in events.get("disruption pass", []):
+        if t < since:
+            continue
+        search = next((s for ts, s in reversed(searches) if ts <= t), None)
+        passes.append(
+            {
+                "at": at(t),
+                "method": f"{e.get('reason')}/{e.get('consolidation-type')}",
+                "commands": e.get("commands"),
+                "started": e.get("started"),
+                "nodes": e.get("nodes"),
+                "compute_seconds": e.get("compute_seconds"),
+                "search_seconds": (search or {}).get("search_seconds"),
+                "validation_seconds": e.get("validation_seconds"),
+                "start_seconds": e.get("start_seconds"),
+            }
+        )
+    created = {
+        (e.get("NodeClaim") or {}).get("name"): (t, e.get("command-id"))
+        for t, e in events.get("created replacement nodeclaim", [])
+    }
+    initialized = {
+        (e.get("NodeClaim") or {}).get("name"): t
+        for t, e in events.get("initialized nodeclaim", [])
+    }
+    deleting = {e.get("command-id"): t for t, e in events.get("deleting disruption candidates", [])}
+    gone = {
+        (e.get("NodeClaim") or {}).get("name"): t for t, e in events.get("deleted nodeclaim", [])
+    }
+    commands = []
+    for message in ("disrupting node(s) via delete", "disrupting node(s) via replace"):
+        for t, e in events.get(message, []):
+            if t < since:
+                continue
+            cid = e.get("command-id")
+            replacements = [n for n, (_, c) in created.items() if c == cid]
+            claims = [(d.get("NodeClaim") or {}).get("name") for d in e.get("disrupted-nodes", [])]
+            ends = [gone.get(n) for n in claims]
+            commands.append(
+                {
+                    "started": at(t),
+                    "decision": e.get("decision"),
+                    "reason": e.get("reason"),
+                    "nodes": len(claims),
+                    "replacements_created": max(
+                        (at(created[n][0]) for n in replacements), default=None
+                    ),
+                    "replacements_initialized": max(
+                        (at(initialized[n]) for n in replacements if n in initialized),
+                        default=None,
+                    ),
+                    "candidates_deleting": at(deleting[cid]) if cid in deleting else None,
+                    "candidates_gone": (
+                        at(max(x for x in ends if x is not None))
+                        if ends and all(x is not None for x in ends)
+                        else None
+                    ),
+                }
+            )
+    commands.sort(key=lambda c: c["started"])
+    return {"passes": passes, "commands": commands}
+
+
 def savings_case() -> JSON:
     total = sum(n for *_, n in bench_e2e.WORKLOAD)
     half = {name: round(n * SHARE) for name, _, _, n in bench_e2e.WORKLOAD}
@@ -373,6 +450,7 @@ def savings_case() -> JSON:
             # only what the scale-down causes
             earlier = karpy.metrics()
             scaled = time.monotonic()
+            scaled_wall = time.time()
             for name, n in half.items():
                 kubectl(
                     "scale",
@@ -403,6 +481,9 @@ def savings_case() -> JSON:
             nodes_after, _, _ = _fleet(kubectl)
             cost_after = bench_e2e.launched_cost(kubectl)
             samples = karpy.metrics()
+            spent = decision_timeline(
+                karpy.log_path.read_text(errors="replace").splitlines(), scaled_wall
+            )
             keep = os.environ.get("BENCH_SAVINGS_LOG")
             if keep:
                 shutil.copyfile(karpy.log_path, keep)
@@ -435,6 +516,7 @@ def savings_case() -> JSON:
                 ),
                 "targets": {"converge_seconds": 300, "ratio_to_simulate": 1.10},
                 "loadavg": _load(),
+                "timeline": spent,
             }
 
 
