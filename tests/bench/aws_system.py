@@ -28,6 +28,7 @@ import time
 import urllib.parse
 import urllib.request
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +69,27 @@ def _by_method(samples: list[Sample], name: str, *labels: str) -> dict[str, floa
     return dict(sorted(out.items()))
 
 
-def _moto_calls(recording: Path) -> dict[str, int]:
+def _recorded(text: str) -> Iterator[JSON]:
+    """The recorder's entries: one JSON object a line, except that moto's threads may write
+    two onto one line (their newlines then follow), so objects are decoded one after another."""
+    decoder = json.JSONDecoder()
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at >= len(text):
+            return
+        entry, at = decoder.raw_decode(text, at)
+        yield entry
+
+
+def moto_calls(recording: Path) -> dict[str, int]:
     """service:Action of each request moto recorded (query-protocol body, X-Amz-Target, or the
     method and path of a REST call such as EKS DescribeCluster)."""
     calls: Counter[str] = Counter()
     if not recording.exists():
         return {}
-    for line in recording.read_text().splitlines():
-        entry = json.loads(line)
+    for entry in _recorded(recording.read_text()):
         headers = {k.lower(): v for k, v in (entry.get("headers") or {}).items()}
         scope = headers.get("authorization", "").split("Credential=")[-1].split("/")
         service = scope[3] if len(scope) > 3 else "?"
@@ -176,7 +190,7 @@ def _run(provider: str, work_dir: Path) -> JSON:
             },
         }
         if provider == "aws":
-            result["awsCalls"] = _moto_calls(recording)
+            result["awsCalls"] = moto_calls(recording)
         return result
     finally:
         if karpy is not None:

@@ -18,7 +18,9 @@ instance is queued (10 SendMessageBatch calls). Reported:
 - `timeline`: each phase after the messages were queued ({n, first, p50, last} seconds): the
   deletions the reconciler initiated, the Nodes tainted, the replacement pods created (their old
   pod was evicted), each provisioning batch, the NodeClaims created, the instances launched
-  (CreateFleet answered), the Nodes registered and the replacement pods Ready.
+  (CreateFleet answered), the Nodes registered and the replacement pods Ready;
+- `awsCalls`: what moto received during the measure, by service:Action (moto's recorder,
+  started when the messages are queued; the bench's own SQS calls included).
 
 Bench set-up, not karpy: moto does not apply a launch template's security groups to the
 instances a fleet launches (they get the VPC's `default` group), so every instance would look
@@ -38,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +53,7 @@ import boto3  # noqa: E402
 import controlplane  # noqa: E402
 from kubetest import Kubectl  # noqa: E402
 
+from tests.bench.aws_system import moto_calls  # noqa: E402
 from tests.bench.awsstack import (  # noqa: E402
     CREDENTIALS,
     REGION,
@@ -179,7 +183,8 @@ def _timeline(kubectl: Kubectl, karpy: KarpyProcess, start: float, old: set[str]
 
 def run(work_dir: Path) -> dict[str, Any]:
     cp, kubectl = control_plane(work_dir, NAMESPACE)
-    moto, endpoint = start_moto(work_dir)
+    recording = work_dir / "moto-calls.jsonl"
+    moto, endpoint = start_moto(work_dir, {"MOTO_RECORDER_FILEPATH": str(recording)})
     karpy: KarpyProcess | None = None
     try:
         ami = seed_moto(endpoint)
@@ -230,6 +235,10 @@ def run(work_dir: Path) -> dict[str, Any]:
             ]
             if isinstance(karpy, _ProfiledKarpy):
                 karpy.signal(signal.SIGUSR1)
+            record = urllib.request.Request(
+                f"{endpoint}/moto-api/recorder/start-recording", method="POST"
+            )
+            urllib.request.urlopen(record, timeout=10).close()
             cpu_before = _cpu(cp, karpy, moto)
             load_before = os.getloadavg()
             started = time.monotonic()
@@ -309,6 +318,7 @@ def run(work_dir: Path) -> dict[str, Any]:
             "handled": len(karpy.log_lines("initiating delete from interruption message")),
             "timeline": timeline,
             "cpuSeconds": cpu,
+            "awsCalls": moto_calls(recording),
             "loadAverage": {
                 "before": [round(x, 1) for x in load_before],
                 "after": [round(x, 1) for x in load_after],

@@ -1,11 +1,13 @@
-"""DescribeInstances by instance ID, coalesced (Karpenter's DescribeInstances batcher).
+"""DescribeInstances coalesced (Karpenter's DescribeInstances batcher).
 
-Drift checks, terminations and liveness each ask EC2 about one instance; a spot interruption
-wave asks about hundreds within a second, and each call costs a request of its own (rate-limited
-on EC2, and signing, sending and parsing cost CPU on karpy's event loop). Calls made within
-`window` seconds of the first share one request whose `instance-id` filter names them all
-(a filter, not `InstanceIds`: an unknown ID is then simply absent instead of failing the
-whole call for the others).
+Drift checks, terminations and liveness each ask EC2 about one instance, and launches of
+NodeClaims a previous leader may have launched look for an instance tagged with the NodeClaim's
+name; a spot interruption wave asks hundreds of either within a second, and each call costs a
+request of its own (rate-limited on EC2, a scan of every instance in moto, and signing, sending
+and parsing cost CPU on karpy's event loop). Calls made within `window` seconds of the first
+share one request whose filter names them all (a filter, not `InstanceIds`: an unknown ID is
+then simply absent instead of failing the whole call for the others); `key` says which value of
+an answered instance a caller asked for.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
-__all__ = ["MAX_IDS", "WINDOW", "DescribeBatcher"]
+__all__ = ["MAX_IDS", "WINDOW", "DescribeBatcher", "instance_id"]
 
 WINDOW: Final = 0.1
 """Seconds a batch stays open after its first instance ID."""
@@ -23,24 +25,37 @@ MAX_IDS: Final = 200
 
 Instance = Mapping[str, Any]
 Describe = Callable[[Sequence[str]], Awaitable[list[Instance]]]
-"""Describe the instances of these IDs (one request, paginated)."""
+"""Describe the instances of these keys (one request, paginated)."""
+Key = Callable[[Instance], str]
+
+
+def instance_id(instance: Instance) -> str:
+    return str(instance.get("InstanceId"))
 
 
 class DescribeBatcher:
-    """Answers `get(instance_id)` from shared DescribeInstances requests."""
+    """Answers `get(key)` from shared DescribeInstances requests."""
 
-    def __init__(self, describe: Describe, *, window: float = WINDOW, max_ids: int = MAX_IDS):
+    def __init__(
+        self,
+        describe: Describe,
+        *,
+        key: Key = instance_id,
+        window: float = WINDOW,
+        max_ids: int = MAX_IDS,
+    ):
         self._describe = describe
+        self._key = key
         self._window = window
         self._max_ids = max_ids
         self._waiting: dict[str, list[asyncio.Future[Instance | None]]] = {}
         self._flush: asyncio.TimerHandle | None = None
         self._requests: set[asyncio.Future[None]] = set()
 
-    async def get(self, instance_id: str) -> Instance | None:
-        """The instance as DescribeInstances returns it, or None when EC2 does not know it."""
+    async def get(self, key: str) -> Instance | None:
+        """The (first) instance of this key as DescribeInstances returns it, or None."""
         future: asyncio.Future[Instance | None] = asyncio.get_running_loop().create_future()
-        self._waiting.setdefault(instance_id, []).append(future)
+        self._waiting.setdefault(key, []).append(future)
         if len(self._waiting) >= self._max_ids:
             self._send()
         elif self._flush is None:
@@ -68,10 +83,10 @@ class DescribeBatcher:
             if not isinstance(exc, Exception):
                 raise
             return
-        by_id: dict[str, Instance] = {}
+        by_key: dict[str, Instance] = {}
         for instance in found:
-            by_id.setdefault(str(instance.get("InstanceId")), instance)
-        for instance_id, futures in waiting.items():
+            by_key.setdefault(self._key(instance), instance)
+        for key, futures in waiting.items():
             for future in futures:
                 if not future.done():
-                    future.set_result(by_id.get(instance_id))
+                    future.set_result(by_key.get(key))

@@ -8,7 +8,9 @@ name in this cluster is adopted (EC2 keeps a token for a while only, and moto ig
 An instance may exist when this process already sent a CreateFleet for the NodeClaim, or when
 the NodeClaim predates this process's first launch (an earlier leader may have launched it and
 died before writing its status). A NodeClaim created since is looked up by nobody: that lookup
-was one DescribeInstances per launch (rate-limited on EC2, a scan of every instance in moto).
+was one DescribeInstances per launch (rate-limited on EC2, a scan of every instance in moto);
+the lookups still made are coalesced like DescribeInstances by ID (`DescribeBatcher`): a burst of
+replacements shortly after start asks once for all their names.
 """
 
 from __future__ import annotations
@@ -120,6 +122,10 @@ def _tags(instance: Mapping[str, Any]) -> dict[str, str]:
     return {str(t["Key"]): str(t.get("Value") or "") for t in instance.get("Tags") or ()}
 
 
+def _nodeclaim_tag(instance: Mapping[str, Any]) -> str:
+    return _tags(instance).get(aws.TAG_NODECLAIM, "")
+
+
 def _state(instance: Mapping[str, Any]) -> str:
     return str((instance.get("State") or {}).get("Name") or "")
 
@@ -143,6 +149,7 @@ class AWSInstances:
         self.candidates = CandidateCache()
         self._wall = wall
         self._by_id = DescribeBatcher(self._describe_ids)
+        self._by_claim = DescribeBatcher(self._describe_claims, key=_nodeclaim_tag)
         self._first_launch: datetime | None = None
         self._sent: OrderedDict[tuple[str, str], None] = OrderedDict()
         """(name, uid) of the NodeClaims this process sent a CreateFleet for, the latest
@@ -334,15 +341,19 @@ class AWSInstances:
 
     async def _find_launched(self, claim_name: str) -> Mapping[str, Any] | None:
         """A live instance already launched for this NodeClaim in this cluster."""
+        return await self._by_claim.get(claim_name)
+
+    async def _describe_claims(self, names: Sequence[str]) -> builtins.list[Mapping[str, Any]]:
+        """The live instances of this cluster tagged with any of these NodeClaim names (one
+        DescribeInstances for a batch of `_find_launched` calls)."""
         found = await self._describe(
             Filters=[
-                {"Name": f"tag:{aws.TAG_NODECLAIM}", "Values": [claim_name]},
+                {"Name": f"tag:{aws.TAG_NODECLAIM}", "Values": list(names)},
                 {"Name": f"tag:{aws.TAG_EKS_CLUSTER_NAME}", "Values": [self.cluster.name]},
                 {"Name": "instance-state-name", "Values": list(LIVE_STATES)},
             ]
         )
-        live = [i for i in found if _state(i) not in GONE_STATES]
-        return live[0] if live else None
+        return [i for i in found if _state(i) not in GONE_STATES]
 
     def _launched(
         self,

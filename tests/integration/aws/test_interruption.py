@@ -22,6 +22,7 @@ from kubetest import Kubectl
 
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.errors import ClientError
 from karpy.cloudprovider.aws.interruption import (
     InterruptionController,
     Message,
@@ -445,6 +446,71 @@ async def test_a_message_whose_handling_failed_is_delivered_again_and_then_handl
     await eventually(lambda: deleting(kubectl, "spot-a"), what="the redelivered message handled")
     await env.drained()
     assert failing.calls == 2
+    assert env.disrupted == [("spot-a", "spot_interrupted")]
+
+
+class Slow:
+    """A seam delay: every handling takes `seconds` longer (a loaded machine)."""
+
+    def __init__(self, call: Callable[[Message], Awaitable[int]], seconds: float) -> None:
+        self.call = call
+        self.seconds = seconds
+        self.calls = 0
+
+    async def __call__(self, message: Message) -> int:
+        self.calls += 1
+        await asyncio.sleep(self.seconds)
+        return await self.call(message)
+
+
+class VisibilityCalls:
+    """botocore hooks: counts ChangeMessageVisibility calls, or refuses them (AccessDenied)."""
+
+    def __init__(self, *, deny: bool = False) -> None:
+        self.deny = deny
+        self.calls = 0
+
+    def hook(self, service: str, client: Any) -> None:
+        if service != "sqs":
+            return
+
+        def before(**_: Any) -> None:
+            self.calls += 1
+            if self.deny:
+                error = {"Error": {"Code": "AccessDenied", "Message": "injected: not allowed"}}
+                raise ClientError(error, "ChangeMessageVisibility")
+
+        client.meta.events.register("before-call.sqs.ChangeMessageVisibility", before)
+
+
+@pytest.mark.parametrize("deny", [False, True], ids=["extended", "permission-refused"])
+async def test_a_message_handled_longer_than_its_visibility_timeout(
+    env: Env, kubectl: Kubectl, deny: bool
+) -> None:
+    """Handled for 5 s with a 2 s timeout: its visibility is extended meanwhile, so it is
+    handled once; without the permission it is delivered again (harmless: one deletion) and
+    one log line says why."""
+    launched(kubectl, "spot-a", "i-0aaa")
+    await seen(env, "spot-a", "i-0aaa")
+    handler = env.handler(UnavailableOfferings())
+    slow = Slow(handler.handle, 5.0)
+    handler.handle = slow  # type: ignore[method-assign]
+    visibility = VisibilityCalls(deny=deny)
+    with structlog.testing.capture_logs() as logs:
+        env.start(
+            handler,
+            clients=AWSClients(REGION, endpoint_url=env.endpoint, on_client=visibility.hook),
+            visibility_timeout=2,
+        )
+        env.send(spot_interruption("i-0aaa"))
+        await env.drained(within=60)
+        await asyncio.sleep(2.5)  # a redelivery would have come by now
+    assert visibility.calls >= 1
+    refused = [e for e in logs if "cannot extend the visibility" in e["event"]]
+    if deny:
+        assert slow.calls >= 2 and len(refused) == 1
+    else:
+        assert slow.calls == 1 and not refused
     assert env.disrupted == [("spot-a", "spot_interrupted")]
 
 

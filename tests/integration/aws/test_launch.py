@@ -456,6 +456,40 @@ async def test_only_nodeclaims_a_process_may_have_launched_before_are_looked_up(
     assert len(await launcher.instances.list()) == 2
 
 
+async def test_lookups_of_a_burst_share_one_describe_and_each_adopts_its_own(
+    world: World, launcher: Launcher
+) -> None:
+    """Launches of several NodeClaims an earlier leader may have launched, at once: one
+    DescribeInstances for all their names; each adopts its own instance, and the one nobody
+    launched gets a fleet."""
+    now = datetime.now(UTC)
+    launcher.instances._wall = lambda: now
+    names = [f"default-old{i}" for i in range(3)]
+    claims = [claim_of(name, f"uid-{name}") for name in names]
+    for claim in claims:
+        claim.metadata.creation_timestamp = now - timedelta(minutes=10)
+    launched = [
+        await launcher.instances.create(claim, launcher.nodeclass, launcher.types)
+        for claim in claims[:2]
+    ]
+    assert world.counter.calls["ec2.CreateFleet"] == 2
+    again = AWSInstances(
+        world.clients,
+        launcher.instances.cluster,
+        unavailable=launcher.unavailable,
+        wall=lambda: now + timedelta(minutes=1),
+    )
+    before = world.counter.calls["ec2.DescribeInstances"]
+    results = await asyncio.gather(
+        *(again.create(claim, launcher.nodeclass, launcher.types) for claim in claims)
+    )
+    assert world.counter.calls["ec2.DescribeInstances"] == before + 1
+    assert world.counter.calls["ec2.CreateFleet"] == 3
+    ids = [r.status.provider_id if r.status else None for r in results]
+    assert ids[:2] == [r.status.provider_id if r.status else None for r in launched]
+    assert ids[2] is not None and ids[2] not in ids[:2]
+
+
 async def test_moto_ignores_client_token(world: World, launcher: Launcher) -> None:
     """Why `create` first looks for an instance tagged with the NodeClaim: moto launches again
     for a repeated CreateFleet ClientToken (EC2 would answer with the first fleet's instances)."""

@@ -6,7 +6,11 @@ and hands each message to the `MessageHandler`.
   `max_in_flight` messages are held at once (more would outlive their visibility timeout) and
   `parallelism` are handled concurrently.
 - A message is deleted only after it was handled (its NodeClaim deletion accepted): a crash in
-  between leaves it in the queue and SQS redelivers it, which is harmless. Unreadable messages
+  between leaves it in the queue and SQS redelivers it, which is harmless. While a message waits
+  for a handler or is handled, its visibility timeout is extended every half timeout
+  (ChangeMessageVisibility), so a slow handling on a loaded machine is not delivered a second
+  time meanwhile; without that permission (Karpenter's policy lacks it) it is, harmlessly, and
+  one log line says so. Unreadable messages
   are logged (first bytes), counted and deleted, so one cannot block the queue. A message whose
   handling failed stays and comes back after the visibility timeout.
 - A queue that is missing or cannot be read is reported (an error log naming the queue and the
@@ -42,6 +46,7 @@ log = structlog.get_logger("karpy.cloudprovider.aws.interruption")
 
 LOGGED_BODY_BYTES: Final = 256
 """How much of an unreadable body goes into the log."""
+ACCESS_DENIED_CODES: Final = frozenset({"AccessDenied", "AccessDeniedException"})
 
 _T = TypeVar("_T")
 _E = TypeVar("_E", bound=BaseException)
@@ -105,6 +110,7 @@ class InterruptionController:
         self._watching = False
         self.polls = max(polls, 1)
         self._deep = asyncio.Event()
+        self._extending = True
 
     def __repr__(self) -> str:
         return f"InterruptionController(queue={self.queue_name!r})"
@@ -192,6 +198,36 @@ class InterruptionController:
         self._room.release()
 
     async def _process(self, queue: SQSQueue, raw: QueueMessage) -> None:
+        keeper = asyncio.create_task(self._keep_invisible(queue, raw))
+        try:
+            await self._handle(queue, raw)
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+
+    async def _keep_invisible(self, queue: SQSQueue, raw: QueueMessage) -> None:
+        """Extend the message's visibility every half timeout until cancelled. A failure ends
+        the extensions of this message; a refused permission ends them for the process."""
+        while self._extending:
+            await self.clock.sleep(self.visibility_timeout / 2)
+            try:
+                await queue.extend(raw)
+            except QueueError as exc:
+                QUEUE_ERRORS.labels(exc.operation, exc.code).inc()
+                if exc.code in ACCESS_DENIED_CODES:
+                    self._extending = False
+                    log.info(
+                        "cannot extend the visibility of interruption messages; a message "
+                        "handled for longer than the timeout is delivered again (harmless)",
+                        queue=self.queue_name,
+                        code=exc.code,
+                        hint="allow sqs:ChangeMessageVisibility on the queue",
+                    )
+                else:
+                    log.debug("could not extend a message's visibility", error=str(exc))
+                return
+
+    async def _handle(self, queue: SQSQueue, raw: QueueMessage) -> None:
         async with self._handling:
             try:
                 message = parse_message(raw.body)

@@ -1,4 +1,5 @@
-"""The interruption queue as the reconciler sees it: receive a batch, delete one message.
+"""The interruption queue as the reconciler sees it: receive a batch, keep a message invisible
+while it is handled, delete one message.
 
 `INTERRUPTION_QUEUE` may be a queue name (resolved with GetQueueUrl in the cluster's region, as
 Karpenter does) or a queue URL (used as given). Every failure surfaces as `QueueError`, which
@@ -116,3 +117,15 @@ class SQSQueue:
             await self._client.delete_message(QueueUrl=url, ReceiptHandle=message.receipt_handle)
         except Exception as exc:  # ClientError, connection and SDK errors alike
             raise self._error("DeleteMessage", exc) from exc
+
+    async def extend(self, message: QueueMessage) -> None:
+        """Make the message invisible for another `visibility_timeout` seconds from now."""
+        url = await self.url()
+        try:
+            await self._client.change_message_visibility(
+                QueueUrl=url,
+                ReceiptHandle=message.receipt_handle,
+                VisibilityTimeout=self.visibility_timeout,
+            )
+        except Exception as exc:  # ClientError, connection and SDK errors alike
+            raise self._error("ChangeMessageVisibility", exc) from exc

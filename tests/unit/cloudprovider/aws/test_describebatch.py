@@ -60,3 +60,18 @@ async def test_duplicates_ask_once(ids: list[str]) -> None:
     batcher = DescribeBatcher(ec2.describe, window=0.01)
     await asyncio.gather(*(batcher.get(i) for i in ids))
     assert ec2.requests == [["i-1"]]
+
+
+async def test_callers_get_the_instance_of_their_key() -> None:
+    """With `key`, the answer is matched by another value of the instance (the NodeClaim tag of
+    the lookups for instances a previous leader launched)."""
+    requests: list[list[str]] = []
+
+    async def describe(names: Sequence[str]) -> list[dict[str, Any]]:
+        requests.append(list(names))
+        return [{"InstanceId": f"i-{n}", "Tag": n} for n in names if n != "gone"]
+
+    batcher = DescribeBatcher(describe, key=lambda i: str(i["Tag"]), window=0.01)
+    found = await asyncio.gather(batcher.get("a"), batcher.get("gone"), batcher.get("b"))
+    assert requests == [["a", "b", "gone"]]
+    assert [f["InstanceId"] if f else None for f in found] == ["i-a", None, "i-b"]
