@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import orjson
+
 from karpy.apis.v1.labels import LABEL_HOSTNAME
 from karpy.scheduling.requirements import Requirement, RequirementError, Requirements
 from karpy.scheduling.resources import ResourceError, ResourceMap, pod_requests
@@ -171,23 +173,22 @@ def _build(
         if daemon is not None
         else any(o.get("kind") == "DaemonSet" and o.get("controller", True) for o in owners)
     )
-    requests_key, node_key, tolerations_key, pod_terms_key = _keys(p.namespace, meta, spec)
-    requests = _REQUESTS.get(requests_key) if requests_key is not None else None
-    if requests is None:
-        requests = _remember(_REQUESTS, requests_key, pod_requests(spec))
+    spec_key = _spec_key(spec)
+    parts = _SPECS.get(spec_key) if spec_key is not None else None
+    if parts is None:
+        parts = _remember(_SPECS, spec_key, _spec_parts(spec))
+    requests, node_terms, p.tolerations, p.host_ports = parts
     # each view gets its own requests dict: the one mutable part its owner might change
     p.requests = dict(requests)
-    node_terms = _NODE_TERMS.get(node_key) if node_key is not None else None
-    if node_terms is None:
-        node_terms = _remember(_NODE_TERMS, node_key, _node_terms(spec))
     p.node_selector, p.required_terms, p.preferred_node_terms, p.unsupported = node_terms
-    tolerations = _TOLERATIONS.get(tolerations_key) if tolerations_key is not None else None
-    if tolerations is None:
-        tolerations = _remember(_TOLERATIONS, tolerations_key, _tolerations(spec))
-    p.tolerations = tolerations
-    pod_terms = _POD_TERMS.get(pod_terms_key) if pod_terms_key is not None else None
+    # the pod's labels enter its pod terms only through matchLabelKeys and mismatchLabelKeys
+    if spec_key is not None and b"LabelKeys" not in spec_key:
+        terms_key: Any = (p.namespace, spec_key)
+    else:
+        terms_key = _terms_key(p.namespace, meta, spec)
+    pod_terms = _POD_TERMS.get(terms_key) if terms_key is not None else None
     if pod_terms is None:
-        pod_terms = _remember(_POD_TERMS, pod_terms_key, _pod_terms(p, spec))
+        pod_terms = _remember(_POD_TERMS, terms_key, _pod_terms(p, spec))
     (
         p.spread,
         p.affinity,
@@ -195,15 +196,6 @@ def _build(
         p.preferred_affinity,
         p.preferred_anti_affinity,
     ) = pod_terms
-    ports: set[tuple[str, str, int]] = set()
-    containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
-    for c in containers:
-        for port in c.get("ports") or ():
-            host_port = port.get("hostPort")
-            if host_port:
-                ip = str(port.get("hostIP") or "0.0.0.0")
-                ports.add((ip, str(port.get("protocol") or "TCP"), int(host_port)))
-    p.host_ports = frozenset(ports)
     p.volume_terms = tuple(volume_terms)
     p.signature = (
         p.namespace,
@@ -226,16 +218,24 @@ def _build(
     return p
 
 
-# Pods of one Deployment or Job repeat the same requests, tolerations and affinities: each part
-# is parsed once per distinct value. A part is keyed on the `repr` of exactly the raw fields it
-# is read from; for decoded JSON/YAML, equal reprs are equal values of the same types, so they
-# parse the same (a different key order only misses). Only parts that parsed are kept, so an
-# unreadable spec still raises its own error. The tables are bounded and cleared when full.
+# Pods of one Deployment or Job repeat the same spec, and pods of different workloads often the
+# same requests, tolerations or affinities: each is parsed once per distinct value.
+#
+# A whole spec is keyed on its JSON encoding (one call in C, where `repr`s of its parts cost a
+# dozen): values with equal encodings are equal, types included (`1`, `1.0` and `true` encode
+# apart). NaN and infinities encode as `null`, like None: an encoding holding `null` is not
+# used as a key, nor one of a value JSON cannot encode (a YAML date, a huge integer).
+# On a miss, each part is keyed on the `repr` of exactly the raw fields it is read from; for
+# decoded JSON/YAML, equal reprs are equal values of the same types, so they parse the same (a
+# different key order only misses). Only parts that parsed are kept, so an unreadable spec
+# still raises its own error. The tables are bounded and cleared when full.
+_SPECS: dict[Any, tuple[Any, ...]] = {}
 _REQUESTS: dict[Any, ResourceMap] = {}
 _NODE_TERMS: dict[Any, tuple[Any, ...]] = {}
 _TOLERATIONS: dict[Any, tuple[Toleration, ...]] = {}
 _POD_TERMS: dict[Any, tuple[Any, ...]] = {}
 _MAX_ENTRIES = 4096
+_EXACT = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS
 
 _T = TypeVar("_T")
 
@@ -249,14 +249,34 @@ def _remember(table: dict[Any, _T], key: Any, parsed: _T) -> _T:
     return parsed
 
 
-_NO_KEYS: tuple[None, None, None, None] = (None, None, None, None)
-
-
-def _keys(namespace: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[Any, ...]:
-    """The cache keys of the requests, node terms, tolerations and pod terms; all None (no
-    caching) when the spec is too odd to key: its parse says why."""
+def _spec_key(spec: Mapping[str, Any]) -> bytes | None:
+    """The whole spec's key (see above); None when it cannot be one."""
     try:
-        affinity = repr(spec.get("affinity"))
+        key = orjson.dumps(spec, option=_EXACT)
+    except TypeError:
+        return None
+    return None if b"null" in key else key
+
+
+def _spec_parts(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Requests, node terms, tolerations and host ports: what a view reads from its spec alone."""
+    requests_key, node_key, tolerations_key = _part_keys(spec)
+    requests = _REQUESTS.get(requests_key) if requests_key is not None else None
+    if requests is None:
+        requests = _remember(_REQUESTS, requests_key, pod_requests(spec))
+    node_terms = _NODE_TERMS.get(node_key) if node_key is not None else None
+    if node_terms is None:
+        node_terms = _remember(_NODE_TERMS, node_key, _node_terms(spec))
+    tolerations = _TOLERATIONS.get(tolerations_key) if tolerations_key is not None else None
+    if tolerations is None:
+        tolerations = _remember(_TOLERATIONS, tolerations_key, _tolerations(spec))
+    return requests, node_terms, tolerations, _host_ports(spec)
+
+
+def _part_keys(spec: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The cache keys of the requests, node terms and tolerations; all None (no caching) when
+    the spec is too odd to key: its parse says why."""
+    try:
         return (
             (
                 repr(spec.get("resources")),
@@ -267,17 +287,36 @@ def _keys(namespace: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> t
                     for c in spec.get("initContainers") or ()
                 ),
             ),
-            (repr(spec.get("nodeSelector")), affinity),
+            (repr(spec.get("nodeSelector")), repr(spec.get("affinity"))),
             repr(spec.get("tolerations")),
-            (
-                namespace,
-                repr(meta.get("labels")),
-                repr(spec.get("topologySpreadConstraints")),
-                affinity,
-            ),
         )
     except Exception:  # the uncached parse reports what is wrong with the spec
-        return _NO_KEYS
+        return (None, None, None)
+
+
+def _terms_key(namespace: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Any:
+    """The pod terms' key from the fields they are read from (None: not cached)."""
+    try:
+        return (
+            namespace,
+            repr(meta.get("labels")),
+            repr(spec.get("topologySpreadConstraints")),
+            repr(spec.get("affinity")),
+        )
+    except Exception:  # the uncached parse reports what is wrong with the spec
+        return None
+
+
+def _host_ports(spec: Mapping[str, Any]) -> frozenset[tuple[str, str, int]]:
+    ports: set[tuple[str, str, int]] = set()
+    containers = list(spec.get("containers") or ()) + list(spec.get("initContainers") or ())
+    for c in containers:
+        for port in c.get("ports") or ():
+            host_port = port.get("hostPort")
+            if host_port:
+                ip = str(port.get("hostIP") or "0.0.0.0")
+                ports.add((ip, str(port.get("protocol") or "TCP"), int(host_port)))
+    return frozenset(ports)
 
 
 def _node_terms(

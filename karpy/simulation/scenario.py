@@ -31,6 +31,7 @@ from karpy.state.inputs import (
     ClusterObjects,
     InputError,
     NodeClassKey,
+    PodViews,
     build_input,
     nodepool_nodeclass,
     resolve,
@@ -307,6 +308,7 @@ def load_scenario(
     try:
         built = build_input(
             objects,
+            views=PodViews(max_entries=0),  # each pod is viewed once: nothing to cache
             strict=True,
             preference_policy=preference_policy,
             min_values_policy=min_values_policy,

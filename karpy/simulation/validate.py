@@ -268,7 +268,7 @@ _OBJECT_META: dict[str, Check] = {
     "uid": _string,
     "labels": _string_map,
     "annotations": _string_map,
-    "ownerReferences": _each({"kind": _string, "name": _string}),
+    "ownerReferences": _once(_each({"kind": _string, "name": _string})),
 }
 _LABEL_SELECTOR: dict[str, Check] = {
     "matchLabels": _string_map,
@@ -405,8 +405,12 @@ def _claim_spec(spec: Mapping[str, Any], path: Path) -> None:
 # ---- kinds ------------------------------------------------------------------------------------
 
 
+# the pods of one workload share their whole spec: each distinct one is checked once
+_checked_pod_spec = _once(_pod_spec)
+
+
 def _pod(obj: Mapping[str, Any]) -> None:
-    _pod_spec(obj.get("spec"), "spec")
+    _checked_pod_spec(obj.get("spec"), "spec")
     status = _obj(obj.get("status"), "status")
     _str(status.get("phase"), "status.phase")
 

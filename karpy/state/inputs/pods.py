@@ -26,7 +26,8 @@ class PodViews:
     threads.
 
     `prune()` after a simulation drops every view that simulation did not use, so views of
-    old resourceVersions and of deleted pods do not pile up.
+    old resourceVersions and of deleted pods do not pile up. With `max_entries=0` nothing is
+    cached: for a one-shot build (`karpy simulate`), which views each pod once.
     """
 
     def __init__(self, *, max_entries: int = 50_000) -> None:
@@ -52,8 +53,10 @@ class PodViews:
         volume_terms: Sequence[Requirements] = (),
     ) -> PodView:
         """The pod's view; raises `PodError` for a spec the scheduler cannot read."""
-        meta = pod.get("metadata") or {}
         terms = tuple(volume_terms)
+        if not self.max_entries:
+            return pod_view(pod, daemon=daemon, volume_terms=terms)
+        meta = pod.get("metadata") or {}
         key = (str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), terms)
         if key[0]:
             with self._lock:

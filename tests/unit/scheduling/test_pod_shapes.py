@@ -44,7 +44,8 @@ def _fields(view: podmod.PodView) -> dict[str, Any]:
 
 
 def _fresh(raw: dict[str, Any]) -> dict[str, Any]:
-    for table in (podmod._REQUESTS, podmod._NODE_TERMS, podmod._TOLERATIONS, podmod._POD_TERMS):
+    tables = (podmod._SPECS, podmod._REQUESTS, podmod._NODE_TERMS, podmod._TOLERATIONS)
+    for table in (*tables, podmod._POD_TERMS):
         table.clear()
     return _fields(pod_view(raw))
 
@@ -76,6 +77,7 @@ def test_views_of_one_shape_do_not_share_requests() -> None:
         lambda p: p["spec"].update({"nodeSelector": {"zone": "a"}}),
         lambda p: p["spec"]["containers"][0].update({"ports": [{"hostPort": 80}]}),
         lambda p: p["spec"].update({"overhead": {"cpu": "100m"}}),
+        lambda p: p["spec"].update({"topologySpreadConstraints": []}),
     ],
 )
 def test_a_different_spec_or_label_is_parsed_anew(change: Any) -> None:
@@ -92,3 +94,45 @@ def test_an_unreadable_spec_is_reported_even_after_a_readable_one() -> None:
     bad = _pod("d2", tolerations=[{"key": "k", "operator": "Sometimes"}])
     with pytest.raises(PodError, match=r"spec\.tolerations\[0\]\.operator"):
         pod_view(bad)
+
+
+def test_labels_change_pod_terms_only_through_label_keys() -> None:
+    """Without matchLabelKeys a spec's pod terms are shared by pods of any labels; with them,
+    each pod's selector carries its own label values."""
+    plain = _pod("e1")
+    del plain["spec"]["topologySpreadConstraints"][0]["matchLabelKeys"]
+    pod_view(plain)
+    relabelled = copy.deepcopy(plain)
+    relabelled["metadata"]["labels"] = {"app": "other"}
+    assert _fields(pod_view(relabelled)) == _fresh(relabelled)
+    pod_view(_pod("e2"))
+    keyed = _pod("e3")
+    keyed["metadata"]["labels"]["pod-template-hash"] = "xyz"
+    view = _fields(pod_view(keyed))
+    assert view == _fresh(keyed)
+    assert "xyz" in repr(view["spread"][0].selector)
+
+
+@pytest.mark.parametrize(
+    ("good", "bad", "error"),
+    [
+        # equal in Python (1 == 1.0), but only an integer is a valid maxSkew
+        ({"maxSkew": 1}, {"maxSkew": 1.0}, PodError),
+        # NaN and None encode alike in JSON: a NaN host port must not reuse the None one's parse
+        ({"hostPort": None}, {"hostPort": float("nan")}, ValueError),
+    ],
+)
+def test_values_that_encode_alike_are_not_confused(
+    good: dict[str, Any], bad: dict[str, Any], error: type[Exception]
+) -> None:
+    def pod(name: str, values: dict[str, Any]) -> dict[str, Any]:
+        raw = _pod(name)
+        if "maxSkew" in values:
+            raw["spec"]["topologySpreadConstraints"][0].update(values)
+        else:
+            raw["spec"]["containers"][0]["ports"] = [{"containerPort": 80, **values}]
+        return raw
+
+    pod_view(pod("f1", good))
+    with pytest.raises(error):
+        pod_view(pod("f2", bad))

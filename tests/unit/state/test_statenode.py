@@ -144,6 +144,18 @@ def test_pod_views_are_cached_by_version_and_pruned() -> None:
     assert len(views) == 1, "the view of the old resourceVersion is gone"
 
 
+def test_a_view_cache_without_entries_builds_each_view_afresh() -> None:
+    """`karpy simulate` views each pod once: its cache keeps nothing."""
+    from karpy.state import PodViews
+
+    views = PodViews(max_entries=0)
+    pod = served(pod_on_c1("a"), uid="u1")
+    first = views.view(pod)
+    again = views.view(pod)
+    assert again is not first and again.signature == first.signature
+    assert len(views) == 0
+
+
 def test_pods_on_their_way_take_room_in_the_simulation() -> None:
     planned = served(pod_on_c1("planned", requests={"cpu": "3"}))
     planned["spec"].pop("nodeName")
