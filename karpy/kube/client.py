@@ -15,6 +15,9 @@ call cannot duplicate an effect:
 - creates only when the request surely never reached the server (connection refused, or 429
   which the apiserver sends before doing anything). If a create may have happened, the client
   raises `OutcomeUnknownError`: look before creating again.
+
+An update or patch whose resourceVersion precondition is older than one this client received
+for the same object is refused with `ConflictError` without being sent (`karpy.kube.ownwrites`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from karpy.kube.clock import Clock, RealClock
 from karpy.kube.config import ConnectionConfig, load_config
 from karpy.kube.errors import (
     ApiError,
+    ConflictError,
     KubeError,
     OutcomeUnknownError,
     ServerError,
@@ -39,6 +43,7 @@ from karpy.kube.errors import (
     api_error_from_response,
 )
 from karpy.kube.memory import gc_paused
+from karpy.kube.ownwrites import OwnWrites
 from karpy.kube.ratelimit import TokenBucket
 from karpy.kube.resources import PODS, Resource
 from karpy.kube.transport import Request, Response, Transport
@@ -198,6 +203,7 @@ class Client:
         self.host = host
         self.ca_file = ca_file
         """The CA file the apiserver's certificate is checked against, if any."""
+        self.own_writes = OwnWrites()
 
     @classmethod
     async def connect(
@@ -466,6 +472,12 @@ class Client:
         result: JSON = await self._call(
             "POST", path, params=params, body=obj, retry=_Retry.IF_UNSENT
         )
+        created = str((result.get("metadata") or {}).get("name") or "")
+        if created and not dry_run:
+            target = resource.path(
+                namespace=namespace if resource.namespaced else None, name=created
+            )
+            self.own_writes.record(target, result)
         return result
 
     async def update(
@@ -485,7 +497,13 @@ class Client:
         )
         retry = _Retry.ALWAYS if meta.get("resourceVersion") else None
         params = _params(fieldManager=field_manager)
+        target = resource.path(
+            namespace=meta.get("namespace") if resource.namespaced else None,
+            name=meta.get("name", ""),
+        )
+        self._refuse_stale("PUT", target, obj)
         result: JSON = await self._call("PUT", path, params=params, body=obj, retry=retry)
+        self.own_writes.record(target, result)
         return result
 
     async def update_status(self, resource: Resource, obj: JSON) -> JSON:
@@ -510,6 +528,8 @@ class Client:
         params = _params(
             fieldManager=field_manager, force=force if patch_type is PatchType.APPLY else None
         )
+        target = resource.path(namespace=namespace, name=name)
+        self._refuse_stale("PATCH", target, patch)
         result: JSON = await self._call(
             "PATCH",
             path,
@@ -518,7 +538,20 @@ class Client:
             content_type=patch_type.value,
             retry=_patch_retry(patch, patch_type),
         )
+        self.own_writes.record(target, result)
         return result
+
+    def _refuse_stale(self, method: str, target: str, body: object) -> None:
+        """`ConflictError` without a request when `body`'s resourceVersion precondition is
+        older than a version this client wrote: the server would refuse it the same way."""
+        written = self.own_writes.stale(target, body)
+        if written is not None:
+            raise ConflictError(
+                status=409,
+                reason="Conflict",
+                message=f"{method} {target}: the resourceVersion precondition is older than "
+                f"{written}, which this client wrote (not sent)",
+            )
 
     async def patch_status(
         self,

@@ -20,7 +20,10 @@ instance is queued (10 SendMessageBatch calls). Reported:
   pod was evicted), each provisioning batch, the NodeClaims created, the instances launched
   (CreateFleet answered), the Nodes registered and the replacement pods Ready;
 - `awsCalls`: what moto received during the measure, by service:Action (moto's recorder,
-  started when the messages are queued; the bench's own SQS calls included).
+  started when the messages are queued; the bench's own SQS calls included);
+- `apiRequests`: the API server's requests during the measure by verb and resource/subresource
+  and, when not 2xx, code (its `apiserver_request_total`; the 20 most frequent), to see what
+  keeps it busy.
 
 Bench set-up, not karpy: moto does not apply a launch template's security groups to the
 instances a fleet launches (they get the VPC's `default` group), so every instance would look
@@ -149,6 +152,29 @@ def _cpu(
     return out
 
 
+def _api_requests(kubectl: Kubectl) -> dict[str, float]:
+    """`apiserver_request_total` summed by (client, verb, resource), from the server's metrics."""
+    out: dict[str, float] = {}
+    for line in kubectl("get", "--raw", "/metrics").stdout.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels, value = line[len("apiserver_request_total{") :].rsplit("} ", 1)
+        fields = dict(
+            part.split("=", 1) for part in labels.replace('"', "").split(",") if "=" in part
+        )
+        key = f"{fields.get('verb')} {fields.get('resource')}/{fields.get('subresource', '')}"
+        if not fields.get("code", "200").startswith("2"):
+            key += f" {fields.get('code')}"
+        out[key] = out.get(key, 0.0) + float(value)
+    return out
+
+
+def _busiest(before: dict[str, float], after: dict[str, float], top: int = 20) -> dict[str, int]:
+    grown = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    ranked = sorted(grown.items(), key=lambda kv: -kv[1])[:top]
+    return {k: int(v) for k, v in ranked if v > 0}
+
+
 def _timeline(kubectl: Kubectl, karpy: KarpyProcess, start: float, old: set[str]) -> JSON:
     """Per phase after `start` (wall clock): karpy's log lines and the replacement pods."""
     events = log_events(karpy.log_text().splitlines())
@@ -239,6 +265,7 @@ def run(work_dir: Path) -> dict[str, Any]:
                 f"{endpoint}/moto-api/recorder/start-recording", method="POST"
             )
             urllib.request.urlopen(record, timeout=10).close()
+            api_before = _api_requests(kubectl)
             cpu_before = _cpu(cp, karpy, moto)
             load_before = os.getloadavg()
             started = time.monotonic()
@@ -289,6 +316,7 @@ def run(work_dir: Path) -> dict[str, Any]:
             cpu = {
                 k: round(v - cpu_before.get(k, 0.0), 1) for k, v in _cpu(cp, karpy, moto).items()
             }
+            api = _busiest(api_before, _api_requests(kubectl))
             if isinstance(karpy, _ProfiledKarpy):
                 karpy.signal(signal.SIGUSR2)
             load_after = os.getloadavg()
@@ -319,6 +347,7 @@ def run(work_dir: Path) -> dict[str, Any]:
             "timeline": timeline,
             "cpuSeconds": cpu,
             "awsCalls": moto_calls(recording),
+            "apiRequests": api,
             "loadAverage": {
                 "before": [round(x, 1) for x in load_before],
                 "after": [round(x, 1) for x in load_after],

@@ -32,7 +32,7 @@ from typing import Any, Final
 import pydantic
 import structlog
 
-from karpy.apis.objects import get_condition, is_deleting
+from karpy.apis.objects import get_condition, is_deleting, parse_time
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
 from karpy.controllers.disruption import metrics
@@ -74,6 +74,10 @@ NAME: Final = "disruption"
 POLLING_PERIOD: Final = 10.0
 VALIDATION_DELAY: Final = 15.0
 UNSYNCED_RETRY: Final = 1.0
+STALE_MARK_AFTER: Final = 60.0
+"""Seconds a `DisruptionReason` must have stood before it may be stale: whoever writes one
+(a disruption command, the interruption handler) deletes the NodeClaim right after, and on a
+busy API server the cache can show the mark seconds before the deletion."""
 
 log = structlog.get_logger("karpy.controllers.disruption")
 
@@ -270,6 +274,8 @@ class DisruptionController:
             marked = get_condition(node.nodeclaim, cond.NODECLAIM_DISRUPTION_REASON)
             if not tainted and marked is None:
                 continue
+            if marked is not None and self._recent(marked):
+                continue
             log.info(
                 "removing stale disruption taint",
                 Node={"name": node.node_name},
@@ -279,6 +285,10 @@ class DisruptionController:
                 await set_disrupted_taint(self.client, node.node_name, present=False)
             if marked is not None and node.nodeclaim_name:
                 await set_disruption_reason(self.client, self.clock, node.nodeclaim_name, None)
+
+    def _recent(self, condition: Mapping[str, Any]) -> bool:
+        since = parse_time(condition.get("lastTransitionTime"))
+        return since is not None and (self.clock.wall() - since).total_seconds() < STALE_MARK_AFTER
 
     # -- candidates -------------------------------------------------------------------------------
 

@@ -302,6 +302,38 @@ async def test_conditional_writes_retry_and_unconditional_json_patch_does_not(
         assert len(patches) == 3  # 503 + retry, then the lost JSON patch only once
 
 
+async def test_a_precondition_older_than_an_own_write_is_refused_without_a_request(
+    kubeconfig: str, namespace: str
+) -> None:
+    """A status-style patch on a view older than what this client wrote fails as the server
+    would (409) but is not sent; on the newer view it is sent and applies."""
+    client, transport = await faulty_client(kubeconfig)
+    async with client:
+        old = await client.create(CONFIGMAPS, configmap("s", namespace, n="0"))
+        written = await client.patch(CONFIGMAPS, "s", {"data": {"n": "1"}}, namespace=namespace)
+        sent = len(transport.requests)
+        stale = {"metadata": {"resourceVersion": old["metadata"]["resourceVersion"]}}
+        with pytest.raises(ConflictError, match="not sent"):
+            await client.patch(CONFIGMAPS, "s", {**stale, "data": {"n": "2"}}, namespace=namespace)
+        old["data"]["n"] = "2"
+        with pytest.raises(ConflictError, match="not sent"):
+            await client.update(CONFIGMAPS, old)
+        assert len(transport.requests) == sent
+        fresh = {"metadata": {"resourceVersion": written["metadata"]["resourceVersion"]}}
+        patched = await client.patch(
+            CONFIGMAPS, "s", {**fresh, "data": {"n": "3"}}, namespace=namespace
+        )
+        assert patched["data"]["n"] == "3" and len(transport.requests) == sent + 1
+        # Another writer's change is only known to the server: sent, and refused there.
+        other = await Client.connect(kubeconfig=kubeconfig)
+        async with other:
+            await other.patch(CONFIGMAPS, "s", {"data": {"n": "4"}}, namespace=namespace)
+        latest = {"metadata": {"resourceVersion": patched["metadata"]["resourceVersion"]}}
+        with pytest.raises(ConflictError) as refused:
+            await client.patch(CONFIGMAPS, "s", {**latest, "data": {"n": "5"}}, namespace=namespace)
+        assert "not sent" not in str(refused.value) and len(transport.requests) == sent + 2
+
+
 async def test_client_side_qps_limit(kubeconfig: str, namespace: str) -> None:
     config = await load_config(kubeconfig=kubeconfig)
     async with Client(config.transport(), qps=5, burst=1) as slow:
