@@ -29,7 +29,7 @@ from karpy.scheduling import CatalogError
 from karpy.scheduling.engine import schedule, warm_up
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.simulation.documents import DEFAULT_MAX_PODS
-from karpy.simulation.output import write_plan
+from karpy.simulation.output import widen_pipe, write_plan
 from karpy.simulation.scenario import ScenarioError, ScenarioObjects, load_scenario
 
 __all__ = ["EXIT_WITHOUT_CLEANUP", "add_arguments", "run"]
@@ -271,6 +271,8 @@ def _simulate(args: argparse.Namespace) -> int:
     inp = scenario.input
     result = schedule(inp)
     result.errors = scenario.explain(result.errors)
+    if args.output == "json":  # tens of megabytes for a large scenario
+        widen_pipe(sys.stdout)
     write_plan(sys.stdout, inp, result, args.output)
     return 0
 
