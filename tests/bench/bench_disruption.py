@@ -371,7 +371,14 @@ def decision_timeline(lines: Iterable[str], since: float) -> JSON:
     for t, e in events.get("disruption pass", []):
         if t < since:
             continue
-        search = next((s for ts, s in reversed(searches) if ts <= t), None)
+        search = next(
+            (
+                s
+                for ts, s in reversed(searches)
+                if ts <= t and s.get("consolidation_type") == e.get("consolidation-type")
+            ),
+            None,
+        )
         passes.append(
             {
                 "at": at(t),
