@@ -76,6 +76,11 @@ LT_NOT_FOUND: Final = "InvalidLaunchTemplateName.NotFoundException"
 INSTANCE_NOT_FOUND: Final = "InvalidInstanceID.NotFound"
 MAX_LISTED_TYPES_IN_ERROR: Final = 10
 SENT_REMEMBERED: Final = 10_000
+CLAIM_LOOKUP_WINDOW: Final = 1.0
+"""Seconds the lookups of NodeClaims an earlier leader may have launched gather before one
+DescribeInstances: they come from a burst of launches reaching the provider over seconds, each
+lookup filters on tags (a scan of every instance in moto, a rate-limited call on EC2), and a
+launch waits at most this long for it."""
 LEADER_OVERLAP: Final = timedelta(seconds=60)
 """NodeClaims created this soon after this process's first launch are still looked up: a
 previous leader may have been launching until its lease ran out, and clocks differ a little."""
@@ -149,7 +154,9 @@ class AWSInstances:
         self.candidates = CandidateCache()
         self._wall = wall
         self._by_id = DescribeBatcher(self._describe_ids)
-        self._by_claim = DescribeBatcher(self._describe_claims, key=_nodeclaim_tag)
+        self._by_claim = DescribeBatcher(
+            self._describe_claims, key=_nodeclaim_tag, window=CLAIM_LOOKUP_WINDOW
+        )
         self._first_launch: datetime | None = None
         self._sent: OrderedDict[tuple[str, str], None] = OrderedDict()
         """(name, uid) of the NodeClaims this process sent a CreateFleet for, the latest
