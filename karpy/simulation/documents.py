@@ -13,8 +13,9 @@ import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+import msgspec
 import orjson
 
 from karpy.simulation.validate import (
@@ -40,6 +41,51 @@ _STATUS_KEPT = {
 
 _BOM = "\ufeff".encode()
 _LEADING_SPACE = re.compile(rb"[ \t\r\n]*")
+
+
+class _Metadata(TypedDict, total=False):
+    """ObjectMeta without `managedFields`: a quarter of a kubectl export, read by nothing."""
+
+    name: Any
+    generateName: Any
+    namespace: Any
+    selfLink: Any
+    uid: Any
+    resourceVersion: Any
+    generation: Any
+    creationTimestamp: Any
+    deletionTimestamp: Any
+    deletionGracePeriodSeconds: Any
+    labels: Any
+    annotations: Any
+    ownerReferences: Any
+    finalizers: Any
+
+
+class _Object(TypedDict, total=False):
+    """The top-level fields of every kind a scenario uses: most have only these five..."""
+
+    apiVersion: Any
+    kind: Any
+    metadata: _Metadata
+    spec: Any
+    status: Any
+    # ... a List its items (and a List's items are objects: a nested List is skipped unread) ...
+    items: list[_Object]
+    # ... a PodTemplate its template, a StorageClass its own
+    template: Any
+    provisioner: Any
+    parameters: Any
+    reclaimPolicy: Any
+    allowVolumeExpansion: Any
+    mountOptions: Any
+    volumeBindingMode: Any
+    allowedTopologies: Any
+
+
+# Decodes straight into dicts and lists, as orjson does, skipping what `_Object` does not name
+# (managedFields above all) without building it: about a third faster on an export.
+_TRIMMING = msgspec.json.Decoder(list[_Object] | _Object)
 
 
 class ScenarioError(ValueError):
@@ -124,13 +170,18 @@ def _parse(source: str, data: bytes) -> list[Any]:
     """JSON for `.json` files and text that looks like JSON, else multi-document YAML (also
     the fallback for YAML whose first document is written in flow style).
 
-    JSON is decoded by orjson straight from the bytes: about twice as fast as the standard
-    library on a large export, and without a decoded copy of the text. It checks UTF-8 too;
-    the standard decoder names the bad byte when it fails."""
+    JSON is decoded straight from the bytes, without a decoded copy of the text: objects of the
+    usual shape (`_Object`) by msgspec, which skips the fields no simulation reads, anything
+    else by orjson (about twice as fast as the standard library), whose errors are reported.
+    Both check UTF-8; the standard decoder names the bad byte when that fails."""
     space = _LEADING_SPACE.match(data)
     first = space.end() if space else 0
     looks_json = data[first : first + 1] in (b"{", b"[")
     if source.endswith(".json") or looks_json:
+        try:
+            return [_TRIMMING.decode(data)]
+        except msgspec.MsgspecError:
+            pass  # not of that shape, or not JSON: orjson takes it as it is, or says why
         try:
             return [orjson.loads(data)]
         except orjson.JSONDecodeError as err:
