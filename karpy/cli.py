@@ -69,8 +69,9 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Parse `argv` and run the subcommand; return the exit status."""
+def main(argv: Sequence[str] | None = None, *, process_ends: bool = False) -> int:
+    """Parse `argv` and run the subcommand; return the exit status. `process_ends`: the
+    process ends right after (`entry`), so nothing needs to be freed (`args.process_ends`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = next((a for a in argv if not a.startswith("-")), None)
     collecting = gc.isenabled()
@@ -78,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     try:
         args = parse(argv)
+        args.process_ends = process_ends
         return _load(args.command).run(args)
     finally:
         if collecting:
@@ -89,7 +91,7 @@ def entry() -> None:
     `EXIT_WITHOUT_CLEANUP` end the process once their output is flushed, skipping the
     interpreter's teardown of everything they built."""
     try:
-        code = main()
+        code = main(process_ends=True)
         chosen = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
         if chosen in SUBCOMMANDS and getattr(_load(chosen), "EXIT_WITHOUT_CLEANUP", False):
             sys.stdout.flush()

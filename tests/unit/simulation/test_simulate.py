@@ -378,6 +378,22 @@ def test_the_collector_is_left_as_it_was(
         assert gc.get_freeze_count() == 0
 
 
+def test_what_a_run_built_is_kept_only_when_the_process_ends_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The `karpy` program exits right after the plan is written: freeing the scenario first
+    would only cost time. In-process callers get everything freed as usual."""
+    from karpy.simulation import command
+
+    kept: list[object] = []
+    monkeypatch.setattr(command, "_KEPT", kept)
+    f = write(tmp_path, "s.yaml", NODEPOOL, DEPLOYMENT)
+    assert main(["simulate", "-f", f]) == 0
+    assert kept == []
+    assert main(["simulate", "-f", f, "-o", "json"], process_ends=True) == 0
+    assert len(kept) == 3
+
+
 def test_pods_claiming_dra_devices_are_listed_as_unsupported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
