@@ -157,7 +157,11 @@ class DisruptionController:
         validated = time.perf_counter()
         if not commands:
             return False
-        started = await asyncio.gather(*(self.queue.start(c) for c in commands))
+        outcomes = await asyncio.gather(
+            *(self.queue.start(c) for c in commands), return_exceptions=True
+        )
+        failures = [o for o in outcomes if isinstance(o, BaseException)]
+        started = [o is True for o in outcomes]
         log.info(
             "disruption pass",
             reason=method.reason.lower(),
@@ -168,7 +172,12 @@ class DisruptionController:
             compute_seconds=round(computed - began, 3),
             validation_seconds=round(validated - computed, 3),
             start_seconds=round(time.perf_counter() - validated, 3),
+            failed=len(failures),
         )
+        if failures:
+            # Every start has finished (none left running unawaited); the loop's retry with
+            # backoff takes the first error, and the commands that did start stay queued.
+            raise failures[0]
         return any(started)
 
     async def compute(

@@ -129,3 +129,43 @@ def test_a_pass_whose_commands_all_fail_validation_starts_nothing() -> None:
     )
     assert not asyncio.run(loop.run(method))
     assert clock.slept == [VALIDATION_DELAY] and queue.started == []
+
+
+class _FailingQueue(_Queue):
+    """Refuses (raises on) the commands naming `failing`; starts the others."""
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+
+    async def start(self, command: Command) -> bool:
+        if any(c.name == self.failing for c in command.candidates):
+            raise RuntimeError("the API server refused the mark")
+        for _ in range(3):  # the other starts take longer than the failing one
+            await asyncio.sleep(0)
+        return await super().start(command)
+
+
+def test_a_start_that_fails_raises_after_every_other_start_has_finished() -> None:
+    method = _Pairs(broken="none")
+    queue, clock = _FailingQueue(failing="a"), _Clock()
+    loop = DisruptionController(
+        client=None,  # type: ignore[arg-type]
+        cluster=_Cluster(["a", "b", "c", "d", "e", "f"]),  # type: ignore[arg-type]
+        events=None,  # type: ignore[arg-type]
+        clock=clock,
+        methods=[method],
+        queue=queue,  # type: ignore[arg-type]
+    )
+
+    async def pass_then_pending() -> set[asyncio.Task[Any]]:
+        try:
+            await loop.run(method)
+        except RuntimeError as error:
+            assert "refused the mark" in str(error)
+        else:
+            raise AssertionError("the failed start was swallowed")
+        return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
+
+    assert asyncio.run(pass_then_pending()) == set()
+    assert [[c.name for c in cmd.candidates] for cmd in queue.started] == [["c", "d"], ["e", "f"]]
