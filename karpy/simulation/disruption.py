@@ -1,12 +1,14 @@
 """`karpy simulate --disruption`: what voluntary disruption would do to a cluster snapshot.
 
 The scenario's nodes (with their labels and capacity), bound pods, NodePools and PDBs are
-replayed through the disruption loop's methods in Karpenter's order, one command per round as
+replayed through the disruption loop's methods in Karpenter's order, one pass per round as
 the loop acts: emptiness (every empty node its budget allows), multi-node consolidation, then
-single-node consolidation. Each command is applied to the snapshot (nodes removed, pods moved
-to where the simulation put them, a replacement node added) and the next round starts from the
-result, until no method finds anything (or `max_rounds`). Every command finishes before the
-next round, so each round's budgets start with nothing disrupting.
+single-node consolidation; the first method that finds anything gives the round's commands
+(consolidation: the independent commands of one pass, `independent`, within the budgets all
+together). Each command is applied to the snapshot (nodes removed, pods moved to where the
+simulation put them, a replacement node added) and the next round starts from the result,
+until no method finds anything (or `max_rounds`). Every command finishes before the next
+round, so each round's budgets start with nothing disrupting.
 
 Nodes with a `karpenter.sh/nodepool` label and no NodeClaim in the scenario get one made up:
 launched, registered, initialized and `Consolidatable` (the snapshot is taken as settled). A
@@ -49,6 +51,8 @@ from karpy.controllers.disruption.consolidation import (
     node_price,
     single_node,
 )
+from karpy.controllers.disruption.consolidation.independent import independent
+from karpy.controllers.disruption.consolidation.search import SearchStats
 from karpy.kube.memory import gc_paused
 from karpy.scheduling import format_resources
 from karpy.scheduling.engine import NodePoolTemplate, schedule
@@ -98,6 +102,9 @@ class Step:
     """Pod key -> node it moves to."""
     budgets: dict[str, tuple[int, int]]
     """NodePool -> (nodes this command takes, nodes its budget allowed this round)."""
+    round: int = 1
+    """The round (the loop's pass) the command was found in; commands of one round are
+    independent and run together."""
 
     @property
     def saving(self) -> float:
@@ -489,39 +496,29 @@ def _budgets(
     return {pool: (count, allowed.get(pool, 0)) for pool, count in sorted(taken.items())}
 
 
-def next_step(
-    replay: Replay,
+def _multi_search(
     snapshot: Snapshot,
-    *,
-    multi_timeout: float,
-    single_timeout: float,
-) -> Step | None:
-    """The command the disruption loop would start next, applied to `replay`; None if none."""
-    empty = _empty_nodes(snapshot)
-    if empty:
-        refs = [ref for ref, _ in empty]
-        step = Step(
-            method=METHOD_EMPTINESS,
-            reason=cond.DISRUPTION_REASON_EMPTY,
-            decision="delete",
-            nodes=refs,
-            replacement=None,
-            replacement_types=[],
-            moves={},
-            budgets=_budgets(snapshot, cond.DISRUPTION_REASON_EMPTY, refs),
-        )
-        replay.remove([r.name for r in refs])
-        return step
-    candidates, _ = consolidation_candidates(snapshot)
-    decision, stats = multi_node(snapshot, candidates, timeout=multi_timeout)
-    method = METHOD_MULTI
-    if decision is None:
-        found, stats = single_node(snapshot, candidates, timeout=single_timeout)
-        decision = found[0] if found else None
-        method = METHOD_SINGLE
-    if decision is None:
-        replay.timed_out = stats.timed_out
-        return None
+    candidates: Sequence[ConsolidationCandidate],
+    budgets: Mapping[str, int],
+    timeout: float,
+) -> tuple[Decision | None, SearchStats]:
+    return multi_node(snapshot, candidates, budgets=budgets, timeout=timeout)
+
+
+def _single_search(
+    snapshot: Snapshot,
+    candidates: Sequence[ConsolidationCandidate],
+    budgets: Mapping[str, int],
+    timeout: float,
+) -> tuple[Decision | None, SearchStats]:
+    found, stats = single_node(snapshot, candidates, budgets=budgets, timeout=timeout)
+    return (found[0] if found else None), stats
+
+
+def _applied(
+    replay: Replay, snapshot: Snapshot, decision: Decision, method: str, round_: int
+) -> Step:
+    """`decision` applied to `replay`, as the step it is."""
     refs = [_ref(c) for c in decision.candidates]
     budgets = _budgets(snapshot, cond.DISRUPTION_REASON_UNDERUTILIZED, refs)
     replacement = replay.launch(decision)
@@ -540,7 +537,51 @@ def next_step(
             for k, v in sorted(decision.moves.items())
         },
         budgets=budgets,
+        round=round_,
     )
+
+
+def next_steps(
+    replay: Replay,
+    snapshot: Snapshot,
+    *,
+    multi_timeout: float,
+    single_timeout: float,
+    round_: int = 1,
+) -> list[Step]:
+    """The commands the disruption loop's next pass would start, applied to `replay`; empty
+    if there are none."""
+    empty = _empty_nodes(snapshot)
+    if empty:
+        refs = [ref for ref, _ in empty]
+        step = Step(
+            method=METHOD_EMPTINESS,
+            reason=cond.DISRUPTION_REASON_EMPTY,
+            decision="delete",
+            nodes=refs,
+            replacement=None,
+            replacement_types=[],
+            moves={},
+            budgets=_budgets(snapshot, cond.DISRUPTION_REASON_EMPTY, refs),
+            round=round_,
+        )
+        replay.remove([r.name for r in refs])
+        return [step]
+    candidates, _ = consolidation_candidates(snapshot)
+    budgets = budget_remaining(snapshot, cond.DISRUPTION_REASON_UNDERUTILIZED)
+    decisions, stats = independent(
+        snapshot, candidates, budgets, _multi_search, timeout=multi_timeout
+    )
+    method = METHOD_MULTI
+    if not decisions:
+        decisions, stats = independent(
+            snapshot, candidates, budgets, _single_search, timeout=single_timeout
+        )
+        method = METHOD_SINGLE
+    if not decisions:
+        replay.timed_out = stats.timed_out
+        return []
+    return [_applied(replay, snapshot, d, method, round_) for d in decisions]
 
 
 def plan_disruption(
@@ -556,18 +597,22 @@ def plan_disruption(
     plan.cost_before, plan.nodes_before = replay.cost(snapshot)
     plan.fresh_cost, plan.lower_bound = replay.fresh()
     plan.converged = False
-    for _ in range(max_rounds):
+    for round_ in range(1, max_rounds + 1):
         # each round builds a snapshot and simulates over it, a large graph that dies by
         # reference counting when the round ends; the collector's full scans of it while it
         # grows cost several times the search itself
         with gc_paused():
-            step = next_step(
-                replay, snapshot, multi_timeout=multi_timeout, single_timeout=single_timeout
+            steps = next_steps(
+                replay,
+                snapshot,
+                multi_timeout=multi_timeout,
+                single_timeout=single_timeout,
+                round_=round_,
             )
-            if step is None:
+            if not steps:
                 plan.converged = not replay.timed_out
                 break
-            plan.steps.append(step)
+            plan.steps.extend(steps)
             snapshot = replay.snapshot()
     plan.cost_after, plan.nodes_after = replay.cost(snapshot)
     _, plan.blocked = consolidation_candidates(snapshot)

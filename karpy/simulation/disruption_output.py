@@ -30,6 +30,7 @@ def _node(ref: NodeRef) -> dict[str, Any]:
 
 def _step(step: Step) -> dict[str, Any]:
     return {
+        "round": step.round,
         "method": step.method,
         "reason": step.reason,
         "decision": step.decision,
@@ -53,6 +54,7 @@ def disruption_document(plan: DisruptionPlan) -> dict[str, Any]:
         "commands": [_step(s) for s in plan.steps],
         "summary": {
             "commands": len(plan.steps),
+            "rounds": len({s.round for s in plan.steps}),
             "converged": plan.converged,
             "nodesBefore": plan.nodes_before,
             "nodesAfter": plan.nodes_after,
@@ -80,6 +82,8 @@ def _table(plan: DisruptionPlan, out: TextIO) -> None:
         budgets = ", ".join(
             f"{pool} {taken}/{allowed}" for pool, (taken, allowed) in step.budgets.items()
         )
+        if i == 1 or step.round != plan.steps[i - 2].round:
+            out.write(f"round {step.round}:\n")
         out.write(f"{i}. {step.method}: {step.decision} {nodes}\n")
         if step.replacement is not None:
             r = step.replacement

@@ -212,7 +212,40 @@ def test_budget_limits_each_command(tmp_path: Path, capsys: pytest.CaptureFixtur
         for budget in command["budgets"]:
             assert budget["nodes"] <= budget["allowed"]
     assert doc["commands"][0]["budgets"] == [{"nodePool": "default", "nodes": 2, "allowed": 2}]
+    # the commands of one round share the round's budget
+    taken: dict[int, int] = {}
+    for command in doc["commands"]:
+        taken[command["round"]] = taken.get(command["round"], 0) + len(command["nodes"])
+    assert max(taken.values()) <= 2
     assert doc["summary"]["nodesAfter"] == 1
+
+
+def test_independent_commands_run_in_one_round(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # each pod is pinned to its node's zone, so no single replacement takes both nodes: two
+    # single-node replacements, independent of each other, found in the same pass
+    pinned = []
+    for name, zone in (("pa", "test-zone-a"), ("pb", "test-zone-b")):
+        p = pod(name, f"big-{zone[-1]}", "1", app=name)
+        p["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": zone}
+        pinned.append(p)
+    f = write(
+        tmp_path,
+        nodepool(),
+        node("big-a", "c-32x-amd64-linux", zone="test-zone-a"),
+        node("big-b", "c-32x-amd64-linux", zone="test-zone-b"),
+        *pinned,
+    )
+    doc = run(capsys, "-f", f)
+    commands = doc["commands"]
+    assert [(c["round"], c["method"], c["decision"]) for c in commands] == [
+        (1, "single-node-consolidation", "replace"),
+        (1, "single-node-consolidation", "replace"),
+    ]
+    assert sorted(c["nodes"][0]["name"] for c in commands) == ["big-a", "big-b"]
+    assert sorted(c["replacement"]["zone"] for c in commands) == ["test-zone-a", "test-zone-b"]
+    assert (doc["summary"]["commands"], doc["summary"]["rounds"]) == (2, 1)
 
 
 def test_command_line_table(tmp_path: Path) -> None:
@@ -233,7 +266,7 @@ def test_command_line_table(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     # two 1-CPU pods: one 4-CPU node for both is cheaper than keeping an 8-CPU one
-    assert "1. multi-node-consolidation: replace a (c-8x-amd64-linux" in done.stdout
+    assert "round 1:\n1. multi-node-consolidation: replace a (c-8x-amd64-linux" in done.stdout
     assert "replacement c-4x-amd64-linux" in done.stdout
     assert "nodes 2 -> 1 (2 removed, 1 replacements, 2 pods moved)" in done.stdout
     assert "lower bound of any placement" in done.stdout
