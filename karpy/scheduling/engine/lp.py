@@ -95,24 +95,30 @@ def seed_floors(seeds: Sequence[Seed]) -> list[NodeFloor]:
 
 
 # numpy submodules scipy's array-API layer touches without using them: it copies every public
-# name of numpy, which imports each lazily loaded submodule (the Fortran wrapper generator and
-# the test helpers: about a tenth of scipy.optimize's import, more with the collector on).
-_UNUSED_NUMPY = ("numpy.f2py", "numpy.testing")
+# name of numpy, which imports each lazily loaded submodule (the Fortran wrapper generator, the
+# test helpers, masked arrays and the legacy string functions). Not `numpy.random`: scipy reads
+# its names on import.
+_UNUSED_NUMPY = ("numpy.f2py", "numpy.testing", "numpy.ma", "numpy.char")
+# scipy submodules scipy.optimize imports for solvers karpy never calls: the spatial algorithms
+# (and their physical constants) of the global optimizer `shgo`, about 40 ms of CPU.
+_UNUSED_SCIPY = ("scipy.spatial",)
 
 
 def warm_up() -> None:
-    """Import the LP solver now (about a second), so the first solve does not pay for it.
+    """Import the LP solver now (about a third of a second), so the first solve does not pay.
 
-    The numpy submodules scipy copies but never uses are registered as lazy modules first
-    (`importlib.util.LazyLoader`): each is executed on the first access to one of its names,
-    if one ever comes, instead of on import."""
+    The numpy and scipy submodules it imports but never uses are registered as lazy modules
+    first (`importlib.util.LazyLoader`): each is executed on the first access to one of its
+    names, if one ever comes, instead of on import."""
     import numpy
+    import scipy  # type: ignore[import-untyped]
 
-    for name in _UNUSED_NUMPY:
-        if name not in sys.modules:
-            _register_lazily(numpy, name)
+    for parent, names in ((numpy, _UNUSED_NUMPY), (scipy, _UNUSED_SCIPY)):
+        for name in names:
+            if name not in sys.modules:
+                _register_lazily(parent, name)
     import scipy.optimize  # type: ignore[import-untyped]
-    import scipy.sparse  # type: ignore[import-untyped]  # noqa: F401
+    import scipy.sparse  # type: ignore[import-untyped]
 
 
 def _register_lazily(parent: object, name: str) -> None:
