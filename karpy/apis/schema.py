@@ -107,6 +107,9 @@ class K8sModel(BaseModel):
     from the source when a schema is built (`field_docs`), not when the class is created:
     pydantic's `use_attribute_docstrings` would read every model's source, walking the stack,
     at every start (`karpy simulate` included), for descriptions only CRDs print.
+    Validators and serializers are built at a model's first use (`defer_build`), not when the
+    class is created: a command builds only those of the kinds it reads (`karpy simulate` on
+    pods and NodePools builds the NodePool's alone, not the 30 others: about 0.05 s).
     """
 
     model_config = ConfigDict(
@@ -114,6 +117,7 @@ class K8sModel(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_default=False,
+        defer_build=True,
     )
     k8s_rules: ClassVar[tuple[Rule, ...]] = ()
 
