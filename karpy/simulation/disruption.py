@@ -47,12 +47,13 @@ from karpy.controllers.disruption.consolidation import (
     buffer_misses,
     build_snapshot,
     consolidation_candidates,
-    multi_node,
     node_price,
-    single_node,
 )
-from karpy.controllers.disruption.consolidation.independent import independent
-from karpy.controllers.disruption.consolidation.search import SearchStats
+from karpy.controllers.disruption.consolidation.independent import (
+    independent,
+    multi_node_search,
+    single_node_search,
+)
 from karpy.kube.memory import gc_paused
 from karpy.scheduling import format_resources
 from karpy.scheduling.engine import NodePoolTemplate, schedule
@@ -496,25 +497,6 @@ def _budgets(
     return {pool: (count, allowed.get(pool, 0)) for pool, count in sorted(taken.items())}
 
 
-def _multi_search(
-    snapshot: Snapshot,
-    candidates: Sequence[ConsolidationCandidate],
-    budgets: Mapping[str, int],
-    timeout: float,
-) -> tuple[Decision | None, SearchStats]:
-    return multi_node(snapshot, candidates, budgets=budgets, timeout=timeout)
-
-
-def _single_search(
-    snapshot: Snapshot,
-    candidates: Sequence[ConsolidationCandidate],
-    budgets: Mapping[str, int],
-    timeout: float,
-) -> tuple[Decision | None, SearchStats]:
-    found, stats = single_node(snapshot, candidates, budgets=budgets, timeout=timeout)
-    return (found[0] if found else None), stats
-
-
 def _applied(
     replay: Replay, snapshot: Snapshot, decision: Decision, method: str, round_: int
 ) -> Step:
@@ -570,12 +552,12 @@ def next_steps(
     candidates, _ = consolidation_candidates(snapshot)
     budgets = budget_remaining(snapshot, cond.DISRUPTION_REASON_UNDERUTILIZED)
     decisions, stats = independent(
-        snapshot, candidates, budgets, _multi_search, timeout=multi_timeout
+        snapshot, candidates, budgets, multi_node_search, timeout=multi_timeout
     )
     method = METHOD_MULTI
     if not decisions:
         decisions, stats = independent(
-            snapshot, candidates, budgets, _single_search, timeout=single_timeout
+            snapshot, candidates, budgets, single_node_search, timeout=single_timeout
         )
         method = METHOD_SINGLE
     if not decisions:

@@ -44,7 +44,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,16 +54,12 @@ import uvloop
 from karpy.apis.v1 import validate_nodepool
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.controllers.disruption.consolidation import (
-    ConsolidationCandidate,
-    Decision,
-    SearchStats,
-    Snapshot,
     budget_remaining,
     consolidation_candidates,
     multi_node,
     single_node,
 )
-from karpy.controllers.disruption.consolidation.independent import independent
+from karpy.controllers.disruption.consolidation.independent import independent, single_node_search
 from karpy.controllers.disruption.consolidation.search import SINGLE_NODE_TIMEOUT
 from karpy.kube.memory import collector_paused, freeze_heap
 from karpy.kube.offload import LoopLagMonitor, run_off_loop, shutdown_offload
@@ -225,7 +221,7 @@ def _decide(r: Replay) -> JSON:
         snapshot,
         candidates,
         budget_remaining(snapshot),
-        _single_node_search,
+        single_node_search,
         timeout=SINGLE_NODE_TIMEOUT,
     )
     return {
@@ -251,17 +247,6 @@ def _decide(r: Replay) -> JSON:
         "single_node_pass_simulations": pstats.simulations,
         "timed_out": mstats.timed_out or estats.timed_out or pstats.timed_out,
     }
-
-
-def _single_node_search(
-    snapshot: Snapshot,
-    candidates: Sequence[ConsolidationCandidate],
-    budgets: Mapping[str, int],
-    timeout: float,
-) -> tuple[Decision | None, SearchStats]:
-    """Single-node consolidation's search as the loop's pass calls it: the first command."""
-    found, stats = single_node(snapshot, candidates, budgets=budgets, timeout=timeout)
-    return (found[0] if found else None), stats
 
 
 async def _decide_watched(r: Replay) -> JSON:

@@ -23,7 +23,7 @@ from typing import Final
 
 from karpy.apis.v1.labels import TAINT_DISRUPTED_KEY
 from karpy.controllers.disruption.consolidation.candidates import ConsolidationCandidate
-from karpy.controllers.disruption.consolidation.search import SearchStats
+from karpy.controllers.disruption.consolidation.search import SearchStats, multi_node, single_node
 from karpy.controllers.disruption.consolidation.simulation import REPLACEMENT, Decision
 from karpy.controllers.disruption.consolidation.snapshot import Snapshot
 from karpy.scheduling.engine import ExistingNode
@@ -37,7 +37,9 @@ __all__ = [
     "apply",
     "destinations",
     "independent",
+    "multi_node_search",
     "reserve",
+    "single_node_search",
 ]
 
 MAX_COMMANDS_PER_PASS: Final = 16
@@ -51,6 +53,27 @@ Search = Callable[
     tuple[Decision | None, SearchStats],
 ]
 """(snapshot, candidates, budgets, seconds left) -> the best command and what the search did."""
+
+
+def multi_node_search(
+    snapshot: Snapshot,
+    candidates: Sequence[ConsolidationCandidate],
+    budgets: Mapping[str, int],
+    timeout: float,
+) -> tuple[Decision | None, SearchStats]:
+    """Multi-node consolidation's `Search`: the best command taking two or more nodes."""
+    return multi_node(snapshot, candidates, budgets=budgets, timeout=timeout)
+
+
+def single_node_search(
+    snapshot: Snapshot,
+    candidates: Sequence[ConsolidationCandidate],
+    budgets: Mapping[str, int],
+    timeout: float,
+) -> tuple[Decision | None, SearchStats]:
+    """Single-node consolidation's `Search`: the first candidate that consolidates alone."""
+    found, stats = single_node(snapshot, candidates, budgets=budgets, timeout=timeout)
+    return (found[0] if found else None), stats
 
 
 def destinations(decision: Decision) -> frozenset[str]:
