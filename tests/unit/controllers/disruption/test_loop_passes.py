@@ -98,18 +98,23 @@ class _Pairs:
         return [cmd for cmd in commands if all(x.name != self.broken for x in cmd.candidates)]
 
 
-def test_a_pass_validates_its_commands_after_one_wait_and_starts_those_that_hold() -> None:
-    method = _Pairs(broken="c")
-    assert isinstance(method, Method) and isinstance(method, ManyCommands)
-    queue, clock = _Queue(), _Clock()
-    loop = DisruptionController(
+def _loop(method: Method, queue: _Queue, clock: _Clock, names: list[str]) -> DisruptionController:
+    """The loop over nodes `names`, with `method` alone, at its seams' stand-ins."""
+    return DisruptionController(
         client=None,  # type: ignore[arg-type]
-        cluster=_Cluster(["a", "b", "c", "d", "e", "f"]),  # type: ignore[arg-type]
+        cluster=_Cluster(names),  # type: ignore[arg-type]
         events=None,  # type: ignore[arg-type]
         clock=clock,
         methods=[method],
         queue=queue,  # type: ignore[arg-type]
     )
+
+
+def test_a_pass_validates_its_commands_after_one_wait_and_starts_those_that_hold() -> None:
+    method = _Pairs(broken="c")
+    assert isinstance(method, Method) and isinstance(method, ManyCommands)
+    queue, clock = _Queue(), _Clock()
+    loop = _loop(method, queue, clock, ["a", "b", "c", "d", "e", "f"])
     assert asyncio.run(loop.run(method))
     assert clock.slept == [VALIDATION_DELAY]
     assert [[c.name for c in cmd.candidates] for cmd in queue.started] == [["a", "b"], ["e", "f"]]
@@ -119,14 +124,7 @@ def test_a_pass_validates_its_commands_after_one_wait_and_starts_those_that_hold
 def test_a_pass_whose_commands_all_fail_validation_starts_nothing() -> None:
     method = _Pairs(broken="a")
     queue, clock = _Queue(), _Clock()
-    loop = DisruptionController(
-        client=None,  # type: ignore[arg-type]
-        cluster=_Cluster(["a", "b"]),  # type: ignore[arg-type]
-        events=None,  # type: ignore[arg-type]
-        clock=clock,
-        methods=[method],
-        queue=queue,  # type: ignore[arg-type]
-    )
+    loop = _loop(method, queue, clock, ["a", "b"])
     assert not asyncio.run(loop.run(method))
     assert clock.slept == [VALIDATION_DELAY] and queue.started == []
 
@@ -149,14 +147,7 @@ class _FailingQueue(_Queue):
 def test_a_start_that_fails_raises_after_every_other_start_has_finished() -> None:
     method = _Pairs(broken="none")
     queue, clock = _FailingQueue(failing="a"), _Clock()
-    loop = DisruptionController(
-        client=None,  # type: ignore[arg-type]
-        cluster=_Cluster(["a", "b", "c", "d", "e", "f"]),  # type: ignore[arg-type]
-        events=None,  # type: ignore[arg-type]
-        clock=clock,
-        methods=[method],
-        queue=queue,  # type: ignore[arg-type]
-    )
+    loop = _loop(method, queue, clock, ["a", "b", "c", "d", "e", "f"])
 
     async def pass_then_pending() -> set[asyncio.Task[Any]]:
         try:
