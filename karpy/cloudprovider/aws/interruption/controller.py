@@ -11,8 +11,8 @@ and hands each message to the `MessageHandler`.
   (ChangeMessageVisibility), so a slow handling on a loaded machine is not delivered a second
   time meanwhile; without that permission (Karpenter's policy lacks it) it is, harmlessly, and
   one log line says so. Unreadable messages are logged (first bytes), counted and deleted, so
-  one cannot block the queue. A message whose
-  handling failed stays and comes back after the visibility timeout.
+  one cannot block the queue. A message whose handling failed stays and comes back after the
+  visibility timeout.
 - A queue that is missing or cannot be read is reported (an error log naming the queue and the
   cause, `karpy_interruption_queue_errors_total`) and retried with backoff; karpy keeps running.
 """
