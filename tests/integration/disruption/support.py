@@ -227,18 +227,20 @@ async def untainted(env: Env, names: list[str]) -> None:
     """Until the Nodes `names` carry no taint: the node lifecycle controller taints a new Node
     `not-ready` until it sees the Node's Ready status, and simulations must not see that.
 
-    The controller removes that taint only when a Node update event reaches it, and drops the
-    attempt when its write conflicts with another (it does not requeue it). A kubelet's
-    periodic status reports would bring the next event; these Nodes have no kubelet, so a
-    Node still tainted after 10 s is touched (an annotation) as such a report would."""
+    The controller removes that taint only when a Node update event reaches it and drops the
+    attempt when its write conflicts with another (it does not requeue it); and once it has
+    marked a Node `Ready: Unknown` (tainted `unreachable`), only the kubelet's next status
+    report makes it Ready again. These Nodes have no kubelet, so a Node still tainted after
+    10 s gets what a kubelet would post: a Ready condition with a fresh heartbeat."""
     from karpy.kube import NODES
 
-    async def tainted() -> list[str]:
-        left = []
+    async def tainted() -> dict[str, list[JSON]]:
+        left = {}
         for name in names:
             node = await env.client.get(NODES, name)
-            if (node.get("spec") or {}).get("taints"):
-                left.append(name)
+            taints = (node.get("spec") or {}).get("taints")
+            if taints:
+                left[name] = taints
         return left
 
     for attempt in range(1, 121):
@@ -247,7 +249,6 @@ async def untainted(env: Env, names: list[str]) -> None:
             return
         if attempt % 20 == 0:
             for name in left:
-                touch = {"metadata": {"annotations": {"karpy.test/status-report": str(attempt)}}}
-                await env.client.patch(NODES, name, touch)
+                await env.patch_status(NODES, name, {"conditions": node_status()["conditions"]})
         await asyncio.sleep(0.5)
-    raise AssertionError(f"nodes {left} still tainted after 60 s")
+    raise AssertionError(f"nodes still tainted after 60 s: {left}")
