@@ -29,7 +29,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-# One-shot commands whose start-up is part of what users wait for: they import numpy, scipy and
+# One-shot commands whose start-up is part of what users wait for: they import numpy, HiGHS and
 # the API models and then build millions of objects, none of them cyclic garbage. The cyclic
 # collector stays off from the start (it would rescan every imported module's objects again and
 # again: about a sixth of the import time); their `run` turns it on when it wants it.

@@ -505,7 +505,7 @@ def run_case(name: str) -> dict[str, Any]:
     case = _build(name)
     extra = case.extra
     policy = extra.pop("preferencePolicy", "Respect")
-    # warm up imports (scipy) and code paths outside the timed region
+    # warm up imports (numpy, HiGHS) and code paths outside the timed region
     schedule(SchedulingInput(pods=[pod_view(_pod(0, {}, "1", "1Gi"))], templates=[fake_pool()]))
     pods: list[PodView] = [pod_view(r) for r in case.raws]
     inp = SchedulingInput(

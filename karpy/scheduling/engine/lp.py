@@ -13,8 +13,7 @@ With one group the LP has one row per resource, so HiGHS solves it in microsecon
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -94,44 +93,11 @@ def seed_floors(seeds: Sequence[Seed]) -> list[NodeFloor]:
     return out
 
 
-# numpy submodules scipy's array-API layer touches without using them: it copies every public
-# name of numpy, which imports each lazily loaded submodule (the Fortran wrapper generator, the
-# test helpers, masked arrays and the legacy string functions). Not `numpy.random`: scipy reads
-# its names on import.
-_UNUSED_NUMPY = ("numpy.f2py", "numpy.testing", "numpy.ma", "numpy.char")
-# scipy submodules scipy.optimize imports for solvers karpy never calls: the spatial algorithms
-# (and their physical constants) of the global optimizer `shgo`, about 40 ms of CPU.
-_UNUSED_SCIPY = ("scipy.spatial",)
-
-
 def warm_up() -> None:
-    """Import the LP solver now (about a third of a second), so the first solve does not pay.
-
-    The numpy and scipy submodules it imports but never uses are registered as lazy modules
-    first (`importlib.util.LazyLoader`): each is executed on the first access to one of its
-    names, if one ever comes, instead of on import."""
-    import numpy
-    import scipy  # type: ignore[import-untyped]
-
-    for parent, names in ((numpy, _UNUSED_NUMPY), (scipy, _UNUSED_SCIPY)):
-        for name in names:
-            if name not in sys.modules:
-                _register_lazily(parent, name)
-    import scipy.optimize  # type: ignore[import-untyped]
-    import scipy.sparse  # type: ignore[import-untyped]
-
-
-def _register_lazily(parent: object, name: str) -> None:
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        return
-    spec.loader = importlib.util.LazyLoader(spec.loader)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    # what a real import does: the parent names its submodule (numpy's module __getattr__
-    # would otherwise import it again)
-    setattr(parent, name.rpartition(".")[2], module)
+    """Import the LP solver now (numpy and HiGHS's binding, about a fifth of a second), so the
+    first solve does not pay."""
+    import highspy  # noqa: F401
+    import numpy  # noqa: F401
 
 
 def solve_cover(
@@ -142,8 +108,8 @@ def solve_cover(
 ) -> CoverSolution | None:
     """Solve the covering LP; None when it is infeasible (some demand no column can hold)."""
     import numpy as np
-    from scipy.optimize import linprog
-    from scipy.sparse import coo_matrix
+
+    from karpy.scheduling.engine.highs import OPTIMAL, Triplets, solve
 
     n = len(columns)
     if n == 0 or not groups:
@@ -215,14 +181,20 @@ def solve_cover(
         row += 1
     if row == 0:
         return CoverSolution(0.0, (0.0,) * n, tuple((0.0,) * dims for _ in groups), 0.0)
-    a_ub = coo_matrix((vals, (rows, cols)), shape=(row, nvars)).tocsr()
     cost = np.zeros(nvars)
     cost[:n] = [c.price for c in columns]
-    bounds = [(0.0, c.upper) for c in columns] + [(0.0, None)] * (nvars - n)
-    res = linprog(cost, A_ub=a_ub, b_ub=np.array(rhs), bounds=bounds, method="highs")
-    if res.status != 0:
+    upper = [math.inf if c.upper is None else c.upper for c in columns]
+    res = solve(
+        cost,
+        Triplets(rows, cols, vals, (row, nvars)),
+        [-math.inf] * row,
+        rhs,
+        np.zeros(nvars),
+        upper + [math.inf] * (nvars - n),
+    )
+    if res.status != OPTIMAL or res.x is None or res.row_duals is None:
         return None
-    marginals = res.ineqlin.marginals
+    marginals = res.row_duals
     duals = []
     for gi in range(len(groups)):
         duals.append(
@@ -235,7 +207,7 @@ def solve_cover(
         )
     floor_dual = sum(-float(marginals[r]) for r in floor_rows)
     return CoverSolution(
-        value=float(res.fun),
+        value=res.fun,
         x=tuple(float(v) for v in res.x[:n]),
         duals=tuple(duals),
         floor_dual=floor_dual,

@@ -1,4 +1,4 @@
-"""The MILP over (node slots x purchase options), solved by HiGHS through `scipy.optimize.milp`.
+"""The MILP over (node slots x purchase options), solved by HiGHS (`engine.highs`).
 
 Variables: z[s,k] (slot s buys option k), x[c,s] (pods of class c on slot s), y[c,e] (pods of
 class c on existing node e). Each slot buys at most one option and slots are used in order;
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from karpy.scheduling.engine import highs
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.problem import Option, Problem
 
@@ -121,10 +122,10 @@ class _Rows:
         self.hi.append(hi)
 
 
-def describe(res: object, limits: Limits = WORK_LIMITS) -> str:
+def describe(res: highs.Result, limits: Limits = WORK_LIMITS) -> str:
     """HiGHS's verdict, saying plainly whether a work limit or the clock ended the search."""
-    message = str(getattr(res, "message", ""))
-    if getattr(res, "status", None) == 0:
+    message = res.message
+    if res.status == highs.OPTIMAL:
         return "optimal"
     if "time limit" in message.lower():
         return "time limit reached (the plan may depend on load)"
@@ -152,10 +153,6 @@ def solve(
     budget: Budget,
     limits: Limits = WORK_LIMITS,
 ) -> Solution:
-    # scipy loads on first use (see lp.warm_up), not when the engine is imported
-    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
-    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
-
     classes = problem.classes
     nc, nk = len(classes), len(options)
     slots = slot_count(problem, options, cutoff)
@@ -233,25 +230,23 @@ def solve(
             rows.add(coeffs, -math.inf, float(amount))
     if nz:
         rows.add([(z(s, k), cost[z(s, k)]) for s in range(slots) for k in range(nk)], 0, cutoff)
-    integrality = np.ones(ncol)
     left_s = budget.left()
     if left_s <= 0.005:
         return Solution([], {}, False, 0.0, "time limit: no time left to solve")
-    a = coo_matrix((rows.v, (rows.r, rows.c)), shape=(len(rows.lo), ncol)).tocsr()
-    res = milp(
+    res = highs.solve(
         cost,
-        integrality=integrality,
-        bounds=Bounds(lb, ub),
-        constraints=LinearConstraint(a, rows.lo, rows.hi),
-        options={
-            "time_limit": budget.wall_limit(left_s),
-            "mip_rel_gap": limits.gap,
-            "presolve": True,
-            "node_limit": limits.nodes,
-        },
+        highs.Triplets(rows.r, rows.c, rows.v, (len(rows.lo), ncol)),
+        rows.lo,
+        rows.hi,
+        lb,
+        ub,
+        integral=True,
+        time_limit=budget.wall_limit(left_s),
+        mip_rel_gap=limits.gap,
+        node_limit=limits.nodes,
     )
-    bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
-    if res.status == 2:
+    bound = res.dual_bound
+    if res.status == highs.INFEASIBLE:
         # Nothing at or under the cutoff: the heuristic's plan is as cheap as the model allows.
         return Solution([], {}, True, cutoff, "infeasible under the cutoff")
     if res.x is None:
@@ -270,7 +265,7 @@ def solve(
         n = int(sol[nz + nx + j])
         if n > 0:
             existing.setdefault(e, {})[ci] = n
-    optimal = res.status == 0
+    optimal = res.status == highs.OPTIMAL
     if optimal:
-        bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
+        bound = max(bound, res.fun - 1e-7 * abs(res.fun))
     return Solution(nodes, existing, optimal, max(0.0, bound), f"slots: {describe(res, limits)}")

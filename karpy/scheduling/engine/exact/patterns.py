@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from karpy.apis.v1.labels import LABEL_TOPOLOGY_ZONE
+from karpy.scheduling.engine import highs
 from karpy.scheduling.engine import limits as pool_limits
 from karpy.scheduling.engine.exact.milp import (
     NODE_EPSILON,
@@ -145,10 +146,6 @@ def solve_patterns(
 ) -> Solution | str:
     """Solve by patterns; a string saying why when there are too many to list (use the slot
     model)."""
-    # scipy loads on first use (see lp.warm_up), not when the engine is imported
-    from scipy.optimize import Bounds, LinearConstraint, milp  # type: ignore[import-untyped]
-    from scipy.sparse import coo_matrix  # type: ignore[import-untyped]
-
     classes = problem.classes
     work = _Work(clock() + budget.left() * LIST_SHARE, limits.steps)
     cols: list[tuple[Option | None, int, dict[int, int]]] = []  # (option, existing idx, fill)
@@ -223,9 +220,8 @@ def solve_patterns(
     limited = any(left is not None for left in problem.pool_left.values()) or bool(extra_ub)
     rounded = None
     if not limited:
-        a = coo_matrix((v, (r, c)), shape=(len(lo), n)).tocsr()
-        bounds = Bounds(np.zeros(n), ub)
-        rounded = _rounded(cols, cost, classes, a, lo, hi, bounds, budget)
+        matrix = highs.Triplets(r, c, v, (len(lo), n))
+        rounded = _rounded(cols, cost, classes, matrix, lo, hi, ub, budget)
     if rounded is not None:
         value = float(cost @ rounded)
         if value < cutoff:
@@ -235,26 +231,25 @@ def solve_patterns(
     row([(j, float(cost[j])) for j in range(n) if cost[j]], -math.inf, cutoff)
     total = n + len(extra_ub)
     cost = np.concatenate([cost, np.zeros(len(extra_ub))])
-    bounds = Bounds(np.zeros(total), np.concatenate([ub, np.array(extra_ub)]))
-    a = coo_matrix((v, (r, c)), shape=(len(lo), total)).tocsr()
     left_s = budget.left()
     if left_s <= 0.002:
         if rounded is not None:
             return _decode(cols, classes, rounded, False, 0.0, "patterns: rounded LP plan")
         return Solution([], {}, False, 0.0, "time limit: no time left to solve")
-    res = milp(
+    res = highs.solve(
         cost,
-        integrality=np.ones(total),
-        bounds=bounds,
-        constraints=LinearConstraint(a, lo, hi),
-        options={
-            "time_limit": budget.wall_limit(left_s),
-            "mip_rel_gap": limits.gap,
-            "node_limit": limits.nodes,
-        },
+        highs.Triplets(r, c, v, (len(lo), total)),
+        lo,
+        hi,
+        np.zeros(total),
+        np.concatenate([ub, np.array(extra_ub)]),
+        integral=True,
+        time_limit=budget.wall_limit(left_s),
+        mip_rel_gap=limits.gap,
+        node_limit=limits.nodes,
     )
-    bound = float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
-    if res.status == 2:
+    bound = res.dual_bound
+    if res.status == highs.INFEASIBLE:
         if rounded is not None:
             # nothing cheaper than the rounded plan: it is the optimum
             return _decode(cols, classes, rounded, True, cutoff, "patterns: rounded LP plan")
@@ -264,9 +259,9 @@ def solve_patterns(
         if rounded is not None:
             return _decode(cols, classes, rounded, False, max(0.0, bound), status)
         return Solution([], {}, False, max(0.0, bound), status)
-    optimal = res.status == 0
+    optimal = res.status == highs.OPTIMAL
     if optimal:
-        bound = max(bound, float(res.fun) - 1e-7 * abs(float(res.fun)))
+        bound = max(bound, res.fun - 1e-7 * abs(res.fun))
     sol = np.round(res.x).astype(np.int64)
     zone_need = {key: int(sol[j]) for key, j in spread_at.items()}
     return _decode(cols, classes, sol, optimal, max(0.0, bound), status, zones, zone_need)
@@ -323,26 +318,25 @@ def _rounded(
     cols: list[_Col],
     cost: np.ndarray,
     classes: Sequence[PodClass],
-    a: object,
+    matrix: highs.Triplets,
     lo: list[float],
     hi: list[float],
-    bounds: object,
+    upper: np.ndarray,
     budget: Budget,
 ) -> np.ndarray | None:
     """The LP relaxation rounded up (existing nodes down), then short classes covered
     greedily by the new-node pattern that covers most per dollar."""
-    # scipy loads on first use (see lp.warm_up), not when the engine is imported
-    from scipy.optimize import LinearConstraint, milp
-
     left_s = budget.left() / 4
     if left_s <= 0.002:
         return None
-    lp = milp(
+    lp = highs.solve(
         cost,
-        integrality=np.zeros(len(cols)),
-        bounds=bounds,
-        constraints=LinearConstraint(a, lo, hi),
-        options={"time_limit": budget.wall_limit(left_s)},
+        matrix,
+        lo,
+        hi,
+        np.zeros(len(cols)),
+        upper,
+        time_limit=budget.wall_limit(left_s),
     )
     if lp.x is None:
         return None
