@@ -30,6 +30,7 @@ __all__ = [
     "Solution",
     "clock",
     "describe",
+    "search",
     "solve",
 ]
 
@@ -120,6 +121,33 @@ class _Rows:
             self.v.append(val)
         self.lo.append(lo)
         self.hi.append(hi)
+
+
+def search(
+    cost: np.ndarray,
+    matrix: highs.Triplets,
+    lo: list[float],
+    hi: list[float],
+    lower: np.ndarray,
+    upper: np.ndarray,
+    *,
+    seconds: float,
+    limits: Limits,
+) -> highs.Result:
+    """An integer program of exact planning under its work limits: `seconds` of wall time,
+    the relative gap that counts as optimal and HiGHS's node cap."""
+    return highs.solve(
+        cost,
+        matrix,
+        lo,
+        hi,
+        lower,
+        upper,
+        integral=True,
+        time_limit=seconds,
+        mip_rel_gap=limits.gap,
+        node_limit=limits.nodes,
+    )
 
 
 def describe(res: highs.Result, limits: Limits = WORK_LIMITS) -> str:
@@ -233,17 +261,15 @@ def solve(
     left_s = budget.left()
     if left_s <= 0.005:
         return Solution([], {}, False, 0.0, "time limit: no time left to solve")
-    res = highs.solve(
+    res = search(
         cost,
         highs.Triplets(rows.r, rows.c, rows.v, (len(rows.lo), ncol)),
         rows.lo,
         rows.hi,
         lb,
         ub,
-        integral=True,
-        time_limit=budget.wall_limit(left_s),
-        mip_rel_gap=limits.gap,
-        node_limit=limits.nodes,
+        seconds=budget.wall_limit(left_s),
+        limits=limits,
     )
     bound = res.dual_bound
     if res.status == highs.INFEASIBLE:

@@ -26,6 +26,7 @@ from karpy.scheduling.engine.exact.milp import (
     Solution,
     clock,
     describe,
+    search,
 )
 from karpy.scheduling.engine.exact.problem import Option, PodClass, Problem
 
@@ -236,17 +237,15 @@ def solve_patterns(
         if rounded is not None:
             return _decode(cols, classes, rounded, False, 0.0, "patterns: rounded LP plan")
         return Solution([], {}, False, 0.0, "time limit: no time left to solve")
-    res = highs.solve(
+    res = search(
         cost,
         highs.Triplets(r, c, v, (len(lo), total)),
         lo,
         hi,
         np.zeros(total),
         np.concatenate([ub, np.array(extra_ub)]),
-        integral=True,
-        time_limit=budget.wall_limit(left_s),
-        mip_rel_gap=limits.gap,
-        node_limit=limits.nodes,
+        seconds=budget.wall_limit(left_s),
+        limits=limits,
     )
     bound = res.dual_bound
     if res.status == highs.INFEASIBLE:
