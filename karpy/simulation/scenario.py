@@ -22,7 +22,6 @@ from typing import Any
 from karpy.apis.autoscaling.v1beta1 import validate_capacitybuffer
 from karpy.apis.errors import ValidationError
 from karpy.apis.v1 import NodePool, validate_nodepool, validate_schedulingconfig
-from karpy.apis.v1alpha1 import validate_nodeoverlay
 from karpy.scheduling import InstanceType, ResourceError, TaintError
 from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.model import MinValuesPolicy, PreferencePolicy
@@ -208,6 +207,9 @@ def load_scenario(
                 raise ScenarioError(f"{doc.where()}: metadata.name: duplicate SchedulingConfig")
             configs[config.name] = config.to_dict()
         elif kind == "NodeOverlay":
+            # NodeOverlays are rare in scenarios: their model is loaded for the first one
+            from karpy.apis.v1alpha1 import validate_nodeoverlay
+
             try:
                 overlay = validate_nodeoverlay(doc.obj)
             except ValidationError as err:
