@@ -9,7 +9,9 @@ here exactly when it matches in the apiserver.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+import pickle
 import re
 import sys
 import threading
@@ -193,15 +195,72 @@ def _build_parser() -> lark.Lark:
     )
 
 
+class _ParserOnDemand:
+    """Holds cel-python's parser slot until a rule must really be parsed: a run whose rules'
+    syntax trees are all in `_tree_cache_folder()` never reads the LALR tables."""
+
+    def parse(self, text: str) -> lark.Tree[Any]:
+        parser = _build_parser()
+        CELParser.CEL_PARSER = parser
+        return parser.parse(text)
+
+
 def _environment() -> celpy.Environment:
     """The CEL environment, made at the first compile (callers hold `_ENV_LOCK`): importing
-    this module costs nothing until a rule is compiled."""
+    this module costs nothing until a rule is compiled, and the parser is built (or read
+    from its cache) only when a rule's syntax tree is not cached."""
     global _ENV
     if _ENV is None:
         if CELParser.CEL_PARSER is None:
-            CELParser.CEL_PARSER = _build_parser()
+            CELParser.CEL_PARSER = cast(lark.Lark, _ParserOnDemand())
         _ENV = celpy.Environment()
     return _ENV
+
+
+# Bumped when `_build_parser`'s options change the trees it makes.
+_TREE_FORMAT = b"1"
+
+
+@functools.lru_cache(maxsize=1)
+def _tree_cache_folder() -> Path | None:
+    """Where each rule's syntax tree is kept between runs, beside the parser's cache: parsing
+    the dozen or so rules a NodePool meets takes a few hundredths of a second at every start
+    (the parser's lexer compiles its regexes as it goes), reading their trees back a few
+    milliseconds. The folder's name is a digest of the grammar, Lark's and Python's versions:
+    a tree is only read back by the parser that would have made it."""
+    parser_file = parser_cache_file()
+    if parser_file is None:
+        return None
+    grammar = (Path(celpy.__file__).parent / "cel.lark").read_bytes()
+    key = hashlib.sha256(
+        b"|".join((grammar, lark.__version__.encode(), sys.version.encode(), _TREE_FORMAT))
+    ).hexdigest()
+    return parser_file.parent / f"cel-trees-{key[:16]}"
+
+
+def _syntax_tree(env: celpy.Environment, expression: str) -> lark.Tree[Any]:
+    """The rule's syntax tree, read from `_tree_cache_folder()` or parsed (and then kept)."""
+    folder = _tree_cache_folder()
+    if folder is None:
+        return env.compile(expression)
+    path = folder / f"{hashlib.sha256(expression.encode()).hexdigest()[:32]}.pickle"
+    try:
+        with path.open("rb") as f:
+            kept, tree = pickle.load(f)
+        if kept == expression and isinstance(tree, lark.Tree):
+            return tree
+    except Exception:  # absent, or unreadable: parse it again
+        pass
+    tree = env.compile(expression)
+    try:
+        folder.mkdir(exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}")
+        with partial.open("wb") as f:
+            pickle.dump((expression, tree), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(partial, path)
+    except OSError:
+        pass  # a read-only cache: parse it again next time
+    return tree
 
 
 class CelProgram:
@@ -212,7 +271,7 @@ class CelProgram:
         try:
             with _ENV_LOCK:
                 env = _environment()
-                ast = env.compile(expression)
+                ast = _syntax_tree(env, expression)
                 self._runner = env.program(ast, functions=FUNCTIONS)
         except Exception as exc:
             raise CelError(f"cannot compile CEL rule {expression!r}: {exc}") from exc

@@ -283,10 +283,10 @@ def _has_rules(schema: Any) -> bool:
 def check_rules(value: Any, schema: JSON, path: str, old: Any = None) -> Iterator[FieldError]:
     """Evaluate `x-kubernetes-validations` top-down; transition rules only where `old` exists."""
     for entry in schema.get("x-kubernetes-validations", []):
-        program = compile_rule(entry["rule"])
         transition = "oldSelf" in entry["rule"]
         if transition and old is None:
-            continue
+            continue  # not compiled either: a create never needs it
+        program = compile_rule(entry["rule"])
         try:
             ok = program.evaluate(value, old if transition else None)
         except CelError as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import lark
 import pytest
 
 from karpy.apis.cel import CelError, compile_rule
@@ -129,3 +130,63 @@ def test_parser_without_a_writable_cache_folder(
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     assert cel.parser_cache_file() is None
     assert cel._build_parser().parse("self.size() > 0") is not None
+
+
+def test_syntax_trees_are_read_back_from_the_cache(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each rule's tree is kept beside the parser's cache and read back equal to the parsed
+    one, for every rule the CRDs carry; a run whose trees are all cached needs no parser."""
+    from celpy.celparser import CELParser
+
+    from karpy.apis import cel
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cel._tree_cache_folder.cache_clear()
+    monkeypatch.setattr(cel, "_ENV", None)
+    monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+    try:
+        rules = _crd_rules()
+        env = cel._environment()
+        parsed = [cel._syntax_tree(env, rule) for rule in rules]
+        assert isinstance(CELParser.CEL_PARSER, lark.Lark)  # built for the first rule
+        folder = cel._tree_cache_folder()
+        assert folder is not None and folder.parent == tmp_path / "karpy"
+        assert len(list(folder.glob("*.pickle"))) == len(set(rules))
+
+        monkeypatch.setattr(cel, "_ENV", None)
+        monkeypatch.setattr(CELParser, "CEL_PARSER", None)
+        env = cel._environment()
+        read_back = [cel._syntax_tree(env, rule) for rule in rules]
+        assert read_back == parsed
+        assert not isinstance(CELParser.CEL_PARSER, lark.Lark)  # never needed
+        program = env.program(read_back[0], functions=cel.FUNCTIONS)
+        assert program is not None
+    finally:
+        cel._tree_cache_folder.cache_clear()
+
+
+def test_a_damaged_or_foreign_tree_file_is_parsed_again(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from karpy.apis import cel
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cel._tree_cache_folder.cache_clear()
+    try:
+        env = cel._environment()
+        rule, other = "self.size() > 0", "self.size() > 1"
+        expected = cel._syntax_tree(env, rule)
+        folder = cel._tree_cache_folder()
+        assert folder is not None
+        (path,) = folder.glob("*.pickle")
+        path.write_bytes(b"not a pickle")
+        assert cel._syntax_tree(env, rule) == expected
+        # a file that holds another rule's tree (a digest collision) is not taken for this one
+        other_tree = cel._syntax_tree(env, other)
+        for p in folder.glob("*.pickle"):
+            if p != path:
+                p.write_bytes(path.read_bytes())
+        assert cel._syntax_tree(env, other) == other_tree
+    finally:
+        cel._tree_cache_folder.cache_clear()
