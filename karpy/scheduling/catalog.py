@@ -69,6 +69,7 @@ def parse_catalog(
         raise CatalogError(f"{source}: expected a JSON list of instance types")
     out: list[InstanceType] = []
     seen: set[str] = set()
+    places: dict[Any, tuple[str, str, Requirements | None]] = {}
     for i, entry in enumerate(raw):
         where = f"{source}[{i}]"
         if not isinstance(entry, Mapping):
@@ -97,7 +98,7 @@ def parse_catalog(
             ]
         )
         offerings = [
-            _offering(o, f"{where}.offerings[{j}]")
+            _offering(o, f"{where}.offerings[{j}]", places)
             for j, o in enumerate(entry.get("offerings") or ())
         ]
         if not offerings:
@@ -114,11 +115,58 @@ def parse_catalog(
     return out
 
 
-def _offering(raw: Any, where: str) -> Offering:
+def _offering(
+    raw: Any, where: str, places: dict[Any, tuple[str, str, Requirements | None]]
+) -> Offering:
+    """One offering. `places` keeps the zone, capacity type and other requirements already
+    read from each distinct `Requirements` list: a catalogue repeats the same few (a zone and
+    a capacity type) for every instance type."""
     if not isinstance(raw, Mapping):
         raise CatalogError(f"{where}: expected an object")
+    terms = raw.get("Requirements") or ()
+    key = _terms_key(terms)
+    place = places.get(key) if key is not None else None
+    if place is None:
+        place = _place(terms, where)
+        if key is not None:
+            places[key] = place
+    price = raw.get("Price")
+    if not isinstance(price, int | float) or isinstance(price, bool) or price < 0:
+        raise CatalogError(f"{where}.Price: must be a non-negative number")
+    zone, capacity_type, extra = place
+    return Offering(
+        zone=zone,
+        capacity_type=capacity_type,
+        price=float(price),
+        # The kwok provider treats every offering as available.
+        available=bool(raw.get("Available", True)),
+        requirements=extra,
+    )
+
+
+def _terms_key(terms: Any) -> Any:
+    """A hashable copy of a list of plain requirements, or None for anything else (read
+    without reuse, so its errors are reported as they are)."""
+    if not isinstance(terms, list | tuple):
+        return None
+    key: list[tuple[Any, ...]] = []
+    for term in terms:
+        if type(term) is not dict or not set(term) <= {"key", "operator", "values"}:
+            return None
+        values = term.get("values")
+        if values is not None and (
+            type(values) is not list or any(type(v) is not str for v in values)
+        ):
+            return None
+        key.append((term.get("key"), term.get("operator"), tuple(values or ())))
+    if any(type(k) is not str or type(op) is not str for k, op, _ in key):
+        return None
+    return tuple(key)
+
+
+def _place(terms: Any, where: str) -> tuple[str, str, Requirements | None]:
     try:
-        reqs = Requirements.from_node_selector_terms(raw.get("Requirements") or ())
+        reqs = Requirements.from_node_selector_terms(terms)
     except RequirementError as err:
         raise CatalogError(f"{where}.Requirements: {err}") from None
     zone = reqs.get(LABEL_TOPOLOGY_ZONE)
@@ -127,18 +175,8 @@ def _offering(raw: Any, where: str) -> Offering:
         raise CatalogError(f"{where}.Requirements: needs exactly one {LABEL_TOPOLOGY_ZONE}")
     if ct is None or ct.complement or len(ct.values) != 1:
         raise CatalogError(f"{where}.Requirements: needs exactly one {LABEL_CAPACITY_TYPE}")
-    price = raw.get("Price")
-    if not isinstance(price, int | float) or isinstance(price, bool) or price < 0:
-        raise CatalogError(f"{where}.Price: must be a non-negative number")
     extra = reqs.without(LABEL_TOPOLOGY_ZONE, LABEL_CAPACITY_TYPE)
-    return Offering(
-        zone=next(iter(zone.values)),
-        capacity_type=next(iter(ct.values)),
-        price=float(price),
-        # The kwok provider treats every offering as available.
-        available=bool(raw.get("Available", True)),
-        requirements=extra if len(extra) else None,
-    )
+    return next(iter(zone.values)), next(iter(ct.values)), extra if len(extra) else None
 
 
 def dump_catalog(types: Iterable[InstanceType]) -> list[dict[str, Any]]:

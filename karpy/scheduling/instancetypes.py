@@ -23,6 +23,10 @@ __all__ = ["InstanceType", "Offering", "order_by_price"]
 
 _NO_PRICE: Final = float("inf")
 
+# The requirements of each (zone, capacity type), shared by the offerings there (Requirements
+# are immutable): a catalogue repeats the same few for every instance type.
+_PLACES: dict[tuple[str, str], Requirements] = {}
+
 
 class Offering:
     """One way to buy an instance type: a zone, a capacity type, a price, availability."""
@@ -42,12 +46,14 @@ class Offering:
         self.capacity_type = capacity_type
         self.price = float(price)
         self.available = available
-        base = Requirements(
-            [
-                Requirement(LABEL_TOPOLOGY_ZONE, complement=False, values=(zone,)),
-                Requirement(LABEL_CAPACITY_TYPE, complement=False, values=(capacity_type,)),
-            ]
-        )
+        base = _PLACES.get((zone, capacity_type))
+        if base is None:
+            base = _PLACES[(zone, capacity_type)] = Requirements(
+                [
+                    Requirement(LABEL_TOPOLOGY_ZONE, complement=False, values=(zone,)),
+                    Requirement(LABEL_CAPACITY_TYPE, complement=False, values=(capacity_type,)),
+                ]
+            )
         self.requirements = base.union(requirements) if requirements else base
 
     def compatible(self, reqs: Requirements) -> bool:
