@@ -9,13 +9,13 @@ node images) are dropped while decoding, so a large export costs little memory.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
-import msgspec
 import orjson
 
 from karpy.simulation.validate import (
@@ -83,9 +83,14 @@ class _Object(TypedDict, total=False):
     allowedTopologies: Any
 
 
-# Decodes straight into dicts and lists, as orjson does, skipping what `_Object` does not name
-# (managedFields above all) without building it: about a third faster on an export.
-_TRIMMING = msgspec.json.Decoder(list[_Object] | _Object)
+@functools.cache
+def _trimming() -> Any:
+    """Decodes straight into dicts and lists, as orjson does, skipping what `_Object` does not
+    name (managedFields above all) without building it: about a third faster on an export.
+    Made for the first JSON file: a YAML scenario never loads msgspec."""
+    import msgspec
+
+    return msgspec.json.Decoder(list[_Object] | _Object)
 
 
 class ScenarioError(ValueError):
@@ -178,8 +183,10 @@ def _parse(source: str, data: bytes) -> list[Any]:
     first = space.end() if space else 0
     looks_json = data[first : first + 1] in (b"{", b"[")
     if source.endswith(".json") or looks_json:
+        import msgspec
+
         try:
-            return [_TRIMMING.decode(data)]
+            return [_trimming().decode(data)]
         except msgspec.MsgspecError:
             pass  # not of that shape, or not JSON: orjson takes it as it is, or says why
         try:

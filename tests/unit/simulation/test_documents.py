@@ -80,7 +80,7 @@ def test_every_field_a_used_kind_has_survives_the_trimming_decoder(tmp_path: Pat
     got = [d.obj for d in read_documents([str(f)])]
     del pod["metadata"]["managedFields"]  # type: ignore[attr-defined]
     assert got == [storage_class, template, pod]
-    assert documents._TRIMMING.decode(f.read_bytes())["items"] == got, "decoded by it"
+    assert documents._trimming().decode(f.read_bytes())["items"] == got, "decoded by it"
 
 
 def test_objects_of_another_shape_are_decoded_as_they_are(tmp_path: Path) -> None:
