@@ -247,11 +247,16 @@ def _without_pydantic_plugin_discovery() -> None:
                 entries = os.listdir(folder or ".")
             except OSError:
                 continue
+            egg = folder.lower().endswith(".egg")
             for entry in entries:
-                if not entry.endswith((".dist-info", ".egg-info")):
+                lowered = entry.lower()
+                if not (
+                    lowered.endswith((".dist-info", ".egg-info")) or (egg and lowered == "egg-info")
+                ):
                     continue
                 try:
-                    with open(os.path.join(folder or ".", entry, "entry_points.txt")) as f:
+                    path = os.path.join(folder or ".", entry, "entry_points.txt")
+                    with open(path, encoding="utf-8", errors="replace") as f:
                         declared = f.read()
                 except OSError:
                     continue
