@@ -9,8 +9,9 @@ informer-backed `Cluster` and the Kubernetes client behind it (seconds of import
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from karpy.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from karpy.state.cluster import (
@@ -45,10 +46,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'karpy.state' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _HOME)

@@ -10,10 +10,10 @@ SchedulingConfig models nor load the CEL rules' evaluator for them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from karpy.apis.v1 import conditions, labels
+from karpy.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from karpy.apis.v1.common import (
@@ -102,13 +102,7 @@ _HOME: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, {name: f".{home}" for name, home in _HOME.items()})
 
 
 __all__ = [
