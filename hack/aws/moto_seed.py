@@ -2,9 +2,12 @@
 
     python hack/aws/moto_seed.py --endpoint-url http://127.0.0.1:5000 --cluster demo
 
-Creates a VPC with one subnet per zone (us-east-1a..c) and a security group, both tagged
-`karpenter.sh/discovery=<cluster>`, the IAM role `KarpenterNodeRole-<cluster>` and the EKS
-cluster `<cluster>` (karpy reads its endpoint when `CLUSTER_ENDPOINT` is not set). moto has no
+Tags the default VPC's subnets of three zones (us-east-1a..c) and its `default` security
+group `karpenter.sh/discovery=<cluster>`, and creates the IAM role `KarpenterNodeRole-<cluster>`
+and the EKS cluster `<cluster>` (karpy reads its endpoint when `CLUSTER_ENDPOINT` is not set).
+The default VPC's `default` group, because moto gives every spot instance that group whatever
+its launch template names: with another group selected, each spot NodeClaim would be
+`SecurityGroupDrift`ed (and replaced) a few seconds after it launched. moto has no
 EKS-optimized AMI parameters, so it prints an amd64 Amazon Linux AMI id for the EC2NodeClass's
 `amiSelectorTerms` (`- id: <ami>` with `amiFamily: AL2023`).
 """
@@ -31,24 +34,18 @@ def main() -> None:
     }
     ec2 = boto3.client("ec2", **kwargs)
     tags = [{"Key": "karpenter.sh/discovery", "Value": args.cluster}]
-    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
-    for i, suffix in enumerate("abc"):
-        ec2.create_subnet(
-            VpcId=vpc,
-            CidrBlock=f"10.0.{i}.0/24",
-            AvailabilityZone=f"{args.region}{suffix}",
-            TagSpecifications=[{"ResourceType": "subnet", "Tags": tags}],
-        )
-    ec2.create_security_group(
-        GroupName="nodes",
-        Description="nodes",
-        VpcId=vpc,
-        TagSpecifications=[{"ResourceType": "security-group", "Tags": tags}],
-    )
-    subnets = [
+    vpc = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"][0]
+    in_vpc = [{"Name": "vpc-id", "Values": [vpc["VpcId"]]}]
+    zones = [f"{args.region}{suffix}" for suffix in "abc"]
+    subnets = sorted(
         s["SubnetId"]
-        for s in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [vpc]}])["Subnets"]
-    ]
+        for s in ec2.describe_subnets(Filters=in_vpc)["Subnets"]
+        if s["AvailabilityZone"] in zones
+    )
+    group = ec2.describe_security_groups(
+        Filters=[*in_vpc, {"Name": "group-name", "Values": ["default"]}]
+    )["SecurityGroups"][0]["GroupId"]
+    ec2.create_tags(Resources=[*subnets, group], Tags=tags)
     iam = boto3.client("iam", **kwargs)
     iam.create_role(
         RoleName=f"KarpenterNodeRole-{args.cluster}",

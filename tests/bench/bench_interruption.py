@@ -25,17 +25,13 @@ instance is queued (10 SendMessageBatch calls). Reported:
   and, when not 2xx, code (its `apiserver_request_total`; the 20 most frequent), to see what
   keeps it busy.
 
-Bench set-up, not karpy: moto does not apply a launch template's security groups to the
-instances a fleet launches (they get the VPC's `default` group), so every instance would look
-drifted (`SecurityGroupDrift`) and drift would replace nodes during the measure. The NodePool's
-budget therefore allows no `Drifted` disruption. moto's server runs in a process of its own (it
-shared this process's interpreter lock with the stand-in kubelets and the probes); it does the
-same work. `setup` in the JSON says both.
+Bench set-up, not karpy: moto's server runs in a process of its own (it shared this process's
+interpreter lock with the stand-in kubelets and the probes); it does the same work. `setup` in
+the JSON says so.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import signal
@@ -79,7 +75,6 @@ TIMEOUT = 600.0
 POLL = 0.5
 """Seconds between probes. They read the stand-in kubelets' watches (kubectl listings every
 half second took 15 s of CPU, plus the API server's, from the 2 cores karpy needs)."""
-DRIFT_BUDGET = {"nodes": "0", "reasons": ["Drifted"]}
 """moto's instances never carry the launch template's security groups (see the docstring)."""
 
 JSON = dict[str, Any]
@@ -231,9 +226,7 @@ def run(work_dir: Path) -> dict[str, Any]:
         karpy.wait_ready()
         nodeclass = (REPO / "hack/aws/moto-ec2nodeclass.yaml").read_text()
         kubectl.apply(nodeclass.replace("AMI_ID", ami))
-        nodepool = copy.deepcopy(NODEPOOL)
-        nodepool["spec"]["disruption"]["budgets"] = [DRIFT_BUDGET]
-        kubectl.apply(nodepool)
+        kubectl.apply(NODEPOOL)
         spread = {
             "podAntiAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -353,7 +346,6 @@ def run(work_dir: Path) -> dict[str, Any]:
                 "after": [round(x, 1) for x in load_after],
             },
             "setup": {
-                "driftBudget": DRIFT_BUDGET,
                 "moto": "own process (python -m moto.server)",
             },
             "targets": {"seconds": 60, "reusedOffering": 0},

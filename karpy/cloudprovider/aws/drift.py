@@ -11,8 +11,8 @@ Checked in Karpenter's order, the first reason wins:
 
 Where Karpenter returns an error because the class has no AMIs, subnets or security groups
 resolved, or the NodeClaim has no image, karpy reports no drift: it cannot tell yet. An instance
-reporting no security group at all (moto's fleet instances; never a real EC2 instance) is not
-compared either.
+reporting no security group at all (moto's on-demand fleet instances; never a real EC2
+instance) is not compared either.
 """
 
 from __future__ import annotations

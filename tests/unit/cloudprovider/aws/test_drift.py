@@ -113,5 +113,5 @@ def test_security_groups_then_subnet() -> None:
     assert instance_drift({**moved, "SecurityGroups": [{"GroupId": "sg-9"}]}, nodeclass()) == (
         "SecurityGroupDrift"
     )
-    # An instance that reports no security group (moto's fleet instances) is not compared.
+    # An instance that reports no security group (moto's on-demand fleet instances) is not compared.
     assert instance_drift({"SubnetId": "subnet-a"}, nodeclass()) is None
