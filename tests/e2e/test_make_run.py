@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -97,12 +98,22 @@ def test_make_run_against_an_existing_cluster_starts_only_karpy(
         text=True,
     )
     output: list[str] = []
-    try:
+    hinted = threading.Event()
+
+    def drain() -> None:
+        """Read all of run.py's output: karpy logs to the same pipe, and a full pipe would
+        block its event loop (and its Ctrl-C)."""
         assert run.stdout is not None
         for line in run.stdout:
             output.append(line)
             if "Ctrl-C stops karpy" in line:
-                break
+                hinted.set()
+        hinted.set()
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        assert hinted.wait(120), "".join(output)
         text = "".join(output)
         assert f"using the cluster of $KUBECONFIG ({kubeconfig})" in text, text
         port = re.search(r"127\.0\.0\.1:(\d+)/metrics", text)
