@@ -257,7 +257,13 @@ _CONTAINER: Mapping[str, Mask] = {
     "ports": _host_ports,
     "restartPolicy": INTERN,
 }
-_CONDITION: Mapping[str, Mask] = {"type": INTERN, "status": INTERN, "reason": INTERN}
+_CONDITION: Mapping[str, Mask] = {
+    "type": INTERN,
+    "status": INTERN,
+    "reason": INTERN,
+    # kube-scheduler's verdict on a pending pod: a new one tells a new attempt (nomination.py).
+    "message": INTERN,
+}
 
 POD_MASK: Final[Mapping[str, Mask]] = {
     "metadata": {
