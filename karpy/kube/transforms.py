@@ -257,13 +257,7 @@ _CONTAINER: Mapping[str, Mask] = {
     "ports": _host_ports,
     "restartPolicy": INTERN,
 }
-_CONDITION: Mapping[str, Mask] = {
-    "type": INTERN,
-    "status": INTERN,
-    "reason": INTERN,
-    # kube-scheduler's verdict on a pending pod: a new one tells a new attempt (nomination.py).
-    "message": INTERN,
-}
+_CONDITION: Mapping[str, Mask] = {"type": INTERN, "status": INTERN, "reason": INTERN}
 
 POD_MASK: Final[Mapping[str, Mask]] = {
     "metadata": {

@@ -25,7 +25,6 @@ __all__ = [
     "node_name",
     "pod_key",
     "pod_uid",
-    "unschedulable_message",
 ]
 
 JSON = Mapping[str, Any]
@@ -72,26 +71,23 @@ def is_active(pod: JSON) -> bool:
 
 def is_unschedulable(pod: JSON) -> bool:
     """kube-scheduler's last attempt found no node for it (PodScheduled=False, Unschedulable)."""
-    return unschedulable_message(pod) is not None
+    return _unschedulable(pod)
 
 
-def unschedulable_message(pod: JSON) -> str | None:
-    """The message of kube-scheduler's last `Unschedulable` verdict (it names the node count and
-    the reasons, so a new attempt nearly always changes it); None when the pod is not
-    unschedulable."""
+def _unschedulable(pod: JSON) -> bool:
     for condition in (pod.get("status") or {}).get("conditions") or ():
         if condition.get("type") == "PodScheduled":
-            if condition.get("status") == "False" and condition.get("reason") == "Unschedulable":
-                return str(condition.get("message") or "")
-            return None
-    return None
+            return bool(
+                condition.get("status") == "False" and condition.get("reason") == "Unschedulable"
+            )
+    return False
 
 
 def is_provisionable(pod: JSON) -> bool:
     """kube-scheduler gave up on it (PodScheduled=False, Unschedulable), it is not bound and not
     preempting (no nominatedNodeName), and it is neither a DaemonSet pod nor a static pod."""
     return (
-        is_unschedulable(pod)
+        _unschedulable(pod)
         and not node_name(pod)
         and not (pod.get("status") or {}).get("nominatedNodeName")
         and not is_owned_by_daemonset(pod)

@@ -16,12 +16,8 @@ that way is placed on whatever node has room and displaces a pod planned there.
 The component that nominates owns the nomination: `NominationJanitor` restores karpy's own
 (recorded in a ledger) that kube-scheduler cleared before their node took pods (registered and
 initialized), clears nominations whose node is gone, and karpy's own when the node is ready but
-the pod has stayed unschedulable there, so the pod is provisioned for again. "Stayed
-unschedulable there" needs a verdict kube-scheduler gave after the node became ready: a busy
-scheduler may not try a pod for a minute, and the `Unschedulable` condition it wrote before the
-node existed says nothing about the node (withdrawing on it re-provisioned pods whose node was
-waiting for them). Without a new verdict, the nomination is withdrawn after `VERDICT_WAIT`.
-Nominations kube-scheduler made for preemption are never withdrawn while their node exists.
+the pod has stayed unschedulable there, so the pod is provisioned for again. Nominations
+kube-scheduler made for preemption are never withdrawn while their node exists.
 """
 
 from __future__ import annotations
@@ -56,9 +52,6 @@ JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.provisioning")
 CONCURRENCY = 20
 GRACE = 30.0
-VERDICT_WAIT = 300.0
-"""How long a nomination to a ready node holds without a new scheduler verdict: kube-scheduler
-retries every unschedulable pod at least this often (its podMaxInUnschedulablePodsDuration)."""
 NOMINATE_ATTEMPTS = 3
 
 
@@ -177,9 +170,6 @@ class NominationJanitor:
         self.clock = clock or RealClock()
         self.grace = grace
         self._stale_since: dict[str, float] = {}
-        # karpy's nominations to ready nodes: when the janitor first saw the node ready, and the
-        # pod's scheduling verdict then (an Unschedulable message, or "").
-        self._ready_seen: dict[str, tuple[float, str]] = {}
         # Pods whose nomination waits for their node to register: node name -> pod keys.
         self._awaiting: dict[str, set[str]] = {}
 
@@ -200,7 +190,6 @@ class NominationJanitor:
 
     def _forget(self, key: str) -> None:
         self._stale_since.pop(key, None)
-        self._ready_seen.pop(key, None)
         node_name = self.ledger.pop(key, None)
         if node_name is not None:
             self._unawait(node_name, key)
@@ -222,14 +211,7 @@ class NominationJanitor:
             return False
         if self.ledger.get(key) != target:
             return True  # kube-scheduler's (e.g. preemption): not ours to withdraw
-        if not ready_for_pods(node):
-            self._ready_seen.pop(key, None)
-            return True
-        verdict = podutil.unschedulable_message(pod)
-        since, before = self._ready_seen.setdefault(key, (self.clock.now(), verdict or ""))
-        if verdict is None:
-            return True
-        return verdict == before and self.clock.now() - since < VERDICT_WAIT
+        return not (ready_for_pods(node) and podutil.is_unschedulable(pod))
 
     async def reconcile(self, key: str) -> Result | None:
         pod = self.pods.get(key)

@@ -13,14 +13,9 @@ from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 from karpy.controllers.provisioning import NominationJanitor, nominate_pods
-from karpy.controllers.provisioning.nomination import (
-    VERDICT_WAIT,
-    awaiting_node,
-    nominate_placements,
-)
+from karpy.controllers.provisioning.nomination import awaiting_node, nominate_placements
 from karpy.kube import NODES, PODS, FakeClock
 from karpy.kube.builder import build
-from karpy.state.pods import unschedulable_message
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
 
@@ -96,83 +91,9 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
     )
     first = await janitor.reconcile(key)
     assert first is not None and first.requeue_after == pytest.approx(30.0)
-    # The pod's verdict predates the nomination: it says nothing about the node, so the
-    # nomination holds until kube-scheduler has judged the pod again, or VERDICT_WAIT.
-    clock.advance(31)
-    assert await janitor.reconcile(key) is not None
-    live = await env.client.get(PODS, "hopeful", namespace=env.namespace)
-    assert live["status"]["nominatedNodeName"] == "nominee"
-    clock.advance(VERDICT_WAIT)
-    stale = await janitor.reconcile(key)
-    assert stale is not None and stale.requeue_after == pytest.approx(30.0)
     clock.advance(31)
     assert await janitor.reconcile(key) is None
     live = await env.client.get(PODS, "hopeful", namespace=env.namespace)
-    assert not live["status"].get("nominatedNodeName")
-    assert ledger == {}
-
-
-async def test_a_nomination_to_a_ready_node_is_withdrawn_on_a_new_verdict_only(env: Env) -> None:
-    """A busy kube-scheduler may not try a pod for a minute after its node became ready: the
-    `Unschedulable` verdict from before the node existed keeps the nomination; a verdict given
-    after (kube-scheduler keeps the nomination when the pod may not preempt) withdraws it."""
-    env.kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": "ready",
-                "labels": {"karpenter.sh/nodepool": "pool", "karpenter.sh/initialized": "true"},
-            },
-        }
-    )
-    await _unscheduled_pod(env, "waiting")
-    key = f"{env.namespace}/waiting"
-    pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
-
-    async def verdict(message: str) -> None:
-        """What kube-scheduler writes when an attempt fails (the test plays the scheduler)."""
-        condition = {
-            "type": "PodScheduled",
-            "status": "False",
-            "reason": "Unschedulable",
-            "message": message,
-        }
-        await env.client.patch_status(
-            PODS, "waiting", {"status": {"conditions": [condition]}}, namespace=env.namespace
-        )
-        await async_wait_until(
-            lambda: _async(unschedulable_message(pods.get(key) or {}) == message),
-            timeout=30,
-            message="the verdict cached",
-        )
-
-    await verdict("no nodes available to schedule pods")
-    await async_wait_until(
-        lambda: _async(bool(nodes.get("ready"))), timeout=30, message="node cached"
-    )
-    ledger: dict[str, str] = {}
-    assert await nominate_pods(env.client, pods, [key], "ready", ledger=ledger) == 1
-    await async_wait_until(
-        lambda: _async(_nominated(pods.get(key)) == "ready"), timeout=30, message="cached"
-    )
-    clock = FakeClock()
-    janitor = NominationJanitor(
-        client=env.client, pods=pods, nodes=nodes, ledger=ledger, clock=clock
-    )
-    for _ in range(4):  # two minutes without a new attempt: the nomination holds
-        assert await janitor.reconcile(key) is not None
-        clock.advance(31)
-    live: JSON = await env.client.get(PODS, "waiting", namespace=env.namespace)
-    assert live["status"]["nominatedNodeName"] == "ready"
-    assert ledger == {key: "ready"}
-
-    await verdict("0/1 nodes are available: 1 Insufficient cpu.")
-    withdrawing = await janitor.reconcile(key)
-    assert withdrawing is not None and withdrawing.requeue_after == pytest.approx(30.0)
-    clock.advance(31)
-    assert await janitor.reconcile(key) is None
-    live = await env.client.get(PODS, "waiting", namespace=env.namespace)
     assert not live["status"].get("nominatedNodeName")
     assert ledger == {}
 
