@@ -24,7 +24,6 @@ e2e runs on EKS, whose control plane is not held to those defaults). `podsCreate
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import http.client
 import json
@@ -39,8 +38,6 @@ import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO / "hack") not in sys.path:
@@ -239,20 +236,12 @@ class BindingWatch:
     karpy the bench measures. A watch that ends (one ended within the burst of 1,000 new pods)
     is followed by a new list and watch, as an informer does."""
 
-    def __init__(self, kubeconfig: Path | str) -> None:
+    def __init__(self, server: str, tls: ssl.SSLContext) -> None:
         self.nodes: dict[str, str] = {}
         self._changed = threading.Condition()
         self._closed = threading.Event()
-        config = yaml.safe_load(Path(kubeconfig).read_text())
-        cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
-        self._server = urllib.parse.urlsplit(cluster["server"])
-        with tempfile.TemporaryDirectory(prefix="karpy-bench-watch-") as work:
-            cert, key = Path(work, "cert.pem"), Path(work, "key.pem")
-            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
-            key.write_bytes(base64.b64decode(user["client-key-data"]))
-            authority = base64.b64decode(cluster["certificate-authority-data"]).decode()
-            self._tls = ssl.create_default_context(cadata=authority)
-            self._tls.load_cert_chain(cert, key)
+        self._server = urllib.parse.urlsplit(server)
+        self._tls = tls
         self._connection: http.client.HTTPSConnection | None = None
         self._reader = threading.Thread(target=self._run, daemon=True)
         self._reader.start()
@@ -311,7 +300,9 @@ def wait_all_bound(
 ) -> tuple[float, int, float | None]:
     """(seconds until `total` pods are bound, pods bound, seconds until all were created)."""
     started = time.monotonic()
-    watch = BindingWatch(kubectl.kubeconfig)
+    # The kubeconfig is the admin one in the control plane's work directory.
+    cp = controlplane.ControlPlane.attach(Path(kubectl.kubeconfig).parent)
+    watch = BindingWatch(cp.server, cp.pki.client_ssl_context())
     bound = 0
     created_at: float | None = None
     try:
