@@ -277,7 +277,9 @@ def wait_pool_nodes(
 class ClaimWatcher:
     """Polls NodeClaims in the background (every 0.2 s) and records, per name, when it was
     first seen Initialized and first seen deleting (monotonic seconds; `deleting` keeps the
-    order they started), its last annotations, and the most seen deleting at once."""
+    order they started), its last annotations, and the most seen deleting at once. A deletion
+    over between two polls (a kubectl call takes a second on a loaded machine) is recorded
+    when the NodeClaim is first seen gone."""
 
     def __init__(self, kubectl: Kubectl) -> None:
         self.kubectl = kubectl
@@ -305,6 +307,9 @@ class ClaimWatcher:
                 continue
             now = time.monotonic()
             deleting = 0
+            present = {c["metadata"]["name"] for c in claims}
+            for gone in self.annotations.keys() - present:
+                self.deleting.setdefault(gone, now)
             for c in claims:
                 name = c["metadata"]["name"]
                 self.annotations[name] = dict(c["metadata"].get("annotations") or {})
