@@ -145,6 +145,9 @@ class DriftController:
         self.clock = clock or RealClock()
         self._pool_generations: dict[str, object] = {}
         self._type_checked: dict[str, tuple[float, bool]] = {}
+        self._announced: dict[str, str] = {}
+        """The drift reason last logged per NodeClaim: the cache may still show the old
+        condition for a reconcile or two after the write, which must not log it again."""
 
     def setup(self, builder: Builder[str]) -> None:
         builder.watches(self.nodeclaims)
@@ -190,6 +193,7 @@ class DriftController:
         claim = self.nodeclaims.get(name)
         if claim is None or is_deleting(claim):
             self._type_checked.pop(name, None)
+            self._announced.pop(name, None)
             return None
         if not is_condition_true(claim, cond.NODECLAIM_LAUNCHED):
             return None
@@ -200,10 +204,13 @@ class DriftController:
         conditions = Conditions.of(claim, now=self.clock.wall())
         if reason is None:
             conditions.remove(cond.NODECLAIM_DRIFTED)
+            self._announced.pop(name, None)
         else:
             current = conditions.get(cond.NODECLAIM_DRIFTED)
-            if current is None or current.get("reason") != reason:
+            fresh = current is None or current.get("reason") != reason
+            if fresh and self._announced.get(name) != reason:
                 log.info("marking drifted", NodeClaim={"name": name}, reason=reason)
+            self._announced[name] = reason
             conditions.set(cond.NODECLAIM_DRIFTED, cond.STATUS_TRUE, reason=reason, message=reason)
         result = await write_conditions(
             self.client, resource=NODECLAIMS, obj=claim, conditions=conditions
