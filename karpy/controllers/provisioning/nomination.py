@@ -248,7 +248,7 @@ class NominationJanitor:
         """Put back a nomination of ours that kube-scheduler cleared before the node took pods:
         noted while the node has not registered or initialized, restored at its next event once
         it has. A nomination cleared later means the pod did not fit: it is left to be
-        provisioned for again."""
+        provisioned for again (the node is ready, so the pod's capacity is not "coming")."""
         node_name = self.ledger.get(key)
         if node_name is None:
             return None
@@ -260,7 +260,10 @@ class NominationJanitor:
             self._awaiting.setdefault(node_name, set()).add(key)
             return None
         if key not in self._awaiting.get(node_name, ()):
-            self._forget(key)
+            # Cleared after the node took pods (the pod did not fit and is provisioned for
+            # again), or a cache that has not shown karpy's nomination yet. The entry stays
+            # either way: it is what tells that nomination, once seen, as karpy's, to be
+            # withdrawn if the pod stays unschedulable there.
             return None
         self._unawait(node_name, key)
         if not await _nominate(self.client, pod, node_name):

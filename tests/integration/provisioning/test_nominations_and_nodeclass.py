@@ -191,13 +191,72 @@ async def test_a_nomination_cleared_before_the_node_takes_pods_is_restored_once(
         )
         await scheduler_clears()
         await async_wait_until(
-            lambda: _async(key not in ledger), timeout=30, message="the pod to be let go"
+            lambda: _async(not _nominated(pods.get(key))), timeout=30, message="cleared again"
         )
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.0)  # the janitor has seen it
         assert await nomination() == "", "a nomination cleared after registration stays cleared"
+        assert not awaiting_node(key, ledger, nodes), "the pod is let go: provisioned for again"
     finally:
         stop.set()
         await asyncio.wait_for(runner, 10)
+
+
+async def test_a_nomination_the_cache_has_not_shown_yet_is_still_withdrawn(env: Env) -> None:
+    """karpy nominates a pod just before its node registers, and the node can be initialized
+    before the pod's cache shows the nomination. The janitor, woken by an older version of the
+    pod, must not take the nomination for someone else's: once the pod stays unschedulable on
+    that (ready) node, the nomination is withdrawn after the grace period, not left to
+    kube-scheduler's 5-minute retry."""
+    node_name = "ready-early"
+    env.kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node_name,
+                "labels": {"karpenter.sh/nodepool": "pool", "karpenter.sh/initialized": "true"},
+            },
+        }
+    )
+    await _unscheduled_pod(env, "late")
+    key = f"{env.namespace}/late"
+    pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
+    await async_wait_until(
+        lambda: _async(bool(pods.get(key)) and bool(nodes.get(node_name))),
+        timeout=30,
+        message="pod and node cached",
+    )
+    clock = FakeClock()
+    ledger = {key: node_name}  # written by karpy, not yet seen in the cache
+    janitor = NominationJanitor(
+        client=env.client, pods=pods, nodes=nodes, ledger=ledger, clock=clock
+    )
+    assert await janitor.reconcile(key) is None
+    assert ledger == {key: node_name}, "the nomination on its way is still karpy's"
+
+    await env.client.patch_status(
+        PODS,
+        "late",
+        {
+            "status": {
+                "nominatedNodeName": node_name,
+                "conditions": [
+                    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+                ],
+            }
+        },
+        namespace=env.namespace,
+    )
+    await async_wait_until(
+        lambda: _async(_nominated(pods.get(key)) == node_name), timeout=30, message="cached"
+    )
+    first = await janitor.reconcile(key)
+    assert first is not None and first.requeue_after == pytest.approx(30.0)
+    clock.advance(31)
+    assert await janitor.reconcile(key) is None
+    live: JSON = await env.client.get(PODS, "late", namespace=env.namespace)
+    assert not live["status"].get("nominatedNodeName")
+    assert ledger == {}
 
 
 async def test_a_nomination_survives_a_stale_cached_pod(env: Env) -> None:
