@@ -16,7 +16,9 @@ that way is placed on whatever node has room and displaces a pod planned there.
 The component that nominates owns the nomination: `NominationJanitor` restores karpy's own
 (recorded in a ledger) that kube-scheduler cleared before their node took pods (registered and
 initialized), clears nominations whose node is gone, and karpy's own when the node is ready but
-the pod has stayed unschedulable there, so the pod is provisioned for again. Nominations
+the pod has stayed unschedulable there for a grace period, or at once when the pods bound there
+leave it no room (other pods took it; kube-scheduler may not try the pod again for minutes), so
+the pod is provisioned for again. Nominations
 kube-scheduler made for preemption are never withdrawn while their node exists.
 """
 
@@ -38,6 +40,15 @@ from karpy.kube.controller import Result
 from karpy.kube.errors import ConflictError, NotFoundError
 from karpy.kube.informer import Informer
 from karpy.kube.resources import PODS, split_key
+from karpy.kube.store import INDEX_NODE_NAME
+from karpy.scheduling.resources import (
+    ResourceError,
+    add,
+    fits,
+    parse_resources,
+    pod_requests,
+    subtract,
+)
 from karpy.state import pods as podutil
 
 __all__ = [
@@ -52,6 +63,9 @@ JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.provisioning")
 CONCURRENCY = 20
 GRACE = 30.0
+ROOM_RECHECK = 5.0
+"""How often a pending pod nominated by karpy to a ready node has its room checked: other pods
+binding there can take it, and kube-scheduler may not try the pod again for minutes."""
 NOMINATE_ATTEMPTS = 3
 
 
@@ -213,6 +227,26 @@ class NominationJanitor:
             return True  # kube-scheduler's (e.g. preemption): not ours to withdraw
         return not (ready_for_pods(node) and podutil.is_unschedulable(pod))
 
+    def _ours_on_ready_node(self, key: str, pod: Mapping[str, Any]) -> bool:
+        target = _nominated(pod)
+        node = self.nodes.get(target)
+        return self.ledger.get(key) == target and node is not None and ready_for_pods(node)
+
+    def _room_gone(self, pod: Mapping[str, Any]) -> bool:
+        """The pods bound to the nominated node leave too little of its allocatable for this
+        one: kube-scheduler cannot place it there, and may not try it again for minutes (a pod
+        it judged unschedulable waits for an event that could help it, or 5 minutes)."""
+        target = _nominated(pod)
+        node = self.nodes.get(target) or {}
+        bound = [p for p in self.pods.by_index(INDEX_NODE_NAME, target) if podutil.is_active(p)]
+        try:
+            allocatable = parse_resources((node.get("status") or {}).get("allocatable"))
+            used = add(*(pod_requests(p.get("spec") or {}) for p in bound))
+            wanted = pod_requests(pod.get("spec") or {})
+        except ResourceError:
+            return False  # not ours to judge: kube-scheduler will say
+        return not fits(wanted, subtract(allocatable, used))
+
     async def reconcile(self, key: str) -> Result | None:
         pod = self.pods.get(key)
         if pod is None or podutil.node_name(pod) or not podutil.is_active(pod):
@@ -220,13 +254,25 @@ class NominationJanitor:
             return None
         if not _nominated(pod):
             return await self._restore(key, pod)
+        recheck = self.grace
+        if self._ours_on_ready_node(key, pod):
+            if self._room_gone(pod):
+                await self._withdraw(key, pod, reason="no room left")
+                return None
+            recheck = min(ROOM_RECHECK, self.grace)
         if self._holds(key, pod):
             self._stale_since.pop(key, None)
-            return Result(requeue_after=self.grace)
+            return Result(requeue_after=recheck)
         now = self.clock.now()
         since = self._stale_since.setdefault(key, now)
         if now - since < self.grace:
-            return Result(requeue_after=self.grace - (now - since))
+            return Result(requeue_after=min(recheck, self.grace - (now - since)))
+        gone = self.nodes.get(_nominated(pod)) is None
+        await self._withdraw(key, pod, reason="node gone" if gone else "unschedulable")
+        return None
+
+    async def _withdraw(self, key: str, pod: JSON, *, reason: str) -> None:
+        """Clear the pod's nomination (and forget it), so it is provisioned for again."""
         namespace, name = split_key(key)
         rv = (pod.get("metadata") or {}).get("resourceVersion")
         with contextlib.suppress(ConflictError, NotFoundError):
@@ -236,13 +282,8 @@ class NominationJanitor:
                 {"metadata": {"resourceVersion": rv}, "status": {"nominatedNodeName": None}},
                 namespace=namespace,
             )
-            log.info(
-                "cleared pod nomination",
-                node=_nominated(pod),
-                reason="node gone" if self.nodes.get(_nominated(pod)) is None else "unschedulable",
-            )
+            log.info("cleared pod nomination", Pod=key, node=_nominated(pod), reason=reason)
         self._forget(key)
-        return None
 
     async def _restore(self, key: str, pod: JSON) -> Result | None:
         """Put back a nomination of ours that kube-scheduler cleared before the node took pods:

@@ -13,13 +13,18 @@ from karpy.apis.objects import has_unregistered_taint
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.types import InsufficientCapacityError, NodeClassNotReadyError
 from karpy.controllers.provisioning import NominationJanitor, nominate_pods
-from karpy.controllers.provisioning.nomination import awaiting_node, nominate_placements
+from karpy.controllers.provisioning.nomination import (
+    ROOM_RECHECK,
+    awaiting_node,
+    nominate_placements,
+)
 from karpy.kube import NODES, PODS, FakeClock
 from karpy.kube.builder import build
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
 
 JSON = dict[str, Any]
+ROOMY = {"cpu": "4", "memory": "8Gi", "pods": "110"}
 
 
 async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -> None:
@@ -35,6 +40,7 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
             "spec": {"taints": [{"key": "example.com/closed", "effect": "NoSchedule"}]},
         }
     )
+    await env.client.patch_status(NODES, "nominee", {"status": {"allocatable": ROOMY}})
     await env.client.create(
         PODS,
         {
@@ -90,7 +96,7 @@ async def test_nomination_is_set_and_cleared_when_it_no_longer_holds(env: Env) -
         client=env.client, pods=pods, nodes=env.cache.informer(NODES), ledger=ledger, clock=clock
     )
     first = await janitor.reconcile(key)
-    assert first is not None and first.requeue_after == pytest.approx(30.0)
+    assert first is not None and first.requeue_after == pytest.approx(ROOM_RECHECK)
     clock.advance(31)
     assert await janitor.reconcile(key) is None
     live = await env.client.get(PODS, "hopeful", namespace=env.namespace)
@@ -134,6 +140,7 @@ async def test_a_nomination_cleared_before_the_node_takes_pods_is_restored_once(
             "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
         }
     )
+    await env.client.patch_status(NODES, node_name, {"status": {"allocatable": ROOMY}})
     await _unscheduled_pod(env, "planned")
     key = f"{env.namespace}/planned"
     pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
@@ -218,11 +225,12 @@ async def test_a_nomination_the_cache_has_not_shown_yet_is_still_withdrawn(env: 
             },
         }
     )
+    await env.client.patch_status(NODES, node_name, {"status": {"allocatable": ROOMY}})
     await _unscheduled_pod(env, "late")
     key = f"{env.namespace}/late"
     pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
     await async_wait_until(
-        lambda: _async(bool(pods.get(key)) and bool(nodes.get(node_name))),
+        lambda: _async(bool(pods.get(key)) and _has_allocatable(nodes.get(node_name))),
         timeout=30,
         message="pod and node cached",
     )
@@ -251,11 +259,66 @@ async def test_a_nomination_the_cache_has_not_shown_yet_is_still_withdrawn(env: 
         lambda: _async(_nominated(pods.get(key)) == node_name), timeout=30, message="cached"
     )
     first = await janitor.reconcile(key)
-    assert first is not None and first.requeue_after == pytest.approx(30.0)
+    assert first is not None and first.requeue_after == pytest.approx(ROOM_RECHECK)
     clock.advance(31)
     assert await janitor.reconcile(key) is None
     live: JSON = await env.client.get(PODS, "late", namespace=env.namespace)
     assert not live["status"].get("nominatedNodeName")
+    assert ledger == {}
+
+
+async def test_a_nomination_to_a_node_others_filled_is_withdrawn_at_once(env: Env) -> None:
+    """Pods karpy did not plan there can take a new node's room before kube-scheduler retries
+    the nominated pod, and it may not retry it for minutes: karpy's nomination goes as soon as
+    the pods bound to the ready node leave too little for it, without the grace period."""
+    node_name = "filling"
+    env.kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node_name,
+                "labels": {"karpenter.sh/nodepool": "pool", "karpenter.sh/initialized": "true"},
+            },
+        }
+    )
+    await env.client.patch_status(NODES, node_name, {"status": {"allocatable": ROOMY}})
+
+    def one_cpu_pod(name: str, node: str | None = None) -> JSON:
+        spec: JSON = {
+            "schedulerName": "nobody",
+            "containers": [
+                {"name": "c", "image": "pause", "resources": {"requests": {"cpu": "3"}}}
+            ],
+        }
+        if node:
+            spec["nodeName"] = node
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+    await env.client.create(PODS, one_cpu_pod("planned"), namespace=env.namespace)
+    key = f"{env.namespace}/planned"
+    pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
+    await async_wait_until(
+        lambda: _async(bool(pods.get(key)) and _has_allocatable(nodes.get(node_name))),
+        timeout=30,
+        message="pod and node cached",
+    )
+    ledger: dict[str, str] = {}
+    assert await nominate_pods(env.client, pods, [key], node_name, ledger=ledger) == 1
+    await async_wait_until(
+        lambda: _async(_nominated(pods.get(key)) == node_name), timeout=30, message="cached"
+    )
+    janitor = NominationJanitor(client=env.client, pods=pods, nodes=nodes, ledger=ledger)
+    first = await janitor.reconcile(key)
+    assert first is not None and first.requeue_after == pytest.approx(ROOM_RECHECK)
+    assert _nominated(await env.client.get(PODS, "planned", namespace=env.namespace)) == node_name
+
+    await env.client.create(PODS, one_cpu_pod("intruder", node_name), namespace=env.namespace)
+    await async_wait_until(
+        lambda: _async(bool(pods.get(f"{env.namespace}/intruder"))), timeout=30, message="bound"
+    )
+    assert await janitor.reconcile(key) is None
+    assert not _nominated(await env.client.get(PODS, "planned", namespace=env.namespace))
     assert ledger == {}
 
 
@@ -297,6 +360,10 @@ async def _unscheduled_pod(env: Env, name: str, *, node_name: str | None = None)
             "spec": spec,
         },
     )
+
+
+def _has_allocatable(node: JSON | None) -> bool:
+    return bool(((node or {}).get("status") or {}).get("allocatable"))
 
 
 def _nominated(pod: JSON | None) -> str:
