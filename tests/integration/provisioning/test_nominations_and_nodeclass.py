@@ -215,17 +215,7 @@ async def test_a_nomination_the_cache_has_not_shown_yet_is_still_withdrawn(env: 
     that (ready) node, the nomination is withdrawn after the grace period, not left to
     kube-scheduler's 5-minute retry."""
     node_name = "ready-early"
-    env.kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": node_name,
-                "labels": {"karpenter.sh/nodepool": "pool", "karpenter.sh/initialized": "true"},
-            },
-        }
-    )
-    await env.client.patch_status(NODES, node_name, {"status": {"allocatable": ROOMY}})
+    await _ready_node(env, node_name)
     await _unscheduled_pod(env, "late")
     key = f"{env.namespace}/late"
     pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
@@ -272,19 +262,9 @@ async def test_a_nomination_to_a_node_others_filled_is_withdrawn_at_once(env: En
     the nominated pod, and it may not retry it for minutes: karpy's nomination goes as soon as
     the pods bound to the ready node leave too little for it, without the grace period."""
     node_name = "filling"
-    env.kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": node_name,
-                "labels": {"karpenter.sh/nodepool": "pool", "karpenter.sh/initialized": "true"},
-            },
-        }
-    )
-    await env.client.patch_status(NODES, node_name, {"status": {"allocatable": ROOMY}})
+    await _ready_node(env, node_name)
 
-    def one_cpu_pod(name: str, node: str | None = None) -> JSON:
+    def three_cpu_pod(name: str, node: str | None = None) -> JSON:
         spec: JSON = {
             "schedulerName": "nobody",
             "containers": [
@@ -295,7 +275,7 @@ async def test_a_nomination_to_a_node_others_filled_is_withdrawn_at_once(env: En
             spec["nodeName"] = node
         return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
-    await env.client.create(PODS, one_cpu_pod("planned"), namespace=env.namespace)
+    await env.client.create(PODS, three_cpu_pod("planned"), namespace=env.namespace)
     key = f"{env.namespace}/planned"
     pods, nodes = env.cache.informer(PODS), env.cache.informer(NODES)
     await async_wait_until(
@@ -313,7 +293,7 @@ async def test_a_nomination_to_a_node_others_filled_is_withdrawn_at_once(env: En
     assert first is not None and first.requeue_after == pytest.approx(ROOM_RECHECK)
     assert _nominated(await env.client.get(PODS, "planned", namespace=env.namespace)) == node_name
 
-    await env.client.create(PODS, one_cpu_pod("intruder", node_name), namespace=env.namespace)
+    await env.client.create(PODS, three_cpu_pod("intruder", node_name), namespace=env.namespace)
     await async_wait_until(
         lambda: _async(bool(pods.get(f"{env.namespace}/intruder"))), timeout=30, message="bound"
     )
@@ -360,6 +340,21 @@ async def _unscheduled_pod(env: Env, name: str, *, node_name: str | None = None)
             "spec": spec,
         },
     )
+
+
+async def _ready_node(env: Env, name: str) -> None:
+    """An initialized karpy Node with room (ROOMY), as kube-scheduler would see it."""
+    env.kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": name,
+                "labels": {"karpenter.sh/nodepool": "pool", "karpenter.sh/initialized": "true"},
+            },
+        }
+    )
+    await env.client.patch_status(NODES, name, {"status": {"allocatable": ROOMY}})
 
 
 def _has_allocatable(node: JSON | None) -> bool:
