@@ -18,8 +18,8 @@ The component that nominates owns the nomination: `NominationJanitor` restores k
 initialized), clears nominations whose node is gone, and karpy's own when the node is ready but
 the pod has stayed unschedulable there for a grace period, or at once when the pods bound there
 leave it no room (other pods took it; kube-scheduler may not try the pod again for minutes), so
-the pod is provisioned for again. Nominations
-kube-scheduler made for preemption are never withdrawn while their node exists.
+the pod is provisioned for again. Nominations kube-scheduler made for preemption are never
+withdrawn while their node exists.
 """
 
 from __future__ import annotations
