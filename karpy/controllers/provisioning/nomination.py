@@ -142,22 +142,34 @@ async def nominate_placements(
 ) -> int:
     """Nominate pods to nodes (`placements`: node name -> pod keys) with one bound on
     concurrent requests for all nodes: a batch that fills a hundred existing nodes makes a
-    hundred nodes' worth of requests at once, not one node's after another's."""
+    hundred nodes' worth of requests at once, not one node's after another's.
+
+    The ledger is written before the requests and put back for the pods that were not
+    nominated. A pod taken from its NodeClaim's plan at registration is coming to that node
+    only by its ledger entry until the cache shows the nomination: a batch gathered in between
+    (a hundred nodes register in the same seconds, each write waiting its turn) would plan it
+    again, and the new node would stay empty."""
     semaphore = asyncio.Semaphore(CONCURRENCY)
+    wanted = [(key, node) for node, keys in placements.items() for key in dict.fromkeys(keys)]
+    before = {key: ledger.get(key) for key, _ in wanted}
+    for key, node_name in wanted:
+        ledger[key] = node_name
 
     async def one(key: str, node_name: str) -> bool:
         pod = pods.get(key)
-        if pod is None:
-            return False
-        async with semaphore:
-            if not await _nominate(client, pod, node_name):
-                return False
-        ledger[key] = node_name
-        return True
+        if pod is not None:
+            async with semaphore:
+                if await _nominate(client, pod, node_name):
+                    return True
+        if ledger.get(key) == node_name:
+            previous = before[key]
+            if previous is None:
+                del ledger[key]
+            else:
+                ledger[key] = previous
+        return False
 
-    done = await asyncio.gather(
-        *(one(key, node) for node, keys in placements.items() for key in dict.fromkeys(keys))
-    )
+    done = await asyncio.gather(*(one(key, node) for key, node in wanted))
     return sum(done)
 
 

@@ -124,6 +124,56 @@ async def test_placements_on_many_nodes_are_nominated_in_one_pass(env: Env) -> N
     assert not bound["status"].get("nominatedNodeName"), "a bound pod is left alone"
 
 
+class GatedClient:
+    """The API client with status writes held until `open` is set: a nomination in flight."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.open = asyncio.Event()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def patch_status(self, *args: Any, **kwargs: Any) -> Any:
+        await self.open.wait()
+        return await self.inner.patch_status(*args, **kwargs)
+
+
+async def test_the_ledger_names_the_node_while_the_nomination_is_written(env: Env) -> None:
+    """A pod taken from its NodeClaim's plan is coming to the node only by its ledger entry
+    until its nomination shows: the entry is there before the write, and put back as it was
+    for pods that could not be nominated."""
+    for name in ("planned", "bound", "taken"):
+        await _unscheduled_pod(env, name, node_name="node-2" if name == "bound" else None)
+    keys = {name: f"{env.namespace}/{name}" for name in ("planned", "bound", "taken")}
+    await env.client.patch_status(
+        PODS, "taken", {"status": {"nominatedNodeName": "node-3"}}, namespace=env.namespace
+    )
+    pods = env.cache.informer(PODS)
+    await async_wait_until(
+        lambda: _async(
+            all(pods.get(k) for k in keys.values()) and _nominated(pods.get(keys["taken"]))
+        ),
+        timeout=30,
+        message="pods cached",
+    )
+    ledger = {keys["taken"]: "node-3"}
+    client = GatedClient(env.client)
+    writing = asyncio.create_task(
+        nominate_placements(client, pods, {"node-1": list(keys.values())}, ledger=ledger)  # type: ignore[arg-type]
+    )
+    await asyncio.sleep(0.2)
+    assert not writing.done()  # the write for "planned" is held; the others need none
+    expected = {keys["planned"]: "node-1", keys["taken"]: "node-3"}
+    assert ledger == expected
+
+    client.open.set()
+    assert await writing == 1
+    assert ledger == expected
+    live: JSON = await env.client.get(PODS, "planned", namespace=env.namespace)
+    assert live["status"]["nominatedNodeName"] == "node-1"
+
+
 async def test_a_nomination_cleared_before_the_node_takes_pods_is_restored_once(
     env: Env,
 ) -> None:
