@@ -49,6 +49,8 @@ _KEPT: list[object] = []
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `karpy simulate` flags, kept next to the command that reads them; the README's
+    simulate section documents each."""
     parser.add_argument(
         "-f",
         "--filename",

@@ -160,18 +160,23 @@ class AWSPlugin:
         )
 
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
+        """Add the AWS controllers: the EC2NodeClass reconciler and the garbage collectors of
+        launch templates and instance profiles when NodeClasses are resolved against EC2, and the
+        leader-only interruption reconciler when `INTERRUPTION_QUEUE` names a queue (off, with a
+        log line saying so, otherwise). The collectors share one cleanup helper."""
         if not isinstance(provider, AWSCloudProvider):
             raise TypeError(f"the aws plugin cannot manage NodeClasses of {provider.name!r}")
         if provider.resolver is not None:
+            cleanup = NodeClassCleanup(
+                provider.resolver.clients, cluster_name=ctx.settings.cluster_name
+            )
             ctx.add(
                 EC2NodeClassController(
                     client=ctx.client,
                     nodeclasses=ctx.cache.informer(EC2NODECLASSES),
                     nodeclaims=ctx.cache.informer(NODECLAIMS),
                     resolver=provider.resolver,
-                    cleanup=NodeClassCleanup(
-                        provider.resolver.clients, cluster_name=ctx.settings.cluster_name
-                    ),
+                    cleanup=cleanup,
                     ca_bundle=provider.instances.cluster.ca_bundle,
                     isolated_vpc=ctx.settings.aws.isolated_vpc,
                     clock=ctx.clock,
@@ -181,9 +186,7 @@ class AWSPlugin:
                 LaunchTemplateGC(
                     nodeclaims=ctx.cache.informer(NODECLAIMS),
                     templates=provider.instances.launch_templates,
-                    cleanup=NodeClassCleanup(
-                        provider.resolver.clients, cluster_name=ctx.settings.cluster_name
-                    ),
+                    cleanup=cleanup,
                     clock=ctx.clock,
                 )
             )
@@ -192,9 +195,7 @@ class AWSPlugin:
                     InstanceProfileGC(
                         nodeclasses=ctx.cache.informer(EC2NODECLASSES),
                         nodeclaims=ctx.cache.informer(NODECLAIMS),
-                        cleanup=NodeClassCleanup(
-                            provider.resolver.clients, cluster_name=ctx.settings.cluster_name
-                        ),
+                        cleanup=cleanup,
                         clock=ctx.clock,
                     )
                 )

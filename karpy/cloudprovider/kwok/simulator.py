@@ -182,6 +182,9 @@ class KwokSimulator:
     # -- pods -------------------------------------------------------------------------------------
 
     async def reconcile_pod(self, key: str) -> Result | None:
+        """Play the kubelet for a pod bound to a node this simulator serves: finish a deletion
+        once its kwok delete delay has passed, and report a new pod Running (Ready unless the
+        pod asks to be unhealthy). Nothing happens while the node's kubelet is down."""
         pod = self.pods.get(key)
         if pod is None:
             return None
@@ -212,55 +215,8 @@ class KwokSimulator:
         done = ready is not None and (unhealthy or ready.get("status") == "True")
         if status.get("phase") == "Running" and done:
             return None
-        now = format_time(self.clock.wall())
         assert node is not None
-        node_ip = next(
-            (
-                a.get("address")
-                for a in (node.get("status") or {}).get("addresses") or ()
-                if a.get("type") == "InternalIP"
-            ),
-            fake_ip(node_name),
-        )
-        pod_ip = (
-            node_ip
-            if (pod.get("spec") or {}).get("hostNetwork")
-            else fake_ip(str(meta.get("uid") or key), second_base=128)
-        )
-        ready_status = "False" if unhealthy else "True"
-        # An unhealthy pod runs, but its readiness never passes (kwok's unhealthy stage).
-        not_ready = {"reason": "ContainersNotReady"} if unhealthy else {}
-        containers = [
-            {
-                "name": c.get("name"),
-                "ready": not unhealthy,
-                "started": True,
-                "restartCount": 0,
-                "image": c.get("image") or "kwok",
-                "imageID": "",
-                "state": {"running": {"startedAt": now}},
-            }
-            for c in (pod.get("spec") or {}).get("containers") or ()
-        ]
-        patch = {
-            "status": {
-                "phase": "Running",
-                "hostIP": node_ip,
-                "hostIPs": [{"ip": node_ip}],
-                "podIP": pod_ip,
-                "podIPs": [{"ip": pod_ip}],
-                "startTime": status.get("startTime") or now,
-                "conditions": [
-                    {"type": t, "status": "True", "lastTransitionTime": now}
-                    for t in ("PodReadyToStartContainers", "Initialized", "PodScheduled")
-                ]
-                + [
-                    {"type": t, "status": ready_status, "lastTransitionTime": now, **not_ready}
-                    for t in ("ContainersReady", "Ready")
-                ],
-                "containerStatuses": containers,
-            }
-        }
+        patch = _running_status(pod, node, unhealthy, format_time(self.clock.wall()))
         try:
             await self.client.patch_status(
                 PODS, name, patch, namespace=namespace, patch_type=PatchType.STRATEGIC
@@ -330,3 +286,62 @@ class KwokPods:
 
     async def reconcile(self, key: str) -> Result | None:
         return await self.simulator.reconcile_pod(key)
+
+
+def _running_status(
+    pod: Mapping[str, Any], node: Mapping[str, Any], unhealthy: bool, now: str
+) -> dict[str, Any]:
+    """The status patch a kubelet would write for a started pod: the node's IP as host IP, a
+    fake pod IP (the node's for host-network pods), every container started, and Ready False
+    for a pod that asks to be unhealthy."""
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    node_name = str((node.get("metadata") or {}).get("name") or "")
+    key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    node_ip = next(
+        (
+            a.get("address")
+            for a in (node.get("status") or {}).get("addresses") or ()
+            if a.get("type") == "InternalIP"
+        ),
+        fake_ip(node_name),
+    )
+    pod_ip = (
+        node_ip
+        if (pod.get("spec") or {}).get("hostNetwork")
+        else fake_ip(str(meta.get("uid") or key), second_base=128)
+    )
+    ready_status = "False" if unhealthy else "True"
+    # An unhealthy pod runs, but its readiness never passes (kwok's unhealthy stage).
+    not_ready = {"reason": "ContainersNotReady"} if unhealthy else {}
+    containers = [
+        {
+            "name": c.get("name"),
+            "ready": not unhealthy,
+            "started": True,
+            "restartCount": 0,
+            "image": c.get("image") or "kwok",
+            "imageID": "",
+            "state": {"running": {"startedAt": now}},
+        }
+        for c in (pod.get("spec") or {}).get("containers") or ()
+    ]
+    return {
+        "status": {
+            "phase": "Running",
+            "hostIP": node_ip,
+            "hostIPs": [{"ip": node_ip}],
+            "podIP": pod_ip,
+            "podIPs": [{"ip": pod_ip}],
+            "startTime": status.get("startTime") or now,
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": now}
+                for t in ("PodReadyToStartContainers", "Initialized", "PodScheduled")
+            ]
+            + [
+                {"type": t, "status": ready_status, "lastTransitionTime": now, **not_ready}
+                for t in ("ContainersReady", "Ready")
+            ],
+            "containerStatuses": containers,
+        }
+    }

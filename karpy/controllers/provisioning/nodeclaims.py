@@ -43,6 +43,11 @@ def requirements_for(claim: NewNodeClaim) -> list[JSON]:
 
 
 def nodeclaim_for(claim: NewNodeClaim, nodepool: Mapping[str, Any]) -> JSON:
+    """The NodeClaim object for a planned node, as Karpenter writes it: the plan's labels plus
+    the NodePool and NodeClass labels, the template's annotations plus the NodePool hash (so
+    drift sees no change on a fresh claim) and the overlay and minValues markers, the template's
+    expiry and grace period, and the NodePool as owner. The termination finalizer is set from
+    the start so no instance can outlive a claim deleted in mid-launch."""
     meta = nodepool.get("metadata") or {}
     spec = nodepool.get("spec") or {}
     template = spec.get("template") or {}

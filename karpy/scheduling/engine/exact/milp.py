@@ -181,6 +181,11 @@ def solve(
     budget: Budget,
     limits: Limits = WORK_LIMITS,
 ) -> Solution:
+    """Search for a plan cheaper than `cutoff` (the heuristic's price): build the model the
+    module docstring describes, run HiGHS within the budget's time and `limits`' work, and read
+    back the nodes bought and the pods placed on existing nodes. The solution carries HiGHS's
+    lower bound, so a caller can report how far from optimal a plan that was cut short is;
+    "infeasible under the cutoff" proves the heuristic plan is optimal."""
     classes = problem.classes
     nc, nk = len(classes), len(options)
     slots = slot_count(problem, options, cutoff)
