@@ -31,13 +31,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
-from karpy.scheduling import InstanceType, Offering, Requirements, pod_view
+from karpy.scheduling import Requirements, pod_view
 from karpy.scheduling.engine import (
     ExistingNode,
     NodePoolTemplate,
     SchedulingInput,
     schedule,
 )
+from tests.unit.scheduling.engine.builders import SHAPES, random_catalogue
 from tests.unit.scheduling.engine.optimum import optimum
 
 GI = 1024**3
@@ -51,36 +52,6 @@ REPACK_BATCHES = int(os.environ.get("REPACK_BATCHES", "40"))
 BANDS = ((2, 7), (8, 20), (21, 40))
 REFERENCE_SECONDS = 60.0
 DAEMON: tuple[str, str, dict[str, str]] = ("100m", "128Mi", {})
-
-
-def _catalogue(rng: random.Random) -> list[InstanceType]:
-    shapes = rng.sample(
-        [(1, 2), (2, 4), (2, 8), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32), (16, 64), (32, 64)],
-        6,
-    )
-    out = []
-    for i, (cpu, mem) in enumerate(shapes):
-        per = 0.03 + 0.005 * mem / cpu
-        out.append(
-            InstanceType(
-                name=f"type-{i}",
-                capacity={"cpu": cpu * 1000, "memory": mem * GI, "pods": 110},
-                overhead={"cpu": 80, "memory": GI // 4},
-                offerings=[
-                    Offering(
-                        zone=z,
-                        capacity_type=ct,
-                        price=round(
-                            cpu * per * (0.4 if ct == "spot" else 1.0) * rng.uniform(0.9, 1.1), 6
-                        ),
-                        available=rng.random() > 0.1,
-                    )
-                    for z in ZONES
-                    for ct in CTS
-                ],
-            )
-        )
-    return out
 
 
 def _pod(name: str, cpu: str, mem: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
@@ -138,7 +109,11 @@ def batch(rng: random.Random, n: int) -> tuple[SchedulingInput, list[dict[str, A
         for e in range(rng.choice([0, 0, 0, 1, 2, 3]))
     ]
     pool = NodePoolTemplate(
-        name="default", requirements=Requirements(), instance_types=_catalogue(rng)
+        name="default",
+        requirements=Requirements(),
+        instance_types=random_catalogue(
+            rng, zones=ZONES, shapes=(*SHAPES, (32, 64)), prefix="type-"
+        ),
     )
     inp = SchedulingInput(
         pods=pods, templates=[pool], daemonset_pods=[daemon], existing_nodes=existing

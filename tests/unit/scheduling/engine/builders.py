@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from typing import Any
 
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.scheduling.engine.model import ExistingNode, NodePoolTemplate
-from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.pods import PodView, pod_view
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.taints import Taint
@@ -17,6 +19,11 @@ CAPACITY_TYPE = "karpenter.sh/capacity-type"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 ARCH = "kubernetes.io/arch"
 OS = "kubernetes.io/os"
+
+CAPACITY_TYPES = ("on-demand", "spot")
+# (vCPU, GiB) shapes random catalogues draw six types from
+SHAPES = ((1, 2), (2, 4), (2, 8), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32), (16, 64))
+GI = 1024**3
 
 _KWOK: list[InstanceType] | None = None
 
@@ -30,6 +37,42 @@ def kwok() -> list[InstanceType]:
 
 def linux_amd64() -> list[InstanceType]:
     return [t for t in kwok() if t.name.endswith("-amd64-linux")]
+
+
+def random_catalogue(
+    rng: random.Random,
+    *,
+    zones: Sequence[str],
+    shapes: Sequence[tuple[int, int]] = SHAPES,
+    prefix: str = "t",
+) -> list[InstanceType]:
+    """Six types drawn from `shapes`, on-demand and spot in every zone, prices proportional to
+    size with a memory premium, spot at 40 %, each perturbed by up to 10 %, and about one offering
+    in ten unavailable: a catalogue where the cheapest plan is not obvious."""
+    return [
+        InstanceType(
+            name=f"{prefix}{i}",
+            capacity={"cpu": cpu * 1000, "memory": mem * GI, "pods": 110},
+            overhead={"cpu": 80, "memory": GI // 4},
+            offerings=[
+                Offering(
+                    zone=zone,
+                    capacity_type=ct,
+                    price=round(
+                        cpu
+                        * (0.03 + 0.005 * mem / cpu)
+                        * (0.4 if ct == "spot" else 1.0)
+                        * rng.uniform(0.9, 1.1),
+                        6,
+                    ),
+                    available=rng.random() > 0.1,
+                )
+                for zone in zones
+                for ct in CAPACITY_TYPES
+            ],
+        )
+        for i, (cpu, mem) in enumerate(rng.sample(list(shapes), 6))
+    ]
 
 
 def raw_pod(

@@ -19,7 +19,6 @@ from karpy.scheduling.engine import exact
 from karpy.scheduling.engine.exact import repacking
 from karpy.scheduling.engine.model import NewNodeClaim, SchedulingInput, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
-from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.pods import pod_view
 from tests.unit.scheduling.engine.builders import (
     CAPACITY_TYPE,
@@ -28,6 +27,7 @@ from tests.unit.scheduling.engine.builders import (
     affinity,
     anti_affinity,
     node,
+    random_catalogue,
     raw_pod,
     spread,
     template,
@@ -39,36 +39,6 @@ CTS = ["on-demand", "spot"]
 GI = 1024**3
 # pods whose place depends on other pods' places: never moved by the re-packing
 TIED = ("zone-spread", "zone-anti", "zone-aff")
-
-
-def _catalogue(rng: random.Random) -> list[InstanceType]:
-    shapes = rng.sample(
-        [(1, 2), (2, 4), (2, 8), (4, 8), (4, 16), (8, 16), (8, 32), (16, 32), (16, 64)], 6
-    )
-    return [
-        InstanceType(
-            name=f"t{i}",
-            capacity={"cpu": cpu * 1000, "memory": mem * GI, "pods": 110},
-            overhead={"cpu": 80, "memory": GI // 4},
-            offerings=[
-                Offering(
-                    zone=z,
-                    capacity_type=ct,
-                    price=round(
-                        cpu
-                        * (0.03 + 0.005 * mem / cpu)
-                        * (0.4 if ct == "spot" else 1.0)
-                        * rng.uniform(0.9, 1.1),
-                        6,
-                    ),
-                    available=rng.random() > 0.1,
-                )
-                for z in ZONES
-                for ct in CTS
-            ],
-        )
-        for i, (cpu, mem) in enumerate(shapes)
-    ]
 
 
 def _batch(
@@ -115,7 +85,7 @@ def _batch(
         node(f"n{e}", cpu=rng.choice([500, 2000]), labels={ZONE: rng.choice(ZONES)})
         for e in range(rng.choice([0, 0, 1, 2]))
     ]
-    types = _catalogue(rng)
+    types = random_catalogue(rng, zones=ZONES)
     pools = [template(types=types)]
     if rng.random() < 0.3:
         # a heavier pool with a limit: its nodes are never re-packed
@@ -209,7 +179,7 @@ def test_the_same_batch_gives_the_same_plan() -> None:
 
 def test_batches_over_the_size_gate_keep_the_heuristic_plan() -> None:
     raws = [raw_pod(f"p{i}", cpu="300m", memory="256Mi") for i in range(repacking.MAX_PODS + 1)]
-    types = _catalogue(random.Random(3))
+    types = random_catalogue(random.Random(3), zones=ZONES)
     inp = SchedulingInput(pods=[pod_view(r) for r in raws], templates=[template(types=types)])
     result = schedule(inp)
     heuristic = _heuristic(inp)
