@@ -71,7 +71,14 @@ async def create_node(
     taints: list[JSON] | None = None,
     ready: bool = True,
 ) -> JSON:
-    """A Node with a providerID, made Ready with allocatable resources through its status."""
+    """A Node with a providerID, made Ready with allocatable resources through its status.
+
+    The Ready condition's heartbeat is now, as a kubelet's first status would be. The tests
+    reuse Node names, and the node lifecycle controller keeps what it knew of a Node whose
+    name came back before its next pass (every 2 s) noticed the deletion: it takes the Node as
+    alive again only when its heartbeat or Lease changes. A fixed heartbeat equal to the
+    previous Node's left the new one judged by the old one's last sign of life, so it was
+    marked `Unknown` and tainted `unreachable` seconds after it was made."""
     from karpy.kube import NODES
 
     meta: JSON = {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}}
@@ -81,9 +88,7 @@ async def create_node(
     if taints:
         spec["taints"] = taints
     await env.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec})
-    return await env.patch_status(
-        NODES, name, node_status(ready=ready, stamp="2026-01-01T00:00:00Z")
-    )
+    return await env.patch_status(NODES, name, node_status(ready=ready))
 
 
 HOLD: str = "test.karpy.sh/hold"

@@ -55,6 +55,16 @@ async def _simulate(kubeconfig: str) -> JSON:
     return plan
 
 
+async def _diagnosis(env: Env, plan: JSON) -> str:
+    """What a failed plan assertion needs: the plan's commands and blocked nodes, and each
+    Node's taints and Ready condition as the apiserver has them now."""
+    nodes = []
+    for node in (await env.client.list(NODES)).items:
+        ready = [c for c in node["status"].get("conditions") or [] if c["type"] == "Ready"]
+        nodes.append((node["metadata"]["name"], node["spec"].get("taints"), ready))
+    return f"commands={plan['commands']} blocked={plan['blocked']} nodes={nodes}"
+
+
 async def _consolidating_pool(env: Env) -> None:
     await env.create(KWOKNODECLASSES, kwok_nodeclass())
     await env.create(
@@ -82,7 +92,7 @@ async def test_from_cluster_plans_on_the_live_objects_with_their_pending_pods(
     first, *rest = before["commands"]
     assert (first["method"], first["decision"]) == ("emptiness", "delete")
     assert [n["name"] for n in first["nodes"]] == ["idle"]
-    assert rest and rest[0]["decision"] == "delete", rest
+    assert rest and rest[0]["decision"] == "delete", await _diagnosis(env, before)
     assert rest[0]["nodes"][0]["name"] in {"a", "b"}
     assert before["summary"]["replacements"] == 0
 
