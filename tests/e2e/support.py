@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from functools import partial
 from typing import Any
@@ -297,6 +297,11 @@ class ClaimWatcher:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(30)
+
+    def saw_deleting(self, names: Iterable[str]) -> bool:
+        """Whether every one of `names` has been recorded deleting. A test that saw a deletion
+        itself waits for this before leaving the `with` block, or the watcher may stop first."""
+        return all(name in self.deleting for name in names)
 
     def _run(self) -> None:
         while not self._stop.is_set():

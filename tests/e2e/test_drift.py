@@ -111,7 +111,11 @@ def test_nodepool_template_edit_replaces_nodes_after_their_replacements_initiali
             message="a NodeClaim marked Drifted (NodePoolDrifted)",
         )
         wait_for(
-            lambda: not (_live(kubectl) & original) and len(_live(kubectl)) == 2,
+            lambda: (
+                not (_live(kubectl) & original)
+                and len(_live(kubectl)) == 2
+                and watcher.saw_deleting(original)
+            ),
             timeout=300,
             message="both drifted nodes replaced",
         )
@@ -156,7 +160,11 @@ def test_kwoknodeclass_change_drifts_and_replaces_its_nodes(
             message="a NodeClaim marked Drifted (NodeClassDrift)",
         )
         wait_for(
-            lambda: not (_live(kubectl) & original) and len(_live(kubectl)) == 2,
+            lambda: (
+                not (_live(kubectl) & original)
+                and len(_live(kubectl)) == 2
+                and watcher.saw_deleting(original)
+            ),
             timeout=300,
             message="both drifted nodes replaced",
         )
@@ -227,7 +235,7 @@ def test_kill_9_mid_command_the_next_karpy_finishes_it(
         karpy.start()
         karpy.wait_ready()
         wait_for(
-            lambda: marked[0] not in _live(kubectl),
+            lambda: marked[0] not in _live(kubectl) and watcher.saw_deleting(marked),
             timeout=240,
             message="the next karpy deletes the old node",
         )
