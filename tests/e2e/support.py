@@ -170,10 +170,7 @@ def wait_bound(
 
 
 def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if c.get("type") == type_:
-            return c  # type: ignore[no-any-return]
-    return None
+    return kit.conditions(obj).get(type_)
 
 
 def wait_nodepool_ready(kubectl: Kubectl, name: str, *, timeout: float = 60.0) -> JSON:

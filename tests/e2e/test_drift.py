@@ -85,6 +85,20 @@ def _start_two(kubectl: Kubectl, namespace: str, kwok_pool: PoolFactory, **pool:
     return found
 
 
+def _wait_replaced(kubectl: Kubectl, watcher: ClaimWatcher, original: set[str]) -> None:
+    """Until two live NodeClaims remain, none of them `original`, and the watcher has recorded
+    each original one deleting (its ordering check reads those times)."""
+    wait_for(
+        lambda: (
+            len(live := _live(kubectl)) == 2
+            and not (live & original)
+            and watcher.saw_deleting(original)
+        ),
+        timeout=300,
+        message="both drifted nodes replaced",
+    )
+
+
 def _assert_replaced_in_order(watcher: ClaimWatcher, original: set[str]) -> None:
     new = [n for n in watcher.initialized if n not in original]
     assert len(new) >= 2, (watcher.initialized, original)
@@ -110,15 +124,7 @@ def test_nodepool_template_edit_replaces_nodes_after_their_replacements_initiali
             timeout=120,
             message="a NodeClaim marked Drifted (NodePoolDrifted)",
         )
-        wait_for(
-            lambda: (
-                not (_live(kubectl) & original)
-                and len(_live(kubectl)) == 2
-                and watcher.saw_deleting(original)
-            ),
-            timeout=300,
-            message="both drifted nodes replaced",
-        )
+        _wait_replaced(kubectl, watcher, original)
         wait_bound(kubectl, namespace, 2, timeout=120)
     _assert_replaced_in_order(watcher, original)
     by_start = sorted(watcher.deleting[o] for o in original)
@@ -159,15 +165,7 @@ def test_kwoknodeclass_change_drifts_and_replaces_its_nodes(
             timeout=120,
             message="a NodeClaim marked Drifted (NodeClassDrift)",
         )
-        wait_for(
-            lambda: (
-                not (_live(kubectl) & original)
-                and len(_live(kubectl)) == 2
-                and watcher.saw_deleting(original)
-            ),
-            timeout=300,
-            message="both drifted nodes replaced",
-        )
+        _wait_replaced(kubectl, watcher, original)
     _assert_replaced_in_order(watcher, original)
     remaining = wait_for(
         lambda: _without(_claims(kubectl), original),

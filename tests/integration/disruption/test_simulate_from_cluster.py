@@ -29,7 +29,7 @@ from tests.integration.disruption.support import (
     unschedulable,
     untainted,
 )
-from tests.kit import capacitybuffer, kwok_nodeclass, nodepool, podtemplate
+from tests.kit import capacitybuffer, conditions, kwok_nodeclass, nodepool, podtemplate
 
 pytestmark = pytest.mark.timeout(240)
 JSON = dict[str, Any]
@@ -58,10 +58,10 @@ async def _simulate(kubeconfig: str) -> JSON:
 async def _diagnosis(env: Env, plan: JSON) -> str:
     """What a failed plan assertion needs: the plan's commands and blocked nodes, and each
     Node's taints and Ready condition as the apiserver has them now."""
-    nodes = []
-    for node in (await env.client.list(NODES)).items:
-        ready = [c for c in node["status"].get("conditions") or [] if c["type"] == "Ready"]
-        nodes.append((node["metadata"]["name"], node["spec"].get("taints"), ready))
+    nodes = [
+        (node["metadata"]["name"], node["spec"].get("taints"), conditions(node).get("Ready"))
+        for node in (await env.client.list(NODES)).items
+    ]
     return f"commands={plan['commands']} blocked={plan['blocked']} nodes={nodes}"
 
 
