@@ -50,16 +50,27 @@ format: $(VENV_STAMP) ## Format and autofix the code
 # by helm) and the karpy-crd chart's templates/ (upgraded by helm), as Karpenter ships them.
 CRD_DIRS := manifests/crds manifests/charts/karpy/crds manifests/charts/karpy-crd/templates
 
+# The documentation's reference pages generated from the code (hack/gendocs.py).
+DOCS_REFERENCE := docs/reference
+
 .PHONY: generate
-generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) from the API models
+generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) and the docs' reference pages
 	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output $$dir || exit 1; done
+	@$(BIN)/python hack/gendocs.py --output $(DOCS_REFERENCE)
 
 .PHONY: check-generated
-check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy differs from what the models generate
+check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference page differs from the code
 	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && status=0 && \
 	  for dir in $(CRD_DIRS); do \
 	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
-	  done; rm -rf $$tmp; exit $$status
+	  done; rm -rf $$tmp; \
+	tmp=$$(mktemp -d); \
+	if $(BIN)/python hack/gendocs.py --output $$tmp; then \
+	  for page in $$tmp/*.md; do \
+	    name=$(DOCS_REFERENCE)/$$(basename $$page); \
+	    if ! diff -u $$name $$page; then echo "$$name is stale: run make generate" >&2; status=1; fi; \
+	  done; \
+	else status=1; fi; rm -rf $$tmp; exit $$status
 
 .PHONY: test
 test: $(VENV_STAMP) binaries lint check-generated ## Lint, then every test suite (unit, integration, e2e)
