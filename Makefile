@@ -14,6 +14,8 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 # Installed packages get their bytecode at install time: with PYTHONDONTWRITEBYTECODE set (as in
 # many CI images) every command would otherwise recompile scipy, pydantic and friends at start-up.
 export UV_COMPILE_BYTECODE := 1
+# mkdocs-material prints a banner about its successor on every build
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: help
 help: ## List the targets
@@ -60,10 +62,12 @@ generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) 
 
 .PHONY: check-generated
 check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference page differs from the code
-	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && status=0 && \
+	@status=0; tmp=$$(mktemp -d); \
+	if $(BIN)/karpy crds --output $$tmp >/dev/null; then \
 	  for dir in $(CRD_DIRS); do \
 	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
-	  done; rm -rf $$tmp; \
+	  done; \
+	else status=1; fi; rm -rf $$tmp; \
 	tmp=$$(mktemp -d); \
 	if $(BIN)/python hack/gendocs.py --output $$tmp; then \
 	  for page in $$tmp/*.md; do \
@@ -72,8 +76,12 @@ check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference pa
 	  done; \
 	else status=1; fi; rm -rf $$tmp; exit $$status
 
+.PHONY: docs
+docs: $(VENV_STAMP) ## Build the documentation site (mkdocs --strict) into .local/site
+	$(BIN)/mkdocs build --strict --quiet --site-dir .local/site
+
 .PHONY: test
-test: $(VENV_STAMP) binaries lint check-generated ## Lint, then every test suite (unit, integration, e2e)
+test: $(VENV_STAMP) binaries lint check-generated docs ## Lint, then every test suite (unit, integration, e2e)
 	$(BIN)/pytest tests/unit tests/integration tests/e2e
 
 .PHONY: bench
