@@ -84,6 +84,11 @@ def test_every_internal_link_of_the_docs_and_readme_leads_somewhere() -> None:
     assert broken_links(pages) == []
 
 
+def test_the_readme_links_into_the_docs() -> None:
+    html = _render(ROOT / "README.md")
+    assert any(link.startswith("docs/") for link in _HREF.findall(html))
+
+
 def test_a_missing_page_and_a_missing_anchor_are_reported(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text(
         "# Title\n\n## A section\n\n"
