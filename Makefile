@@ -78,7 +78,7 @@ check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference pa
 
 .PHONY: docs
 docs: $(VENV_STAMP) ## Build the documentation site (mkdocs --strict) into .local/site
-	$(BIN)/mkdocs build --strict --quiet --site-dir .local/site
+	$(BIN)/mkdocs build --strict --site-dir .local/site
 
 .PHONY: test
 test: $(VENV_STAMP) binaries lint check-generated docs ## Lint, then every test suite (unit, integration, e2e)
