@@ -14,6 +14,8 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 # Installed packages get their bytecode at install time: with PYTHONDONTWRITEBYTECODE set (as in
 # many CI images) every command would otherwise recompile scipy, pydantic and friends at start-up.
 export UV_COMPILE_BYTECODE := 1
+# mkdocs-material prints a banner about its successor on every build
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: help
 help: ## List the targets
@@ -50,19 +52,36 @@ format: $(VENV_STAMP) ## Format and autofix the code
 # by helm) and the karpy-crd chart's templates/ (upgraded by helm), as Karpenter ships them.
 CRD_DIRS := manifests/crds manifests/charts/karpy/crds manifests/charts/karpy-crd/templates
 
+# The documentation's reference pages generated from the code (hack/gendocs.py).
+DOCS_REFERENCE := docs/reference
+
 .PHONY: generate
-generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) from the API models
+generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) and the docs' reference pages
 	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output $$dir || exit 1; done
+	@$(BIN)/python hack/gendocs.py --output $(DOCS_REFERENCE)
 
 .PHONY: check-generated
-check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy differs from what the models generate
-	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && status=0 && \
+check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference page differs from the code
+	@status=0; tmp=$$(mktemp -d); \
+	if $(BIN)/karpy crds --output $$tmp >/dev/null; then \
 	  for dir in $(CRD_DIRS); do \
 	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
-	  done; rm -rf $$tmp; exit $$status
+	  done; \
+	else status=1; fi; rm -rf $$tmp; \
+	tmp=$$(mktemp -d); \
+	if $(BIN)/python hack/gendocs.py --output $$tmp; then \
+	  for page in $$tmp/*.md; do \
+	    name=$(DOCS_REFERENCE)/$$(basename $$page); \
+	    if ! diff -u $$name $$page; then echo "$$name is stale: run make generate" >&2; status=1; fi; \
+	  done; \
+	else status=1; fi; rm -rf $$tmp; exit $$status
+
+.PHONY: docs
+docs: $(VENV_STAMP) ## Build the documentation site (mkdocs --strict) into .local/site
+	$(BIN)/mkdocs build --strict --site-dir .local/site
 
 .PHONY: test
-test: $(VENV_STAMP) binaries lint check-generated ## Lint, then every test suite (unit, integration, e2e)
+test: $(VENV_STAMP) binaries lint check-generated docs ## Lint, then every test suite (unit, integration, e2e)
 	$(BIN)/pytest tests/unit tests/integration tests/e2e
 
 .PHONY: bench
