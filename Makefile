@@ -52,11 +52,11 @@ CRD_DIRS := manifests/crds manifests/charts/karpy/crds manifests/charts/karpy-cr
 
 .PHONY: generate
 generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) from the API models
-	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output $$dir || exit 1; done
+	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output-dir $$dir || exit 1; done
 
 .PHONY: check-generated
 check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy differs from what the models generate
-	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && status=0 && \
+	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output-dir $$tmp && status=0 && \
 	  for dir in $(CRD_DIRS); do \
 	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
 	  done; rm -rf $$tmp; exit $$status

@@ -91,7 +91,7 @@ COMPONENT = "karpenter"
 
 ABSENT_CRD_HINT = (
     "to use it, install karpy's CRDs with the karpy-crd chart (manifests/charts/karpy-crd), "
-    "or apply its file from `karpy crds --output DIR` (named <group>_<plural>.yaml)"
+    "or apply its file from `karpy crds --output-dir DIR` (named <group>_<plural>.yaml)"
 )
 """How to get an extension kind's CRD (logged once when the cluster lacks it, as it does with
 Karpenter's karpenter-crd chart)."""
