@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from karpy.scheduling.resources import CPU, MEMORY, PODS
-from karpy.simulation.command import _instance_types
+from karpy.simulation.catalogchoice import choose_catalog
 from tests.integration.aws.conftest import REGION
 
 MIB = 1024 * 1024
@@ -47,7 +47,8 @@ def test_export_reads_ec2_with_the_settings_and_simulate_reads_it_back(
 
     path = tmp_path / "types.json"
     path.write_text(done.stdout)
-    types = {t.name: t for t in _instance_types(str(path))}
+    # an EC2NodeClass scenario takes the exported file as its catalogue
+    types = {t.name: t for t in choose_catalog(str(path), {"EC2NodeClass": "NodePool 'x'"})}
     read = types["m5.large"]
     assert read.capacity[PODS] == 20
     # kube-reserved for 20 pods (11 x 20 + 255 Mi) and the 100 Mi eviction threshold.
