@@ -3,16 +3,13 @@ stderr on a pseudo-terminal draws it, with stderr piped prints nothing; stdout i
 
 from __future__ import annotations
 
-import errno
 import json
-import os
-import pty
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
+from tests.kit.terminal import on_a_terminal
 from tests.unit.cli.installed import KARPY
 from tests.unit.simulation.test_simulate_disruption import node, nodepool, pod, write
 
@@ -20,36 +17,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _on_a_terminal(*args: str) -> tuple[int, str, str]:
-    """Run karpy with stderr on a pseudo-terminal (read as it comes) and stdout on a pipe."""
-    leader, follower = pty.openpty()
-    seen = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError as err:  # EIO: the program closed the terminal
-                assert err.errno == errno.EIO
-                return
-            if not chunk:
-                return
-            seen.extend(chunk)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        done = subprocess.run(
-            [str(KARPY), *args],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            timeout=240,
-            check=False,
-        )
-    finally:
-        os.close(follower)
-    reader.join(timeout=30)
-    os.close(leader)
-    return done.returncode, done.stdout.decode(), seen.decode(errors="replace")
+    return on_a_terminal([str(KARPY), *args])
 
 
 def _cluster(tmp_path: Path) -> str:
