@@ -137,3 +137,10 @@ def test_max_rounds_help_counts_rounds() -> None:
     assert done.returncode == 0
     text = " ".join(done.stdout[done.stdout.index("--max-rounds") :].split())
     assert "stop after N rounds" in text
+
+
+def test_standard_input_is_read_once(tmp_path: Path) -> None:
+    done = karpy("simulate", "-f", "-", "-f", "-", stdin=KWOK_POOL)
+    assert done.returncode == 2
+    assert "standard input can be read only once" in done.stderr
+    assert done.stdout == ""
