@@ -95,7 +95,7 @@ def choose_catalog(value: str | None, kinds: NodeClassKinds) -> list[InstanceTyp
     if aws_at:
         if value and not given_aws:
             raise CatalogError(
-                f"--instance-types {value}: a kwok catalogue, but {aws_at} uses an {AWS_KIND}: "
+                f"--instance-types {value}: not an AWS catalogue, but {aws_at} uses an {AWS_KIND}: "
                 f"give {AWS_FLAG}, or leave --instance-types out for the shipped EC2 snapshot"
             )
         return load_catalog(value, aws=True)

@@ -108,7 +108,7 @@ def test_an_ec2nodeclass_scenario_refuses_a_kwok_catalogue_file(tmp_path: Path) 
     scenario.write_text("\n---\n".join((AWS_POOL, deployment("web"))))
     done = karpy("simulate", "-f", str(scenario), "--instance-types", str(tmp_path / "kwok.json"))
     assert done.returncode == 2
-    assert "a kwok catalogue" in done.stderr and "EC2NodeClass" in done.stderr
+    assert "not an AWS catalogue" in done.stderr and "EC2NodeClass" in done.stderr
     assert "--instance-types aws[:REGION]" in done.stderr
     assert done.stdout == ""
 
