@@ -57,13 +57,13 @@ DOCS_REFERENCE := docs/reference
 
 .PHONY: generate
 generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) and the docs' reference pages
-	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output $$dir || exit 1; done
+	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output-dir $$dir || exit 1; done
 	@$(BIN)/python hack/gendocs.py --output $(DOCS_REFERENCE)
 
 .PHONY: check-generated
 check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference page differs from the code
 	@status=0; tmp=$$(mktemp -d); \
-	if $(BIN)/karpy crds --output $$tmp >/dev/null; then \
+	if $(BIN)/karpy crds --output-dir $$tmp >/dev/null; then \
 	  for dir in $(CRD_DIRS); do \
 	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
 	  done; \

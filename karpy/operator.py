@@ -33,6 +33,7 @@ from karpy.cloudprovider.metrics import MetricsCloudProvider
 from karpy.cloudprovider.registry import ProviderPlugin, ProviderUnavailableError, get_plugin
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers import ControllerContext, register_all
+from karpy.exitcodes import FAILURE, INVALID, OK
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.errors import ConfigError
@@ -91,7 +92,7 @@ COMPONENT = "karpenter"
 
 ABSENT_CRD_HINT = (
     "to use it, install karpy's CRDs with the karpy-crd chart (manifests/charts/karpy-crd), "
-    "or apply its file from `karpy crds --output DIR` (named <group>_<plural>.yaml)"
+    "or apply its file from `karpy crds --output-dir DIR` (named <group>_<plural>.yaml)"
 )
 """How to get an extension kind's CRD (logged once when the cluster lacks it, as it does with
 Karpenter's karpenter-crd chart)."""
@@ -168,23 +169,23 @@ def run(args: argparse.Namespace, *, wrap: ProviderWrapper | None = None) -> int
         settings = load_settings(_overrides(args))
     except SettingsError as exc:
         print(f"karpy run: {exc}", file=sys.stderr)
-        return 2
+        return INVALID
     try:
         plugin = get_plugin(settings.provider)
         plugin.check(settings)
     except ProviderUnavailableError as exc:
         print(f"karpy run: {exc}", file=sys.stderr)
-        return 2
+        return INVALID
     configure_logging(settings.log_level)
     try:
         return uvloop.run(_main(settings, plugin, wrap))
     except LeaderElectionLostError:
         log.error("leader election lost; exiting")
         logging.shutdown()
-        os._exit(1)  # worker threads may still run a simulation: do not wait for them
+        os._exit(FAILURE)  # worker threads may still run a simulation: do not wait for them
     except ConfigError as exc:
         log.error("cannot reach Kubernetes", error=str(exc))
-        return 1
+        return FAILURE
     finally:
         shutdown_offload()
 
@@ -268,4 +269,4 @@ async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrappe
         # After every controller stopped: the provider's API clients, then karpy's own.
         await plugin.close(inner)
         await client.close()
-    return 0
+    return OK
