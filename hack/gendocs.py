@@ -229,10 +229,19 @@ def cli_page() -> str:
         HEADER.format(source="the karpy command's argparse parser"),
         "# Command line\n\n",
         "`karpy COMMAND [flags]`. Every command has `-h`/`--help`; `karpy` alone prints the help\n"
-        "and `karpy --version` the version (both exit 0).\n\n",
+        "(exit 0).\n\n",
         _table(
             ("command", "help"),
             ((_code(f"karpy {name}"), a.help or "") for name, a, _ in _subcommands(parser)),
+        ),
+        "\n",
+        _table(
+            ("global flag", "help"),
+            (
+                (", ".join(_code(flag) for flag in action.option_strings), action.help or "")
+                for action in parser._actions
+                if action.option_strings and not isinstance(action, argparse._HelpAction)
+            ),
         ),
         "\n## Exit status\n\nEvery command, as its help's epilog says:\n\n",
         _table(
