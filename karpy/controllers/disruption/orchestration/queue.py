@@ -15,10 +15,11 @@ rolls back the commands a previous leader left half done.
 replacements are all Initialized deletes its candidates' NodeClaims (the termination controllers
 drain them); a replacement deleted, or the command older than its timeout (10 minutes, as
 Karpenter's floor), fails the command: the candidates' taint, condition and annotations are
-removed and they are unmarked; the replacements are kept, as Karpenter keeps them (a replacement
-that never initializes is the registration or initialization timeout's to remove, and while it
-waits the disruption simulation will not move pods to it, so the candidate is not disrupted again
-at once).
+removed and they are unmarked; the replacements are kept, as Karpenter keeps them (one that never
+registers is removed by the registration timeout; one that registers but never initializes stays,
+as in Karpenter, until it initializes or is deleted). While a kept replacement has not
+initialized, the disruption simulation will not move pods to it, so the candidate is not
+disrupted again at once.
 
 Crash recovery: a candidate NodeClaim annotated with a command this process does not run is
 adopted. If every replacement the annotation promises exists, the command resumes (waits and
@@ -437,9 +438,9 @@ class OrchestrationQueue:
 
     async def _fail(self, running: _Running, why: str) -> None:
         """Give up on a running command: its candidates are untainted and unmarked and stay.
-        Its replacements are kept, as Karpenter keeps them: one that never initializes is left
-        to the registration and initialization timeouts, one that does takes pods or is
-        consolidated away like any node."""
+        Its replacements are kept, as Karpenter keeps them: one that never registers is left to
+        the registration timeout, one that initializes late takes pods or is consolidated away
+        like any node."""
         metrics.QUEUE_FAILURES_TOTAL.labels(
             running.decision, running.reason.lower(), running.consolidation_type
         ).inc()
