@@ -51,15 +51,16 @@ format: $(VENV_STAMP) ## Format and autofix the code
 CRD_DIRS := manifests/crds manifests/charts/karpy/crds manifests/charts/karpy-crd/templates
 
 .PHONY: generate
-generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) from the API models
+generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) and the chart's values docs
 	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output $$dir || exit 1; done
+	@$(BIN)/python hack/chart_docs.py
 
 .PHONY: check-generated
-check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy differs from what the models generate
+check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or the chart's values docs are stale
 	@tmp=$$(mktemp -d) && $(BIN)/karpy crds --output $$tmp && status=0 && \
 	  for dir in $(CRD_DIRS); do \
 	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
-	  done; rm -rf $$tmp; exit $$status
+	  done; rm -rf $$tmp; $(BIN)/python hack/chart_docs.py --check || status=1; exit $$status
 
 .PHONY: test
 test: $(VENV_STAMP) binaries lint check-generated ## Lint, then every test suite (unit, integration, e2e)
