@@ -33,6 +33,7 @@ KWOK_ONLY = {
     ("", "", "nodes", "create", ""),
     ("", "", "nodes/status", "patch", ""),
     ("kube-node-lease", "coordination.k8s.io", "leases", "create", ""),
+    ("kube-node-lease", "coordination.k8s.io", "leases", "get", ""),
     ("kube-node-lease", "coordination.k8s.io", "leases", "patch", ""),
 }
 AWS_ONLY = {
@@ -435,6 +436,7 @@ def test_rbac_follows_the_provider(helm: Helm) -> None:
     assert node_lease["metadata"]["namespace"] == "kube-node-lease"
     assert rules(node_lease) == {
         ("coordination.k8s.io", "leases", "create", ""),
+        ("coordination.k8s.io", "leases", "get", ""),
         ("coordination.k8s.io", "leases", "patch", ""),
     }
     leader = by_kind(aws)[("Role", "karpenter")]
