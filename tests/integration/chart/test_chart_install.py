@@ -82,6 +82,10 @@ def test_documented_install_upgrade_and_uninstall(
     assert can(kubectl, sa, "update", "leases/karpenter-leader-election", "-n", ns)
     assert not can(kubectl, sa, "update", "leases/karpenter-leader-election", "-n", "kube-system")
     assert not can(kubectl, sa, "update", "leases/someone-else", "-n", ns)
+    # Leases are listed everywhere (the start-up check for another controller's leader Lease),
+    # never written outside the release namespace
+    assert can(kubectl, sa, "list", "leases", "-n", "kube-system")
+    assert not can(kubectl, sa, "patch", "leases", "-n", "kube-system")
     assert not can(kubectl, sa, "create", "leases", "-n", "kube-node-lease")
     assert not can(kubectl, sa, "create", "nodes")
     assert not can(kubectl, sa, "patch", "nodes", "--subresource=status")
