@@ -19,6 +19,7 @@ process exits at once so a restart comes back as a standby), 2 for invalid setti
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
@@ -36,9 +37,10 @@ from karpy.controllers import ControllerContext, register_all
 from karpy.exitcodes import FAILURE, INVALID, OK
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
-from karpy.kube.errors import ConfigError
+from karpy.kube.errors import ConfigError, KubeError
 from karpy.kube.events import EventRecorder
 from karpy.kube.leaderelection import LeaderElectionConfig
+from karpy.kube.leasepeers import leases_elsewhere
 from karpy.kube.logconfig import configure_logging
 from karpy.kube.manager import LeaderElectionLostError, Manager, ManagerOptions
 from karpy.kube.offload import shutdown_offload
@@ -88,6 +90,10 @@ CACHED_RESOURCES: tuple[Resource, ...] = (
 """Resources every replica keeps in its cache (RBAC: list and watch each)."""
 
 COMPONENT = "karpenter"
+# Karpenter's leader Lease name (its --leader-election-name default), in SYSTEM_NAMESPACE: a
+# Karpenter and a karpy in one namespace share one Lease, so only one of them acts.
+LEADER_LEASE = f"{COMPONENT}-leader-election"
+PEER_CHECK_TIMEOUT = 10.0
 """Event source component and leader-lease name prefix, as Karpenter's."""
 
 ABSENT_CRD_HINT = (
@@ -190,6 +196,28 @@ def run(args: argparse.Namespace, *, wrap: ProviderWrapper | None = None) -> int
         shutdown_offload()
 
 
+async def warn_about_other_leaders(client: Client, *, namespace: str) -> None:
+    """Warn about Karpenter's (or another karpy's) leader Lease in another namespace: election
+    only keeps replicas of one installation from acting together, so two installations in
+    different namespaces would both act on the same NodeClaims."""
+    try:
+        peers = await asyncio.wait_for(
+            leases_elsewhere(client, name=LEADER_LEASE, namespace=namespace), PEER_CHECK_TIMEOUT
+        )
+    except (KubeError, TimeoutError) as exc:
+        log.debug("could not look for other NodeClaim controllers' Leases", error=str(exc))
+        return
+    for peer in peers:
+        log.warning(
+            "found another NodeClaim controller's leader Lease in another namespace; if that "
+            "controller runs, both act on the same NodePools and NodeClaims: stop one",
+            lease=f"{peer.namespace}/{LEADER_LEASE}",
+            holder=peer.holder,
+            renewTime=peer.renew_time,
+            namespace=namespace,
+        )
+
+
 async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrapper | None) -> int:
     identity = f"{settings.leader_election.pod_name}_{uuid.uuid4()}"
     client = await Client.connect(
@@ -210,8 +238,9 @@ async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrappe
         election = LeaderElectionConfig(
             identity=identity,
             namespace=settings.leader_election.system_namespace,
-            name=f"{COMPONENT}-leader-election",
+            name=LEADER_LEASE,
         )
+    await warn_about_other_leaders(client, namespace=settings.leader_election.system_namespace)
     manager = Manager(
         client=client,
         cache=Cache(client, absent_hint=ABSENT_CRD_HINT),
