@@ -6,7 +6,8 @@ Settings: `CLUSTER_NAME` (required), `CLUSTER_ENDPOINT` (default: `eks:DescribeC
 `RESERVED_ENIS`, `ISOLATED_VPC`, `INTERRUPTION_QUEUE` (the interruption reconciler runs only when
 it is set); the SDK's own environment gives
 the region (`AWS_REGION` or `AWS_DEFAULT_REGION`, required), credentials and `AWS_ENDPOINT_URL`
-(a moto server, a VPC endpoint).
+(a moto server, a VPC endpoint). The service CIDR, cluster DNS IP and Kubernetes version are
+read while running (`clusterfacts.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS, NODEOVERLAYS
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.cluster import discover_cluster
+from karpy.cloudprovider.aws.clusterfacts import ClusterFacts, kubernetes_version
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.interruption import InterruptionController, MessageHandler
@@ -64,13 +66,6 @@ def clients_from_env() -> AWSClients:
     )
 
 
-def kubernetes_version(version: Mapping[str, object]) -> str:
-    """`1.33` from the apiserver's `/version` (minor versions may carry a `+`)."""
-    major = str(version.get("major", "")).rstrip("+")
-    minor = str(version.get("minor", "")).rstrip("+")
-    return f"{major}.{minor}"
-
-
 def build_aws_provider(
     settings: Settings,
     *,
@@ -80,8 +75,16 @@ def build_aws_provider(
     nodeclass_of: NodeClassLookup,
     ca_bundle: str | None = None,
     overlays: LaunchOverlays | None = None,
+    kube: Client | None = None,
 ) -> AWSCloudProvider:
-    """The provider and its parts, from the settings (no API call yet)."""
+    """The provider and its parts, from the settings (no API call yet). `kube` is where the
+    Kubernetes version and the kube-dns Service are re-read; without it the version stays."""
+    facts = ClusterFacts(
+        clients,
+        cluster_name=settings.cluster_name,
+        kube=kube,
+        kubernetes_version=kubernetes_version,
+    )
     unavailable = UnavailableOfferings()
     instance_types = InstanceTypeProvider(
         clients,
@@ -94,9 +97,13 @@ def build_aws_provider(
         clients,
         ClusterInfo(name=settings.cluster_name, endpoint=cluster_endpoint, ca_bundle=ca_bundle),
         unavailable=unavailable,
+        facts=facts,
     )
     resolver = NodeClassResolver(
-        clients, cluster_name=settings.cluster_name, kubernetes_version=kubernetes_version
+        clients,
+        cluster_name=settings.cluster_name,
+        kubernetes_version=kubernetes_version,
+        facts=facts,
     )
     return AWSCloudProvider(
         nodeclass_of=nodeclass_of,
@@ -154,6 +161,7 @@ class AWSPlugin:
             ca_bundle=access.ca_bundle,
             kubernetes_version=version,
             nodeclass_of=nodeclass_of,
+            kube=client,
             overlays=LaunchOverlays(
                 cache.informer(NODEOVERLAYS).list if settings.feature_gates.node_overlay else None
             ),
