@@ -38,6 +38,7 @@ KWOK_ONLY = {
 AWS_ONLY = {
     ("", "karpenter.k8s.aws", "ec2nodeclasses", "patch", ""),
     ("", "karpenter.k8s.aws", "ec2nodeclasses/status", "patch", ""),
+    ("kube-system", "", "services", "get", "kube-dns"),
 }
 
 
@@ -73,14 +74,20 @@ def test_defaults_match_karpenters_chart(helm: Helm) -> None:
             "Deployment",
             "PodDisruptionBudget",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "Service",
             "ServiceAccount",
         ]
     )
     for doc in docs:
-        assert doc["metadata"]["name"] == "karpenter-karpy", doc["kind"]
         assert doc["metadata"]["labels"].items() >= SELECTOR.items()
+        if doc["metadata"].get("namespace") == "kube-system":
+            # Karpenter's `-dns` Role: the kube-dns Service, for the cluster DNS default
+            assert doc["metadata"]["name"] == "karpenter-karpy-dns", doc["kind"]
+            continue
+        assert doc["metadata"]["name"] == "karpenter-karpy", doc["kind"]
         if doc["kind"] not in {"ClusterRole", "ClusterRoleBinding"}:
             assert doc["metadata"]["namespace"] == "karpenter", doc["kind"]
 
