@@ -26,7 +26,8 @@ from kubetest import Kubectl
 from tests.e2e.aws_kubelets import Kubelets, node_name
 from tests.e2e.conftest import KarpyFactory
 from tests.e2e.support import nodeclaims, wait_for, wait_nodepool_ready
-from tests.e2e.test_aws import CREDENTIALS, REGION, REPO, _lower, moto  # noqa: F401  (fixture)
+from tests.e2e.test_aws import CREDENTIALS, REGION, REPO, _lower
+from tests.e2e.test_aws_interruption import moto  # noqa: F401  (fixture: reset before and after)
 
 FENCED = "node-restriction.kubernetes.io/fenced"
 REGISTRATION = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
