@@ -31,6 +31,7 @@ from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.nodeclassread import read_nodeclass
+from karpy.cloudprovider.aws.pricerefresh import OnDemandPriceRefresher
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
@@ -207,6 +208,13 @@ class AWSPlugin:
                         clock=ctx.clock,
                     )
                 )
+        ctx.add_runnable(
+            OnDemandPriceRefresher(
+                pricing=provider.instance_types.pricing,
+                instance_types=provider.instance_types,
+            ),
+            leader_only=False,
+        )
         queue = ctx.settings.aws.interruption_queue.strip()
         if not queue:
             log.info("interruption handling is off: INTERRUPTION_QUEUE is not set")
