@@ -4,7 +4,8 @@
 
 Tags the default VPC's subnets of three zones (us-east-1a..c) and its `default` security
 group `karpenter.sh/discovery=<cluster>`, and creates the IAM role `KarpenterNodeRole-<cluster>`
-and the EKS cluster `<cluster>` (karpy reads its endpoint when `CLUSTER_ENDPOINT` is not set).
+and the EKS cluster `<cluster>` with the service CIDR `--service-cidr` (karpy reads its endpoint
+when `CLUSTER_ENDPOINT` is not set, and the CIDR for AL2023's NodeConfig).
 The default VPC's `default` group, because moto gives every spot instance that group whatever
 its launch template names: with another group selected, each spot NodeClaim would be
 `SecurityGroupDrift`ed (and replaced) a few seconds after it launched. moto has no
@@ -25,6 +26,7 @@ def main() -> None:
     parser.add_argument("--endpoint-url", default="http://127.0.0.1:5000")
     parser.add_argument("--cluster", default="demo")
     parser.add_argument("--region", default="us-east-1")
+    parser.add_argument("--service-cidr", default="10.100.0.0/16")
     args = parser.parse_args()
     kwargs = {
         "endpoint_url": args.endpoint_url,
@@ -62,12 +64,14 @@ def main() -> None:
             }
         ),
     )
-    # The EKS cluster karpy asks for its endpoint and CA when CLUSTER_ENDPOINT is not set.
+    # The EKS cluster karpy asks for its endpoint and CA when CLUSTER_ENDPOINT is not set, and
+    # for the service CIDR.
     boto3.client("eks", **kwargs).create_cluster(
         name=args.cluster,
         version="1.33",
         roleArn=f"arn:aws:iam::123456789012:role/{args.cluster}-cluster",
         resourcesVpcConfig={"subnetIds": subnets},
+        kubernetesNetworkConfig={"serviceIpv4Cidr": args.service_cidr},
     )
     images = ec2.describe_images(
         Owners=["amazon"],

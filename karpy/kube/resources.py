@@ -26,6 +26,7 @@ __all__ = [
     "PODDISRUPTIONBUDGETS",
     "PODS",
     "PODTEMPLATES",
+    "SERVICES",
     "STORAGECLASSES",
     "VOLUMEATTACHMENTS",
     "Resource",
@@ -102,6 +103,7 @@ def split_key(key: str) -> tuple[str | None, str]:
 PODS = Resource("", "v1", "Pod", "pods", namespaced=True)
 NODES = Resource("", "v1", "Node", "nodes", namespaced=False)
 NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
+SERVICES = Resource("", "v1", "Service", "services", namespaced=True)
 EVENTS = Resource("", "v1", "Event", "events", namespaced=True)
 PERSISTENTVOLUMECLAIMS = Resource(
     "", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", namespaced=True

@@ -39,6 +39,7 @@ from karpy.apis.v1.labels import (
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.aws.candidates import CandidateCache
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.clusterfacts import ClusterCIDRError, ClusterFacts
 from karpy.cloudprovider.aws.describebatch import DescribeBatcher
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 from karpy.cloudprovider.aws.fleet import (
@@ -146,9 +147,12 @@ class AWSInstances:
         unavailable: UnavailableOfferings,
         launch_templates: LaunchTemplates | None = None,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
+        facts: ClusterFacts | None = None,
     ) -> None:
         self._clients = clients
         self.cluster = cluster
+        self.facts = facts
+        """Where the service CIDR and cluster DNS IP come from when `cluster` lacks them."""
         self.unavailable = unavailable
         self.launch_templates = launch_templates or LaunchTemplates(clients)
         self.candidates = CandidateCache()
@@ -312,18 +316,16 @@ class AWSInstances:
             grouped.setdefault((image, int(it.capacity.get(PODS, 0))), []).append(it)
         lt_tags = launch_tags(self.cluster.name, nodeclass, claim.nodepool_name)
         kubelet = nodeclass.spec.kubelet
+        cidr, dns = await self._network(nodeclass)
         groups = []
         for (image, pods), members in grouped.items():
             options = BootstrapOptions(
                 cluster_name=self.cluster.name,
                 cluster_endpoint=self.cluster.endpoint,
                 ca_bundle=self.cluster.ca_bundle,
-                cluster_cidr=self.cluster.cidr,
+                cluster_cidr=cidr,
                 max_pods=pods or None,
-                cluster_dns=tuple(
-                    (kubelet.cluster_dns if kubelet and kubelet.cluster_dns else None)
-                    or self.cluster.dns
-                ),
+                cluster_dns=dns,
                 labels=dict(claim.metadata.labels or {}),
                 kubelet={
                     k: v
@@ -345,6 +347,28 @@ class AWSInstances:
                 f"{_list([it.name for it in types])}"
             )
         return groups
+
+    async def _network(self, nodeclass: EC2NodeClass) -> tuple[str | None, tuple[str, ...]]:
+        """The service CIDR and the cluster DNS IPs for the node: `kubelet.clusterDNS`, else
+        the kube-dns Service's ClusterIP (Karpenter's rule). AL2023 cannot join without the
+        CIDR, so its launch waits for it as for a not-Ready class."""
+        kubelet = nodeclass.spec.kubelet
+        dns = tuple(kubelet.cluster_dns) if kubelet and kubelet.cluster_dns else self.cluster.dns
+        cidr = self.cluster.cidr
+        if self.facts is None:
+            return cidr, dns
+        if not dns:
+            found = await self.facts.dns_ip()
+            dns = (found,) if found else ()
+        if cidr is None:
+            try:
+                cidr = (await self.facts.service_network()).cidr
+            except ClusterCIDRError as error:
+                if nodeclass.spec.resolved_ami_family() == "AL2023":
+                    raise NodeClassNotReadyError(
+                        f'EC2NodeClass "{nodeclass.name}" is not ready: {error}'
+                    ) from error
+        return cidr, dns
 
     async def _find_launched(self, claim_name: str) -> Mapping[str, Any] | None:
         """A live instance already launched for this NodeClaim in this cluster."""

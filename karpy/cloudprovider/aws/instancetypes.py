@@ -219,6 +219,13 @@ class InstanceTypeProvider:
             self._built.clear()
         return True
 
+    async def prices_changed(self) -> None:
+        """Forget the instance types built with the old prices (on-demand prices refreshed)."""
+        async with self._refresh_lock:
+            self._version += 1
+            self._cache.clear()
+            self._built.clear()
+
     async def update_instance_types(self) -> None:
         infos: dict[str, Mapping[str, Any]] = {}
         async with self._clients.client("ec2") as ec2:

@@ -32,6 +32,7 @@ from karpy.apis.v1.common import Condition, NodeSelectorRequirement
 from karpy.apis.v1.labels import LABEL_ARCH
 from karpy.cloudprovider.aws.cleanup import instance_profile_path
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.clusterfacts import ClusterCIDRError, ClusterFacts
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 from karpy.cloudprovider.aws.validation import DryRunValidator
 
@@ -225,10 +226,14 @@ class NodeClassResolver:
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         ssm_ttl: timedelta = SSM_CACHE_TTL,
+        facts: ClusterFacts | None = None,
     ) -> None:
         self.clients = clients
         self.cluster_name = cluster_name
         self.kubernetes_version = kubernetes_version
+        self.facts = facts
+        """The cluster's service CIDR and current Kubernetes version; without it the version
+        given here is used and no CIDR is required."""
         self._clock = clock
         self._now = now
         self._ssm_ttl = ssm_ttl.total_seconds()
@@ -448,6 +453,8 @@ class NodeClassResolver:
                 )
             )
 
+        if self.facts is not None:
+            self.kubernetes_version = await self.facts.kubernetes_version()
         result.amis = await self.amis(spec)
         cond(
             aws.CONDITION_AMIS_READY,
@@ -489,7 +496,15 @@ class NodeClassResolver:
             )
         deps = [c for c in result.conditions if c.status != "True"]
         bad_tags = _restricted_tags(spec.tags or {})
-        if deps:
+        cidr_error = await self._cidr_error(spec)
+        if cidr_error is not None:
+            cond(
+                aws.CONDITION_VALIDATION_SUCCEEDED,
+                False,
+                aws.REASON_CLUSTER_CIDR_RESOLUTION_FAILED,
+                cidr_error,
+            )
+        elif deps:
             cond(
                 aws.CONDITION_VALIDATION_SUCCEEDED,
                 False,
@@ -521,6 +536,17 @@ class NodeClassResolver:
             "" if not failing else ", ".join(f"{t}=False" for t in failing),
         )
         return result
+
+    async def _cidr_error(self, spec: EC2NodeClassSpec) -> str | None:
+        """Why the service CIDR an AL2023 NodeConfig needs is unknown, or None (other
+        families do not need it, as in Karpenter)."""
+        if self.facts is None or spec.resolved_ami_family() != "AL2023":
+            return None
+        try:
+            await self.facts.service_network()
+        except ClusterCIDRError as error:
+            return str(error)
+        return None
 
 
 def _terms(terms: Sequence[Any]) -> str:

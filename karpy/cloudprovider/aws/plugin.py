@@ -6,7 +6,8 @@ Settings: `CLUSTER_NAME` (required), `CLUSTER_ENDPOINT` (default: `eks:DescribeC
 `RESERVED_ENIS`, `ISOLATED_VPC`, `INTERRUPTION_QUEUE` (the interruption reconciler runs only when
 it is set); the SDK's own environment gives
 the region (`AWS_REGION` or `AWS_DEFAULT_REGION`, required), credentials and `AWS_ENDPOINT_URL`
-(a moto server, a VPC endpoint).
+(a moto server, a VPC endpoint). The service CIDR, cluster DNS IP and Kubernetes version are
+read while running (`clusterfacts.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS, NODEOVERLAYS
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.cluster import discover_cluster
+from karpy.cloudprovider.aws.clusterfacts import ClusterFacts, kubernetes_version
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.interruption import InterruptionController, MessageHandler
@@ -29,6 +31,7 @@ from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.nodeclassread import read_nodeclass
+from karpy.cloudprovider.aws.pricerefresh import OnDemandPriceRefresher
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
@@ -64,13 +67,6 @@ def clients_from_env() -> AWSClients:
     )
 
 
-def kubernetes_version(version: Mapping[str, object]) -> str:
-    """`1.33` from the apiserver's `/version` (minor versions may carry a `+`)."""
-    major = str(version.get("major", "")).rstrip("+")
-    minor = str(version.get("minor", "")).rstrip("+")
-    return f"{major}.{minor}"
-
-
 def build_aws_provider(
     settings: Settings,
     *,
@@ -80,8 +76,16 @@ def build_aws_provider(
     nodeclass_of: NodeClassLookup,
     ca_bundle: str | None = None,
     overlays: LaunchOverlays | None = None,
+    kube: Client | None = None,
 ) -> AWSCloudProvider:
-    """The provider and its parts, from the settings (no API call yet)."""
+    """The provider and its parts, from the settings (no API call yet). `kube` is where the
+    Kubernetes version and the kube-dns Service are re-read; without it the version stays."""
+    facts = ClusterFacts(
+        clients,
+        cluster_name=settings.cluster_name,
+        kube=kube,
+        kubernetes_version=kubernetes_version,
+    )
     unavailable = UnavailableOfferings()
     instance_types = InstanceTypeProvider(
         clients,
@@ -94,9 +98,13 @@ def build_aws_provider(
         clients,
         ClusterInfo(name=settings.cluster_name, endpoint=cluster_endpoint, ca_bundle=ca_bundle),
         unavailable=unavailable,
+        facts=facts,
     )
     resolver = NodeClassResolver(
-        clients, cluster_name=settings.cluster_name, kubernetes_version=kubernetes_version
+        clients,
+        cluster_name=settings.cluster_name,
+        kubernetes_version=kubernetes_version,
+        facts=facts,
     )
     return AWSCloudProvider(
         nodeclass_of=nodeclass_of,
@@ -154,6 +162,7 @@ class AWSPlugin:
             ca_bundle=access.ca_bundle,
             kubernetes_version=version,
             nodeclass_of=nodeclass_of,
+            kube=client,
             overlays=LaunchOverlays(
                 cache.informer(NODEOVERLAYS).list if settings.feature_gates.node_overlay else None
             ),
@@ -199,6 +208,13 @@ class AWSPlugin:
                         clock=ctx.clock,
                     )
                 )
+        ctx.add_runnable(
+            OnDemandPriceRefresher(
+                pricing=provider.instance_types.pricing,
+                instance_types=provider.instance_types,
+            ),
+            leader_only=False,
+        )
         queue = ctx.settings.aws.interruption_queue.strip()
         if not queue:
             log.info("interruption handling is off: INTERRUPTION_QUEUE is not set")

@@ -18,6 +18,9 @@ from typing import Any, Final
 
 import yaml
 
+from karpy.apis.v1.labels import TAINT_UNREGISTERED_KEY
+from karpy.cloudprovider.aws.kubeletlabels import kubelet_safe
+
 __all__ = [
     "BootstrapOptions",
     "Taint",
@@ -41,6 +44,9 @@ class Taint:
     value: str | None = None
 
 
+UNREGISTERED: Final = Taint(key=TAINT_UNREGISTERED_KEY, effect="NoExecute")
+
+
 @dataclass(frozen=True)
 class BootstrapOptions:
     """What a node needs to join: the cluster and the kubelet settings of its launch template."""
@@ -59,7 +65,17 @@ class BootstrapOptions:
 
 
 def _node_labels(options: BootstrapOptions) -> dict[str, str]:
-    return {**options.labels, LABEL_DO_NOT_SYNC_TAINTS: "true"}
+    """The labels the kubelet accepts (the rest are set when the Node registers)."""
+    return {**kubelet_safe(options.labels), LABEL_DO_NOT_SYNC_TAINTS: "true"}
+
+
+def _taints(options: BootstrapOptions) -> list[Taint]:
+    """The NodePool's taints and startupTaints, and the registration taint, which keeps pods
+    off the node until karpy has synced it with its NodeClaim (Karpenter adds it always)."""
+    taints = list(options.taints)
+    if not any(t.key == UNREGISTERED.key and t.effect == UNREGISTERED.effect for t in taints):
+        taints.append(UNREGISTERED)
+    return taints
 
 
 def _node_config(options: BootstrapOptions) -> str:
@@ -68,11 +84,10 @@ def _node_config(options: BootstrapOptions) -> str:
         kubelet["maxPods"] = options.max_pods
     if options.cluster_dns:
         kubelet["clusterDNS"] = list(options.cluster_dns)
-    if options.taints:
-        kubelet["registerWithTaints"] = [
-            {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
-            for t in options.taints
-        ]
+    kubelet["registerWithTaints"] = [
+        {"key": t.key, "effect": t.effect, **({"value": t.value} if t.value else {})}
+        for t in _taints(options)
+    ]
     labels = ",".join(f"{k}={v}" for k, v in sorted(_node_labels(options).items()))
     cluster: dict[str, Any] = {
         "name": options.cluster_name,
@@ -138,7 +153,7 @@ def _kubelet_extra_args(options: BootstrapOptions) -> list[str]:
     labels = ",".join(f"{k}={v}" for k, v in sorted(_node_labels(options).items()))
     taints = ",".join(
         f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
-        for t in options.taints
+        for t in _taints(options)
     )
     kubelet = options.kubelet
     args: list[str | None] = [
@@ -268,6 +283,41 @@ def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     return base
 
 
+BOTTLEROCKET_KUBELET_KEYS: Final = {
+    "systemReserved": "system-reserved",
+    "kubeReserved": "kube-reserved",
+    "evictionHard": "eviction-hard",
+    "evictionSoft": "eviction-soft",
+    "evictionSoftGracePeriod": "eviction-soft-grace-period",
+    "evictionMaxPodGracePeriod": "eviction-max-pod-grace-period",
+    "imageGCHighThresholdPercent": "image-gc-high-threshold-percent",
+    "imageGCLowThresholdPercent": "image-gc-low-threshold-percent",
+    "cpuCFSQuota": "cpu-cfs-quota-enforced",
+}
+"""EC2NodeClass kubelet fields and the Bottlerocket `settings.kubernetes` keys that set them
+(maxPods and clusterDNS are `max-pods` and `cluster-dns-ip`, set from the launch's values;
+Bottlerocket has no pods-per-core setting, so podsPerCore acts through `max-pods`)."""
+_BOTTLEROCKET_STRING_KEYS: Final = frozenset(
+    {"image-gc-high-threshold-percent", "image-gc-low-threshold-percent"}
+)
+
+
+def _bottlerocket_kubelet(kubelet: Mapping[str, Any]) -> dict[str, Any]:
+    """The EC2NodeClass's kubelet block as Bottlerocket settings (its image-GC thresholds
+    are strings, as Karpenter writes them)."""
+    out: dict[str, Any] = {}
+    for field_name, key in BOTTLEROCKET_KUBELET_KEYS.items():
+        value = kubelet.get(field_name)
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            value = dict(sorted(value.items()))
+        elif key in _BOTTLEROCKET_STRING_KEYS:
+            value = str(value)
+        out[key] = value
+    return out
+
+
 def bottlerocket_user_data(options: BootstrapOptions) -> str:
     """Bottlerocket TOML: the user's settings with karpy's `settings.kubernetes` over them."""
     user = tomllib.loads(options.custom_user_data) if options.custom_user_data else {}
@@ -281,12 +331,12 @@ def bottlerocket_user_data(options: BootstrapOptions) -> str:
         kubernetes["max-pods"] = options.max_pods
     if options.cluster_dns:
         kubernetes["cluster-dns-ip"] = list(options.cluster_dns)
+    kubernetes.update(_bottlerocket_kubelet(options.kubelet))
     kubernetes["node-labels"] = dict(sorted(_node_labels(options).items()))
-    if options.taints:
-        taints: dict[str, list[str]] = {}
-        for t in options.taints:
-            taints.setdefault(t.key, []).append(f"{t.value or ''}:{t.effect}")
-        kubernetes["node-taints"] = taints
+    taints: dict[str, list[str]] = {}
+    for t in _taints(options):
+        taints.setdefault(t.key, []).append(f"{t.value or ''}:{t.effect}")
+    kubernetes["node-taints"] = taints
     merged = _merge(user, {"settings": {"kubernetes": kubernetes}})
     return "\n".join(_toml(merged)).rstrip("\n") + "\n"
 

@@ -10,14 +10,21 @@ nothing is launched with it. Results are cached for 30 minutes (Karpenter's `Val
 per hash of the spec and the resolved status, so an unchanged class costs one set of dry-runs
 per half hour and an edited one is checked again at once. Throttling and server errors are
 raised and not cached: the controller retries.
+
+Right after karpy creates an instance profile, EC2 may not see it yet (IAM is eventually
+consistent) and answers `Invalid IAM Instance Profile name`. That is retried here with backoff
+(`RETRY_DELAYS`); if it persists, the class is not Ready with InstanceProfileNotFound for now,
+but the answer is not cached, so the next reconcile (a minute later) checks again instead of
+waiting out the 30 minutes. Karpenter requeues on the same errors.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
@@ -27,9 +34,12 @@ from karpy.apis.aws.v1.ec2nodeclass import AMIStatus, EC2NodeClass, SubnetStatus
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 
-__all__ = ["VALIDATION_TTL", "DryRunValidator", "ValidationResult"]
+__all__ = ["RETRY_DELAYS", "VALIDATION_TTL", "DryRunValidator", "ValidationResult"]
 
 VALIDATION_TTL: Final = timedelta(minutes=30)
+RETRY_DELAYS: Final = (1.0, 2.0, 4.0)
+"""Seconds waited before each retry of a check that met IAM's eventual consistency."""
+_IAM_NOT_YET: Final = ("Invalid IAM Instance Profile name", "Invalid IAM Instance Profile ARN")
 # Karpenter's fallback types when none is prioritized: one per architecture.
 _FALLBACK_TYPES: Final = {"amd64": "m5.large", "arm64": "m6g.large"}
 _DRY_RUN_OK: Final = "DryRunOperation"
@@ -43,6 +53,8 @@ class ValidationResult:
     ok: bool
     reason: str = aws.CONDITION_VALIDATION_SUCCEEDED
     message: str = ""
+    transient: bool = False
+    """The failure may be IAM's eventual consistency: retried, and never cached."""
 
 
 _OK: Final = ValidationResult(True)
@@ -70,11 +82,15 @@ class DryRunValidator:
         cluster_name: str,
         clock: Callable[[], float] = time.monotonic,
         ttl: timedelta = VALIDATION_TTL,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.clients = clients
         self.cluster_name = cluster_name
         self._clock = clock
         self._ttl = ttl.total_seconds()
+        self._retry_delays = tuple(retry_delays)
+        self._sleep = sleep
         self._cache: dict[str, tuple[float, ValidationResult]] = {}
 
     async def validate(
@@ -99,8 +115,14 @@ class DryRunValidator:
         if cached is not None and now - cached[0] < self._ttl:
             return cached[1]
         result = await self._check(inputs, nodeclass.spec.tags or {})
+        for delay in self._retry_delays:
+            if not result.transient:
+                break
+            await self._sleep(delay)
+            result = await self._check(inputs, nodeclass.spec.tags or {})
         self._cache = {k: v for k, v in self._cache.items() if now - v[0] < self._ttl}
-        self._cache[key] = (now, result)
+        if not result.transient:
+            self._cache[key] = (now, result)
         return result
 
     async def _check(self, inputs: _Inputs, user_tags: Mapping[str, str]) -> ValidationResult:
@@ -196,9 +218,13 @@ async def _dry_run(action: str, call: Any, **request: Any) -> ValidationResult |
                 f"dry-run authorization check failed: ec2:{action} is not allowed "
                 f"(UnauthorizedOperation: {message})",
             )
-        if code == "InvalidParameterValue" and "Invalid IAM Instance Profile name" in message:
+        if code == "InvalidParameterValue" and any(m in message for m in _IAM_NOT_YET):
             return ValidationResult(
-                False, aws.REASON_INSTANCE_PROFILE_NOT_FOUND, f"ec2:{action}: {message}"
+                False,
+                aws.REASON_INSTANCE_PROFILE_NOT_FOUND,
+                f"ec2:{action}: {message} (a new instance profile can take a while to reach "
+                "EC2; checked again at the next reconcile)",
+                transient=True,
             )
         if code == "InvalidUserData.Malformed" and "User data is limited to" in message:
             return ValidationResult(

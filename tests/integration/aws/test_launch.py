@@ -41,6 +41,7 @@ K8S = "1.33"
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 DISCOVERY = {"karpenter.sh/discovery": CLUSTER}
 ROLE = "KarpenterNodeRole-prod"
+SERVICE_CIDR = "10.100.0.0/16"
 AL2023 = "/aws/service/eks/optimized-ami/{k}/amazon-linux-2023/{a}/standard/recommended/image_id"
 
 
@@ -151,6 +152,14 @@ async def world(moto_endpoint: str, call_counter: CallCounter) -> World:
                     ],
                 }
             ),
+        )
+    async with clients.client("eks") as eks:
+        await eks.create_cluster(
+            name=CLUSTER,
+            version=K8S,
+            roleArn=f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:role/{CLUSTER}-cluster",
+            resourcesVpcConfig={"subnetIds": list(subnets.values())},
+            kubernetesNetworkConfig={"serviceIpv4Cidr": SERVICE_CIDR},
         )
     call_counter.calls.clear()
     return World(clients, subnets, str(group["GroupId"]), amis, call_counter)

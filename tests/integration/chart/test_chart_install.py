@@ -90,6 +90,9 @@ def test_documented_install_upgrade_and_uninstall(
     assert not can(kubectl, sa, "create", "nodes")
     assert not can(kubectl, sa, "patch", "nodes", "--subresource=status")
     assert not can(kubectl, sa, "list", "secrets", "-n", ns)
+    # the kube-dns Service, for nodes' cluster DNS default, and no other Service
+    assert can(kubectl, sa, "get", "services/kube-dns", "-n", "kube-system")
+    assert not can(kubectl, sa, "get", "services/other", "-n", "kube-system")
     assert not can(kubectl, sa, "delete", "nodepools.karpenter.sh")
     # SchedulingConfigs (karpy's extension): read them, write their status, never edit them
     assert can(kubectl, sa, "watch", "schedulingconfigs.karpenter.sh")

@@ -39,6 +39,7 @@ KWOK_ONLY = {
 AWS_ONLY = {
     ("", "karpenter.k8s.aws", "ec2nodeclasses", "patch", ""),
     ("", "karpenter.k8s.aws", "ec2nodeclasses/status", "patch", ""),
+    ("kube-system", "", "services", "get", "kube-dns"),
 }
 
 
@@ -85,6 +86,8 @@ def test_defaults_match_karpenters_chart(helm: Helm) -> None:
             "Deployment",
             "PodDisruptionBudget",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "Service",
             "ServiceAccount",
@@ -92,13 +95,17 @@ def test_defaults_match_karpenters_chart(helm: Helm) -> None:
     )
     aggregated = {"karpenter-admin": "admin", "karpenter-edit": "edit"}
     for doc in docs:
+        assert doc["metadata"]["labels"].items() >= SELECTOR.items()
         name = doc["metadata"]["name"]
+        if doc["metadata"].get("namespace") == "kube-system":
+            # Karpenter's `-dns` Role: the kube-dns Service, for the cluster DNS default
+            assert name == "karpenter-dns", doc["kind"]
+            continue
         if doc["kind"] == "ClusterRole" and name in aggregated:
             label = f"rbac.authorization.k8s.io/aggregate-to-{aggregated.pop(name)}"
             assert doc["metadata"]["labels"][label] == "true"
         else:
             assert name == "karpenter", doc["kind"]
-        assert doc["metadata"]["labels"].items() >= SELECTOR.items()
         if doc["kind"] not in {"ClusterRole", "ClusterRoleBinding"}:
             assert doc["metadata"]["namespace"] == "karpenter", doc["kind"]
 

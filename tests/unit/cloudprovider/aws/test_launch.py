@@ -80,7 +80,8 @@ def test_al2023_user_data_is_mime_with_a_node_config() -> None:
     assert kubelet["config"]["maxPods"] == 29
     assert kubelet["config"]["clusterDNS"] == ["10.100.0.10"]
     assert kubelet["config"]["registerWithTaints"] == [
-        {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+        {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"},
+        {"key": "karpenter.sh/unregistered", "effect": "NoExecute"},
     ]
     assert kubelet["flags"] == [
         "--node-labels=karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=a"
@@ -121,7 +122,10 @@ def test_bottlerocket_toml_merges_user_settings_under_karpys() -> None:
     assert k8s["cluster-dns-ip"] == ["10.100.0.10"]
     assert k8s["node-labels"]["team"] == "a"
     assert k8s["node-labels"]["karpenter.sh/do-not-sync-taints"] == "true"
-    assert k8s["node-taints"] == {"dedicated": ["gpu:NoSchedule"]}
+    assert k8s["node-taints"] == {
+        "dedicated": ["gpu:NoSchedule"],
+        "karpenter.sh/unregistered": [":NoExecute"],
+    }
 
 
 def test_custom_passes_through_and_unsupported_families_say_so() -> None:
@@ -145,7 +149,8 @@ def test_windows_runs_start_eks_bootstrap_after_the_users_powershell() -> None:
             "-Base64ClusterCA 'Q0FCVU5ETEU=' "
             "-KubeletExtraArgs '--node-labels=\"karpenter.sh/do-not-sync-taints=true,"
             'karpenter.sh/nodepool=default,team=a" '
-            '--register-with-taints="dedicated=gpu:NoSchedule" --max-pods=29\' '
+            '--register-with-taints="dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute" '
+            "--max-pods=29' "
             "-DNSClusterIP '10.100.0.10'",
             "</powershell>",
         ]
@@ -179,12 +184,14 @@ def test_al2_runs_bootstrap_sh_after_the_users_script() -> None:
         "--use-max-pods false \\\n"
         "--kubelet-extra-args '"
         '--node-labels="karpenter.sh/do-not-sync-taints=true,karpenter.sh/nodepool=default,team=a" '
-        '--register-with-taints="dedicated=gpu:NoSchedule" --max-pods=29 '
+        '--register-with-taints="dedicated=gpu:NoSchedule,karpenter.sh/unregistered:NoExecute" '
+        "--max-pods=29 "
         '--kube-reserved="cpu=100m,memory=200Mi" --eviction-hard="memory.available<5%" '
         "--cpu-cfs-quota=false'"
     )
     bare = al2_user_data(BootstrapOptions(cluster_name="c", cluster_endpoint="https://c"))
-    assert '--register-with-taints=""' in bare and "--use-max-pods" not in bare
+    assert '--register-with-taints="karpenter.sh/unregistered:NoExecute"' in bare
+    assert "--use-max-pods" not in bare
     assert "--b64-cluster-ca" not in bare and "--dns-cluster-ip" not in bare
 
 

@@ -62,6 +62,20 @@ def test_registration_patch_adopts_the_node() -> None:
     ]
 
 
+def test_labels_the_kubelet_may_not_set_are_applied_at_registration() -> None:
+    """The AWS user data keeps node-restriction.kubernetes.io and other kubernetes.io labels
+    the kubelet refuses out of --node-labels; registration puts them on the Node."""
+    claim = {
+        **CLAIM,
+        "metadata": {
+            **CLAIM["metadata"],
+            "labels": {"karpenter.sh/nodepool": "p", "node-restriction.kubernetes.io/fenced": "a"},
+        },
+    }
+    labels = registration_patch(served(n1(), rv="7"), claim)["metadata"]["labels"]
+    assert labels["node-restriction.kubernetes.io/fenced"] == "a"
+
+
 def test_do_not_sync_taints() -> None:
     node = served(n1(), rv="7")
     node["metadata"]["labels"]["karpenter.sh/do-not-sync-taints"] = "true"
