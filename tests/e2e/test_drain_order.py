@@ -8,7 +8,8 @@ Terminating for its grace period, as a kubelet does. Deleting the node's NodeCla
 the waves in order (non-critical workloads, non-critical DaemonSet pods, critical workloads,
 critical DaemonSet pods), a wave only once every pod of the one before has left the node, so
 each wave stays untouched (no deletionTimestamp) for at least 30 s while the one before it
-terminates; at the end every pod, the Node and the NodeClaim are gone.
+terminates; at the end every pod, the Node and the NodeClaim are gone. A seventh pod tolerates
+`karpenter.sh/disrupted`: as Karpenter, the drain neither evicts it nor waits for it.
 
 One background poll of the namespace's pods records, for every pod of the node, when it was
 last seen, and the API server's record of when its deletion was requested (deletionTimestamp
@@ -55,6 +56,8 @@ WAVES: list[list[str]] = [
     ["node-critical-ds", "cluster-critical-ds"],
 ]
 """Karpenter's drain order, by workload name."""
+TOLERANT = "tolerant"
+"""Tolerates the disrupted taint: in no wave."""
 
 
 def _pod_spec(priority_class: str | None) -> JSON:
@@ -94,7 +97,11 @@ def _workload(kind: str, name: str, namespace: str, priority_class: str | None) 
 
 
 def _workloads(namespace: str) -> list[JSON]:
-    out: list[JSON] = []
+    tolerant = _workload("Deployment", TOLERANT, namespace, None)
+    tolerant["spec"]["template"]["spec"]["tolerations"] = [
+        {"key": "karpenter.sh/disrupted", "operator": "Exists"}
+    ]
+    out: list[JSON] = [tolerant]
     for prefix, priority_class in (
         ("plain", None),
         ("node-critical", NODE_CRITICAL),
@@ -179,15 +186,15 @@ def test_a_node_is_drained_wave_by_wave_each_once_the_one_before_is_gone(
     for workload in _workloads(namespace):
         kubectl.apply(workload)
 
-    def all_six_running() -> list[JSON] | None:
+    def all_seven_running() -> list[JSON] | None:
         found = [
             p
             for p in pods(kubectl, namespace, "drain-order=yes")
             if p["spec"].get("nodeName") and (p.get("status") or {}).get("phase") == "Running"
         ]
-        return found if len(found) == 6 else None
+        return found if len(found) == 7 else None
 
-    running: list[JSON] = wait_for(all_six_running, timeout=240, message="six pods running")
+    running: list[JSON] = wait_for(all_seven_running, timeout=240, message="seven pods running")
     (node,) = {p["spec"]["nodeName"] for p in running}
     provider_id = kubectl.json("get", "node", node)["spec"]["providerID"]
     (claim,) = [c for c in nodeclaims(kubectl) if c["status"].get("providerID") == provider_id]
@@ -195,12 +202,12 @@ def test_a_node_is_drained_wave_by_wave_each_once_the_one_before_is_gone(
     drain = Drain(node=node)
 
     with watching(kubectl, namespace, drain):
-        wait_for(lambda: len(drain.records) == 6, timeout=30, message="the poll sees six pods")
+        wait_for(lambda: len(drain.records) == 7, timeout=30, message="the poll sees 7 pods")
         kubectl("delete", "nodeclaim", claim_name, "--wait=false")
 
         def finished() -> bool:
             return (
-                all(r.gone for r in drain.records.values())
+                all(r.gone for r in drain.records.values() if r.workload != TOLERANT)
                 and claim_name not in {c["metadata"]["name"] for c in nodeclaims(kubectl)}
                 and node not in {n["metadata"]["name"] for n in nodes(kubectl, None)}
             )
@@ -209,10 +216,13 @@ def test_a_node_is_drained_wave_by_wave_each_once_the_one_before_is_gone(
 
     report = {r.workload: (r.requested, r.last_seen, r.gone) for r in drain.records.values()}
     assert sorted(r.workload for r in drain.records.values()) == sorted(
-        name for wave in WAVES for name in wave
+        [TOLERANT, *(name for wave in WAVES for name in wave)]
     ), report
     for record in drain.records.values():
-        assert record.requested is not None, f"{record.workload} was never evicted: {report}"
+        if record.workload == TOLERANT:
+            assert record.requested is None, f"the tolerant pod was evicted: {report}"
+        else:
+            assert record.requested is not None, f"{record.workload} never evicted: {report}"
     for before, after in pairwise(WAVES):
         earlier, later = drain.wave(before), drain.wave(after)
         first_later = min(r.requested or 0.0 for r in later)
