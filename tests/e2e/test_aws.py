@@ -92,6 +92,8 @@ def launch_join_and_terminate(
             "kind": "Pod",
             "metadata": {"name": "web", "namespace": namespace},
             "spec": {
+                # its deletion need not wait the 30 s a kubelet would give it
+                "terminationGracePeriodSeconds": 0,
                 "containers": [
                     {
                         "name": "web",

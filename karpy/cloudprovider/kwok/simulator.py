@@ -18,8 +18,9 @@ depend on:
   its status every 5 minutes, as a kubelet does (`heartbeat.py`), so the node lifecycle
   controller of a real cluster keeps the Node Ready;
 - `kwok.pod` marks pods bound to kwok Nodes Running and Ready (PodDisruptionBudgets count only
-  Ready pods) with a pod IP, and finishes the deletion of their terminating pods (a delete with
-  grace period 0, as a kubelet does once containers stop).
+  Ready pods) with a pod IP, and finishes the deletion of their terminating pods once their
+  grace period has passed (at the deletionTimestamp, by when a kubelet has run the preStop
+  hooks and stopped the containers), with a delete of grace period 0 as a kubelet does.
 
 kwok's stage conventions are honoured (`stages.py`): a pod's
 `pod-delete.stage.kwok.x-k8s.io/delay` holds back the end of its deletion, and pods or Nodes
@@ -190,8 +191,9 @@ class KwokSimulator:
 
     async def reconcile_pod(self, key: str) -> Result | None:
         """Play the kubelet for a pod bound to a node this simulator serves: finish a deletion
-        once its kwok delete delay has passed, and report a new pod Running (Ready unless the
-        pod asks to be unhealthy). Nothing happens while the node's kubelet is down."""
+        once its grace period (or its kwok delete delay) has passed, and report a new pod
+        Running (Ready unless the pod asks to be unhealthy). Nothing happens while the node's
+        kubelet is down."""
         pod = self.pods.get(key)
         if pod is None:
             return None
@@ -233,12 +235,13 @@ class KwokSimulator:
         return None
 
     def _deletion_wait(self, pod: Mapping[str, Any], key: str) -> float:
-        """Seconds until a terminating pod's deletion may finish (its kwok delete delay)."""
+        """Seconds until a terminating pod's deletion may finish: its grace period, or its
+        kwok delete delay."""
         try:
             finish = deletion_finishes_at(pod)
         except DurationError as exc:
             log.warning("ignoring the pod's kwok delete delay", Pod={"key": key}, error=str(exc))
-            return 0.0
+            finish = parse_time((pod.get("metadata") or {}).get("deletionTimestamp"))
         if finish is None:
             return 0.0
         return (finish - self.clock.wall()).total_seconds()

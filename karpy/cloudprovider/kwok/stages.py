@@ -2,7 +2,9 @@
 karpy's simulator.
 
 People test Karpenter with kwok, whose stages script what its fake kubelets do. Two of their
-conventions change what a test observes, and the simulator follows them:
+conventions change what a test observes, and the simulator follows them (a deleted pod with
+neither stays Terminating for its grace period, until its deletionTimestamp, as under a
+kubelet and kwok's default `pod-delete` stage):
 
 - `pod-delete.stage.kwok.x-k8s.io/delay: <duration>` on a pod: once the pod is deleted, its
   deletion is finished only after that delay (a Go duration such as `30s` or `1m30s`), counted
@@ -80,14 +82,18 @@ def is_unhealthy(obj: Mapping[str, Any]) -> bool:
 
 
 def deletion_finishes_at(pod: Mapping[str, Any]) -> datetime | None:
-    """When a terminating pod's deletion should be finished under its delete-delay annotation:
-    the deletion request (its deletionTimestamp less its grace period) plus the delay. None
-    when it has no delay (finish at once). Raises `DurationError` for a malformed delay."""
+    """When a terminating pod's deletion should be finished: with a delete-delay annotation,
+    the deletion request (its deletionTimestamp less its grace period) plus the delay; without
+    one, its deletionTimestamp, which the API server sets to the request plus the grace period
+    (the time a kubelet gives preStop hooks and containers to stop). None for a pod that is not
+    terminating. Raises `DurationError` for a malformed delay."""
     meta = pod.get("metadata") or {}
     delay_text = (meta.get("annotations") or {}).get(POD_DELETE_DELAY_ANNOTATION)
     deleting = parse_time(meta.get("deletionTimestamp"))
-    if not delay_text or deleting is None:
+    if deleting is None:
         return None
+    if not delay_text:
+        return deleting
     delay = parse_go_duration(str(delay_text))
     grace = meta.get("deletionGracePeriodSeconds")
     requested = deleting - timedelta(seconds=int(grace) if isinstance(grace, int) else 0)

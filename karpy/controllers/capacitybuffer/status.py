@@ -4,10 +4,13 @@ The buffer's spec is resolved by `karpy.state.inputs.resolve` (the same function
 simulate` uses): a `podTemplateRef` names the chunk directly; for a `scalableRef` the workload's
 pod template is copied into a PodTemplate `capacitybuffer-<name>-pod-template` owned by the
 buffer (Cluster Autoscaler's convention, so the status always names a PodTemplate). The status
-gets `podTemplateRef`, `podTemplateGeneration`, `replicas` and `provisioningStrategy`;
-`ReadyForProvisioning` is True once resolved (else False with the reason), and `Provisioning` is
-True while the provisioner adds the buffer's virtual pods. Buffers are looked at again every
-30 s, since a workload's replicas (and so a `percentage`) change without a buffer event.
+gets `podTemplateRef`, `podTemplateGeneration`, `replicas` and `provisioningStrategy`, and
+`ReadyForProvisioning` Karpenter's reason: True `Resolved` once resolved, else False with
+`PodTemplateNotFound`, `ScalableRefNotFound` (a buffer whose reference appears later recovers
+to `Resolved`) or `ResolutionFailed`. `Provisioning` is not this controller's: the provisioner
+writes it after each scheduling pass (`karpy.controllers.provisioning.buffers`). Buffers are
+looked at again every 30 s, since a workload's replicas (and so a `percentage`) change without
+a buffer event.
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import structlog
 
 from karpy.apis.autoscaling.v1beta1 import (
     API_VERSION,
-    CONDITION_PROVISIONING,
     CONDITION_READY_FOR_PROVISIONING,
     KIND,
+    REASON_RESOLUTION_FAILED,
+    REASON_RESOLVED,
 )
 from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import CAPACITYBUFFERS
@@ -32,21 +36,10 @@ from karpy.kube.errors import KubeError, NotFoundError
 from karpy.kube.resources import PODTEMPLATES, Resource
 from karpy.state.inputs import SCALABLE_KINDS, Resolution, resolve
 
-__all__ = [
-    "NAME",
-    "REASON_ATTRIBUTES_SET",
-    "REASON_ERROR",
-    "REASON_VIRTUAL_PODS",
-    "CapacityBufferStatusController",
-]
+__all__ = ["MESSAGE_RESOLVED", "NAME", "CapacityBufferStatusController"]
 
 NAME: Final = "capacitybuffer.status"
-REASON_ATTRIBUTES_SET: Final = "AttributesSetSuccessfully"
-"""Upstream's reason for a buffer ready for provisioning."""
-REASON_ERROR: Final = "error"
-"""Upstream's reason for a buffer that could not be resolved (the message says why)."""
-REASON_VIRTUAL_PODS: Final = "VirtualPodsInjected"
-REASON_NOT_READY: Final = "NotReadyForProvisioning"
+MESSAGE_RESOLVED: Final = "Pod template resolved successfully"
 RESYNC_SECONDS: Final = 30.0
 JSON = dict[str, Any]
 log = structlog.get_logger("karpy.controllers.capacitybuffer")
@@ -175,7 +168,8 @@ class CapacityBufferStatusController:
                 written = current
         except KubeError as err:
             return Resolution(
-                error=f"failed to write PodTemplate {namespace}/{name} for the buffer: {err}"
+                error=f"failed to write PodTemplate {namespace}/{name} for the buffer: {err}",
+                reason=REASON_RESOLUTION_FAILED,
             )
         generation = _meta(written).get("generation")
         return Resolution(
@@ -193,10 +187,9 @@ class CapacityBufferStatusController:
             conditions.set(
                 CONDITION_READY_FOR_PROVISIONING,
                 "True",
-                reason=REASON_ATTRIBUTES_SET,
-                message="ready",
+                reason=REASON_RESOLVED,
+                message=MESSAGE_RESOLVED,
             )
-            conditions.set(CONDITION_PROVISIONING, "True", reason=REASON_VIRTUAL_PODS)
             extra["podTemplateRef"] = {"name": resolution.template_name}
             extra["replicas"] = resolution.replicas
             extra["podTemplateGeneration"] = resolution.generation
@@ -207,14 +200,8 @@ class CapacityBufferStatusController:
             conditions.set(
                 CONDITION_READY_FOR_PROVISIONING,
                 "False",
-                reason=REASON_ERROR,
-                message=resolution.error,
-            )
-            conditions.set(
-                CONDITION_PROVISIONING,
-                "False",
-                reason=REASON_NOT_READY,
-                message="the buffer is not ready for provisioning",
+                reason=resolution.reason or REASON_RESOLUTION_FAILED,
+                message=resolution.status_message,
             )
             extra["podTemplateRef"] = (
                 {"name": resolution.template_name} if resolution.template_name else None

@@ -33,6 +33,7 @@ from karpy.apis.v1 import NodePool, conditions, labels
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.provisioning import metrics
 from karpy.controllers.provisioning.batcher import Batcher
+from karpy.controllers.provisioning.buffers import write_provisioning
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
 from karpy.controllers.provisioning.nomination import awaiting_node, nominate_placements
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
@@ -207,6 +208,7 @@ class Provisioner:
         )
         names = await self.apply(batch, result)
         laps.lap("apply")
+        await self._write_buffer_status(batch, result)
         log.debug(
             "provisioning pass timings",
             pods=len(batch.pods),
@@ -216,6 +218,20 @@ class Provisioner:
             worker=worker.fields(),
         )
         return names
+
+    async def _write_buffer_status(self, batch: _Batch, result: SchedulingResult) -> None:
+        """Each CapacityBuffer's `Provisioning` condition from where this pass put its virtual
+        pods (read from the informer now: the write carries the latest resourceVersion)."""
+        informer = self.cluster.capacitybuffer_informer
+        if informer is None or not batch.snapshot.buffers:
+            return
+        await write_provisioning(
+            self.client,
+            buffers=informer.list(),
+            result=result,
+            real={podutil.pod_key(p) for p in batch.pods},
+            now=self.clock.wall(),
+        )
 
     # -- 1 and 2: what to schedule ----------------------------------------------------------------
 

@@ -19,6 +19,9 @@ from typing import Any, Final
 from karpy.apis.autoscaling.v1beta1 import (
     ACTIVE_CAPACITY,
     CONDITION_READY_FOR_PROVISIONING,
+    REASON_POD_TEMPLATE_NOT_FOUND,
+    REASON_RESOLUTION_FAILED,
+    REASON_SCALABLE_REF_NOT_FOUND,
 )
 from karpy.scheduling.resources import ResourceError, parse_resources, pod_requests
 
@@ -52,7 +55,9 @@ WorkloadLookup = Callable[[str, str, str, str], JSON | None]
 
 @dataclass(frozen=True)
 class Resolution:
-    """What a buffer's status records; `error` set when it is not ready for provisioning."""
+    """What a buffer's status records; `error` set when it is not ready for provisioning, with
+    Karpenter's `reason` for it and, where Karpenter's message differs from our `error` (which
+    names the field), that `message`."""
 
     template_name: str | None = None
     template: JSON | None = None
@@ -60,6 +65,19 @@ class Resolution:
     generation: int | None = None
     replicas: int | None = None
     error: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+    @property
+    def status_message(self) -> str:
+        """The `ReadyForProvisioning` message when the buffer is not ready."""
+        return self.message or self.error or ""
+
+
+def _not_found(plural: str, group: str, name: str) -> str:
+    """The API server's words for a missing object (what Karpenter's status repeats)."""
+    resource = f"{plural}.{group}" if group else plural
+    return f'{resource} "{name}" not found'
 
 
 def generated_template_name(buffer_name: str) -> str:
@@ -89,16 +107,25 @@ def resolve(
     if strategy != ACTIVE_CAPACITY:
         return Resolution(
             error=f"spec.provisioningStrategy: {strategy!r} is not supported "
-            f"(only {ACTIVE_CAPACITY!r})"
+            f"(only {ACTIVE_CAPACITY!r})",
+            reason=REASON_RESOLUTION_FAILED,
         )
     scalable_replicas: int | None = None
     ref = spec.get("podTemplateRef")
+    if not ref and not spec.get("scalableRef"):
+        return Resolution(
+            error="spec: neither podTemplateRef nor scalableRef is set",
+            reason=REASON_RESOLUTION_FAILED,
+            message="Neither podTemplateRef nor scalableRef is set",
+        )
     if ref:
         template_name = str(ref.get("name") or "")
         found = pod_template(namespace, template_name)
         if found is None:
             return Resolution(
-                error=f"spec.podTemplateRef: PodTemplate {namespace}/{template_name} not found"
+                error=f"spec.podTemplateRef: PodTemplate {namespace}/{template_name} not found",
+                reason=REASON_POD_TEMPLATE_NOT_FOUND,
+                message=_not_found("podtemplates", "", template_name),
             )
         template: JSON = found.get("template") or {}
         generation = _meta(found).get("generation")
@@ -110,11 +137,16 @@ def resolve(
             return Resolution(
                 error=f"spec.scalableRef: kind {group}/{kind} is not supported (supported: "
                 + ", ".join(f"{g or 'core'}/{k}" for g, k in sorted(SCALABLE_KINDS))
-                + ")"
+                + ")",
+                reason=REASON_RESOLUTION_FAILED,
             )
         obj = workload(namespace, group, kind, target)
         if obj is None:
-            return Resolution(error=f"spec.scalableRef: {kind} {namespace}/{target} not found")
+            return Resolution(
+                error=f"spec.scalableRef: {kind} {namespace}/{target} not found",
+                reason=REASON_SCALABLE_REF_NOT_FOUND,
+                message=_not_found(SCALABLE_KINDS[(group, kind)], group, target),
+            )
         template = (obj.get("spec") or {}).get("template") or {}
         template_name = generated_template_name(name)
         generation = None
@@ -122,7 +154,12 @@ def resolve(
     try:
         count = _chunks(spec, template, scalable_replicas)
     except (ResourceError, ValueError) as err:
-        return Resolution(template_name=template_name, template=template, error=str(err))
+        return Resolution(
+            template_name=template_name,
+            template=template,
+            error=str(err),
+            reason=REASON_RESOLUTION_FAILED,
+        )
     return Resolution(
         template_name=template_name,
         template=template,

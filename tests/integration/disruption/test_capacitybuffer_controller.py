@@ -1,7 +1,10 @@
-"""The CapacityBuffer status controller against a real apiserver: a buffer on a PodTemplate that
-does not exist yet is `ReadyForProvisioning=False` naming the field, and turns ready once the
-template is created; a `scalableRef` buffer gets a PodTemplate copied from the Deployment (owned
-by the buffer) and a percentage of the Deployment's replicas, which follows a scale."""
+"""The CapacityBuffer status controller against a real apiserver, with Karpenter's reasons: a
+buffer on a PodTemplate that does not exist yet is `ReadyForProvisioning=False`
+`PodTemplateNotFound` and turns `Resolved` once the template is created; a buffer on a
+Deployment that does not exist yet is `ScalableRefNotFound` until it does; a `scalableRef`
+buffer gets a PodTemplate copied from the Deployment (owned by the buffer) and a percentage of
+the Deployment's replicas, which follows a scale. `Provisioning` is the provisioner's to write,
+never this controller's."""
 
 from __future__ import annotations
 
@@ -59,9 +62,9 @@ async def test_a_missing_template_is_reported_until_it_exists(env: Env, namespac
     key = f"{namespace}/room"
     missing = await env.cached(controller.buffers, key, _ready("False"))
     ready = conditions(missing)["ReadyForProvisioning"]
-    assert ready["reason"] == "error"
-    assert ready["message"] == f"spec.podTemplateRef: PodTemplate {namespace}/chunk not found"
-    assert conditions(missing)["Provisioning"]["status"] == "False"
+    assert ready["reason"] == "PodTemplateNotFound"
+    assert ready["message"] == 'podtemplates "chunk" not found'
+    assert "Provisioning" not in conditions(missing)
     assert "replicas" not in missing["status"]
 
     template = await env.create(PODTEMPLATES, podtemplate("chunk", namespace, cpu="1"))
@@ -71,8 +74,50 @@ async def test_a_missing_template_is_reported_until_it_exists(env: Env, namespac
     assert status["replicas"] == 3
     assert status["podTemplateGeneration"] == template["metadata"].get("generation")
     assert status["provisioningStrategy"] == "buffer.x-k8s.io/active-capacity"
-    assert conditions(done)["ReadyForProvisioning"]["reason"] == "AttributesSetSuccessfully"
-    assert conditions(done)["Provisioning"]["status"] == "True"
+    resolved = conditions(done)["ReadyForProvisioning"]
+    assert (resolved["reason"], resolved["message"]) == (
+        "Resolved",
+        "Pod template resolved successfully",
+    )
+    assert "Provisioning" not in conditions(done)
+
+
+async def test_a_missing_scalable_ref_recovers_to_resolved_once_it_exists(
+    env: Env, namespace: str
+) -> None:
+    controller = await _controller(env)
+    await env.create(
+        CAPACITYBUFFERS,
+        capacitybuffer(
+            "later",
+            namespace,
+            scalableRef={"apiGroup": "apps", "kind": "Deployment", "name": "late"},
+            replicas=2,
+        ),
+    )
+    key = f"{namespace}/later"
+    missing = await env.cached(controller.buffers, key, _ready("False"))
+    ready = conditions(missing)["ReadyForProvisioning"]
+    assert (ready["reason"], ready["message"]) == (
+        "ScalableRefNotFound",
+        'deployments.apps "late" not found',
+    )
+    await env.create(
+        DEPLOYMENTS,
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "late", "namespace": namespace},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": {"app": "late"}},
+                "template": podtemplate("late", namespace, cpu="250m")["template"],
+            },
+        },
+    )
+    done = await env.cached(controller.buffers, key, _ready("True"))
+    assert conditions(done)["ReadyForProvisioning"]["reason"] == "Resolved"
+    assert done["status"]["replicas"] == 2
 
 
 async def test_a_workload_buffer_copies_its_template_and_follows_its_replicas(

@@ -150,8 +150,8 @@ async def test_from_cluster_keeps_the_room_a_ready_buffer_needs(
                     {
                         "type": "ReadyForProvisioning",
                         "status": "True",
-                        "reason": "AttributesSetSuccessfully",
-                        "message": "ready",
+                        "reason": "Resolved",
+                        "message": "Pod template resolved successfully",
                         "lastTransitionTime": "2026-01-01T00:00:00Z",
                     }
                 ],

@@ -184,6 +184,32 @@ async def test_a_delete_delay_holds_the_pod_until_it_has_passed(kubelet: Kubelet
     assert deleting["metadata"]["deletionGracePeriodSeconds"] == 30
 
 
+async def test_a_deleted_pod_stays_terminating_for_its_grace_period(kubelet: Kubelet) -> None:
+    env = kubelet.env
+    await kubelet.node("grace")
+    await env.client.create(
+        PODS, pod("graceful", env.namespace, node="grace", tolerations=TOLERATE_ALL, grace=60)
+    )
+    key = f"{env.namespace}/graceful"
+    await kubelet.cached(PODS, key, lambda p: True)
+    await kubelet.sim.reconcile_pod(key)
+    await env.client.delete(PODS, "graceful", namespace=env.namespace)
+    await kubelet.cached(PODS, key, lambda p: bool(p["metadata"].get("deletionTimestamp")))
+
+    # as a kubelet: the pod is Terminating until its deletionTimestamp (request + 60 s)
+    result = await kubelet.sim.reconcile_pod(key)
+    assert result is not None and 55 <= (result.requeue_after or 0) <= 61
+    kubelet.clock.advance(30)
+    result = await kubelet.sim.reconcile_pod(key)
+    assert result is not None and 25 <= (result.requeue_after or 0) <= 31
+    live = await env.client.get(PODS, "graceful", namespace=env.namespace)
+    assert live["metadata"]["deletionGracePeriodSeconds"] == 60
+    kubelet.clock.advance(31)
+    assert await kubelet.sim.reconcile_pod(key) is None
+    with pytest.raises(NotFoundError):
+        await env.client.get(PODS, "graceful", namespace=env.namespace)
+
+
 async def test_unhealthy_pods_run_but_never_become_ready(kubelet: Kubelet) -> None:
     env = kubelet.env
     await kubelet.node("stage-pods")

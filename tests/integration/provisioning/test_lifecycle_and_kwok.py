@@ -216,8 +216,9 @@ async def test_simulator_runs_and_finishes_pods(env: Env) -> None:
     await _reconcile_until(
         lifecycle, env, "life-pods", lambda c: condition(c, "Registered") == "True"
     )
+    clock = FakeClock(wall_start=datetime.now(UTC))
     simulator = KwokSimulator(
-        client=env.client, cache=env.cache, provider=env.kwok, nodeclaims=NODECLAIMS
+        client=env.client, cache=env.cache, provider=env.kwok, nodeclaims=NODECLAIMS, clock=clock
     )
     pod = {
         "apiVersion": "v1",
@@ -245,6 +246,9 @@ async def test_simulator_runs_and_finishes_pods(env: Env) -> None:
         timeout=30,
         message="pod terminating in cache",
     )
+    assert await simulator.reconcile_pod(key) is not None, "finished before its grace period"
+    assert (await env.client.list(PODS, namespace=env.namespace)).items
+    clock.advance(31)
     await simulator.reconcile_pod(key)
     remaining = (await env.client.list(PODS, namespace=env.namespace)).items
     assert not remaining, "the terminating pod was finished"

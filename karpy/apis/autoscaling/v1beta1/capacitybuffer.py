@@ -28,6 +28,14 @@ __all__ = [
     "CONDITION_READY_FOR_PROVISIONING",
     "GROUP",
     "KIND",
+    "REASON_BUFFER_EMPTY",
+    "REASON_FITS_EXISTING_CAPACITY",
+    "REASON_NOT_READY_FOR_PROVISIONING",
+    "REASON_POD_TEMPLATE_NOT_FOUND",
+    "REASON_REQUIRES_NEW_CAPACITY",
+    "REASON_RESOLUTION_FAILED",
+    "REASON_RESOLVED",
+    "REASON_SCALABLE_REF_NOT_FOUND",
     "CapacityBuffer",
     "CapacityBufferSpec",
     "CapacityBufferStatus",
@@ -45,7 +53,19 @@ ACTIVE_CAPACITY: Final = "buffer.x-k8s.io/active-capacity"
 CONDITION_READY_FOR_PROVISIONING: Final = "ReadyForProvisioning"
 """True once the buffer resolved to a pod template and a number of chunks."""
 CONDITION_PROVISIONING: Final = "Provisioning"
-"""True while the autoscaler schedules the buffer's virtual pods."""
+"""True when the buffer's virtual pods all fit on existing capacity (the provisioner's word)."""
+
+# Karpenter's reasons, so scripts and `kubectl wait` written against it read the same words.
+# On ReadyForProvisioning (the status controller's):
+REASON_RESOLVED: Final = "Resolved"
+REASON_SCALABLE_REF_NOT_FOUND: Final = "ScalableRefNotFound"
+REASON_POD_TEMPLATE_NOT_FOUND: Final = "PodTemplateNotFound"
+REASON_RESOLUTION_FAILED: Final = "ResolutionFailed"
+# On Provisioning (the provisioner's, after each scheduling pass):
+REASON_FITS_EXISTING_CAPACITY: Final = "FitsExistingCapacity"
+REASON_REQUIRES_NEW_CAPACITY: Final = "RequiresNewCapacity"
+REASON_NOT_READY_FOR_PROVISIONING: Final = "NotReadyForProvisioning"
+REASON_BUFFER_EMPTY: Final = "BufferEmpty"
 
 _SPEC_RULES: Final = (
     # upstream's wording, kept so tooling matching on it keeps working

@@ -17,7 +17,7 @@ from karpy.apis.objects import meta
 from karpy.apis.v1 import labels
 from karpy.controllers.node.termination.eviction import EvictionQueue
 from karpy.controllers.node.termination.pods import (
-    drain_tiers,
+    current_wave,
     is_drainable,
     is_terminating,
     is_waiting_eviction,
@@ -90,18 +90,17 @@ def drain(
     """One drain pass: queue what may go now and return how many pods the drain still waits for.
 
     Pods whose grace period no longer fits before `deadline` are queued whatever their tier
-    (the queue deletes them); of the rest, only the first non-empty tier is queued, so
-    DaemonSet and critical pods stay until the workloads before them are gone.
+    (the queue deletes them). Of the rest, only the first tier that still has a pod on the node
+    is queued: a tier's pods already terminating keep the next tier waiting until they are gone
+    (not merely evicted), so DaemonSet and critical pods outlive the workloads before them.
     """
     waiting = [p for p in pods.by_index(INDEX_NODE_NAME, node_name) if is_waiting_eviction(p, now)]
     if deadline is not None:
         expiring = [p for p in waiting if needs_force_delete(p, deadline, now)]
         if expiring:
             queue.add(expiring, deadline=deadline, reason=reason)
-    for tier in drain_tiers(p for p in waiting if not is_terminating(p)):
-        if tier:
-            queue.add(tier, deadline=deadline, reason=reason)
-            break
+    wave = current_wave(waiting)
+    queue.add([p for p in wave if not is_terminating(p)], deadline=deadline, reason=reason)
     return len(waiting)
 
 

@@ -13,7 +13,8 @@ informer:
 Pods are drained in four tiers, so that node agents and critical pods outlive the workloads
 that rely on them: non-critical non-DaemonSet, non-critical DaemonSet, critical non-DaemonSet,
 critical DaemonSet (critical = priority class `system-cluster-critical` or
-`system-node-critical`).
+`system-node-critical`). A tier is evicted only once every pod of the tiers before it is gone
+from the node: a pod that is terminating still holds the next tier back.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from karpy.scheduling.taints import Taint, TaintError, Toleration
 
 __all__ = [
     "STUCK_TERMINATING_AFTER",
+    "current_wave",
     "drain_tiers",
     "has_do_not_disrupt",
     "is_critical",
@@ -154,6 +156,12 @@ def drain_tiers(pods: Iterable[Pod]) -> Sequence[list[Pod]]:
     for pod in pods:
         tiers[2 * is_critical(pod) + is_owned_by_daemonset(pod)].append(pod)
     return tiers
+
+
+def current_wave(waiting: Iterable[Pod]) -> list[Pod]:
+    """The pods of the first drain tier that still has a pod waiting eviction (terminating ones
+    included): the wave the drain works on; later tiers wait until it is gone."""
+    return next((tier for tier in drain_tiers(waiting) if tier), [])
 
 
 def needs_force_delete(pod: Pod, deadline: datetime | None, now: datetime) -> bool:

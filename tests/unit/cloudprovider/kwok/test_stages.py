@@ -108,9 +108,16 @@ def test_a_delete_delay_counts_from_the_deletion_request() -> None:
     )
     deleting["metadata"]["deletionGracePeriodSeconds"] = 30
     assert deletion_finishes_at(deleting) == datetime(2026, 1, 1, 0, 0, 45, tzinfo=UTC)
-    assert deletion_finishes_at(pod(deleted="2026-01-01T00:00:30Z")) is None
     not_deleting = pod(annotations={"pod-delete.stage.kwok.x-k8s.io/delay": "45s"})
     assert deletion_finishes_at(not_deleting) is None
+
+
+def test_without_a_delete_delay_a_deletion_ends_with_the_grace_period() -> None:
+    # the API server sets deletionTimestamp to the request plus the grace period
+    deleting = pod(deleted="2026-01-01T00:01:30Z")
+    deleting["metadata"]["deletionGracePeriodSeconds"] = 60
+    assert deletion_finishes_at(deleting) == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
+    assert deletion_finishes_at(pod()) is None
 
 
 def test_the_unhealthy_stage_is_a_label() -> None:

@@ -70,6 +70,51 @@ def test_a_missing_template_names_the_field() -> None:
     got = _resolve(capacitybuffer("b", "ns", podTemplateRef={"name": "nope"}, replicas=1))
     assert got.replicas is None
     assert got.error == "spec.podTemplateRef: PodTemplate ns/nope not found"
+    # the status says it in Karpenter's words
+    assert (got.reason, got.status_message) == (
+        "PodTemplateNotFound",
+        'podtemplates "nope" not found',
+    )
+
+
+@pytest.mark.parametrize(
+    ("group", "kind", "words"),
+    [
+        ("apps", "Deployment", 'deployments.apps "w" not found'),
+        ("apps", "StatefulSet", 'statefulsets.apps "w" not found'),
+        ("batch", "Job", 'jobs.batch "w" not found'),
+        ("", "ReplicationController", 'replicationcontrollers "w" not found'),
+    ],
+)
+def test_a_missing_workload_is_scalable_ref_not_found(group: str, kind: str, words: str) -> None:
+    ref = {"apiGroup": group, "kind": kind, "name": "w"}
+    got = _resolve(capacitybuffer("b", "ns", scalableRef=ref, replicas=1))
+    assert got.error == f"spec.scalableRef: {kind} ns/w not found"
+    assert (got.reason, got.status_message) == ("ScalableRefNotFound", words)
+
+
+def test_other_failures_are_resolution_failed_with_our_message() -> None:
+    template = podtemplate("chunk", "ns", cpu="2")
+    unbounded = capacitybuffer(
+        "b", "ns", podTemplateRef={"name": "chunk"}, limits={"nvidia.com/gpu": "2"}
+    )
+    got = _resolve(unbounded, [template])
+    assert got.reason == "ResolutionFailed" and got.status_message == got.error
+    widget = {"apiGroup": "example.com", "kind": "Widget", "name": "w"}
+    assert _resolve(capacitybuffer("b", "ns", scalableRef=widget, replicas=1)).reason == (
+        "ResolutionFailed"
+    )
+    neither = _resolve(capacitybuffer("b", "ns", replicas=1))
+    assert (neither.reason, neither.status_message) == (
+        "ResolutionFailed",
+        "Neither podTemplateRef nor scalableRef is set",
+    )
+    assert (
+        _resolve(
+            capacitybuffer("b", "ns", podTemplateRef={"name": "chunk"}, replicas=1), [template]
+        ).reason
+        is None
+    )
 
 
 def test_limits_cap_replicas_or_size_the_buffer_alone() -> None:
