@@ -1,4 +1,5 @@
-"""The table of Karpenter's metrics is well formed, and what karpy leaves out says why."""
+"""karpy registers every Karpenter metric of the table with Karpenter's name, type, labels and
+buckets; the table itself is well formed."""
 
 from __future__ import annotations
 
@@ -26,6 +27,23 @@ def test_table_names_are_unique_and_typed() -> None:
         assert metric.help and metric.source, metric.name
         assert metric.buckets is None or metric.type == "histogram", metric.name
         assert not set(NOT_IN_KARPENTER) & {metric.name}
+
+
+@pytest.mark.parametrize(
+    "row", [m for m in KARPENTER_METRICS if not m.missing], ids=lambda m: m.name
+)
+def test_karpy_registers_each_exported_metric_as_karpenter_does(
+    row: object, registered: dict[str, RegisteredMetric]
+) -> None:
+    from karpy.controllers.metrics.upstream import KarpenterMetric
+
+    assert isinstance(row, KarpenterMetric)
+    got = registered.get(row.name)
+    assert got is not None, f"{row.name} is not registered"
+    assert got.type == row.type
+    assert set(got.labels) == set(row.labels)
+    if row.buckets is not None:
+        assert got.buckets == tuple(float(b) for b in row.buckets)
 
 
 def test_metrics_karpy_leaves_out_are_not_registered_and_say_why(
