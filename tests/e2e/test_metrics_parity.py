@@ -9,6 +9,7 @@ the eagerly registered ones from start-up, and the ones dashboards need must hav
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -157,3 +158,14 @@ def test_metrics_match_karpenters_names_types_and_labels(
     assert limits["cpu"] == 40
     [build] = samples["karpenter_build_info"]
     assert build.value == 1 and build.labels["version"]
+
+    # karpy's own: the same cost in the NodePool's status, shown by `kubectl get -o wide`
+    def status_cost() -> float:
+        pool = json.loads(kubectl("get", "nodepool", POOL, "-o", "json").stdout)
+        return float((pool.get("status") or {}).get("cost") or 0)
+
+    wait_for(lambda: status_cost() > 0, timeout=60, message="status.cost written")
+    header, row = (
+        line.split() for line in kubectl("get", "nodepool", POOL, "-o", "wide").stdout.splitlines()
+    )
+    assert header[-1] == "COST" and float(row[-1]) > 0

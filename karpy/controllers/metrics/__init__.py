@@ -30,5 +30,6 @@ def register(ctx: ControllerContext) -> None:
             cloud_provider=ctx.cloud_provider,
             nodepools=ctx.informer(NODEPOOLS),
             nodeclaims=ctx.informer(NODECLAIMS),
+            client=ctx.client,
         )
     )

@@ -2,6 +2,9 @@
 offerings, at the prices the scheduler uses (NodeOverlay adjustments included, as the provider
 applies them to the catalogue it returns). Refreshed every 10 s, as Karpenter's `metrics.cost`
 controller, so it follows NodeClaims coming and going and prices refreshing.
+
+The same figure goes to the NodePool's `status.cost` (karpy only; a `kubectl get nodepools -o
+wide` column), written only when it changed.
 """
 
 from __future__ import annotations
@@ -14,17 +17,28 @@ from typing import Any, Final
 import structlog
 from prometheus_client import Gauge
 
+from karpy.apis.descriptors import NODEPOOLS
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import labels as wk
 from karpy.cloudprovider.types import CloudProvider
+from karpy.controllers.common.status import patch_status
 from karpy.controllers.metrics.upstream import KARPENTER_METRICS
 from karpy.kube import Informer
+from karpy.kube.client import Client
 from karpy.kube.metrics import REGISTRY
 from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["COST_PERIOD", "NODEPOOL_COST", "CostController", "claim_price", "nodepool_costs"]
+__all__ = [
+    "COST_PERIOD",
+    "NODEPOOL_COST",
+    "CostController",
+    "claim_price",
+    "cost_text",
+    "nodepool_costs",
+]
 
 COST_PERIOD: Final = 10.0
+COST_DIGITS: Final = 6
 NAME: Final = "metrics.cost"
 log = structlog.get_logger("karpy.controllers.metrics.cost")
 
@@ -34,6 +48,12 @@ NODEPOOL_COST: Final = Gauge(
     ["nodepool"],
     registry=REGISTRY,
 )
+
+
+def cost_text(cost: float) -> str:
+    """A cost as `status.cost` holds it: a decimal string of at most six decimals."""
+    text = f"{cost:.{COST_DIGITS}f}".rstrip("0").rstrip(".")
+    return text or "0"
 
 
 def claim_price(claim: Mapping[str, Any], types: Sequence[InstanceType]) -> float | None:
@@ -75,9 +95,15 @@ class CostController:
     needs_leader_election = True
 
     def __init__(
-        self, *, cloud_provider: CloudProvider, nodepools: Informer, nodeclaims: Informer
+        self,
+        *,
+        cloud_provider: CloudProvider,
+        nodepools: Informer,
+        nodeclaims: Informer,
+        client: Client | None = None,
     ) -> None:
         self.cloud_provider = cloud_provider
+        self.client = client
         self.nodepools = nodepools
         self.nodeclaims = nodeclaims
         self.reported: set[str] = set()
@@ -106,7 +132,32 @@ class CostController:
         for pool, cost in costs.items():
             NODEPOOL_COST.labels(pool).set(cost)
         self.reported = set(costs)
+        await self.write_status(costs)
         return costs
+
+    async def write_status(self, costs: Mapping[str, float]) -> None:
+        """Each NodePool's `status.cost`, patched only when the rounded figure changed."""
+        if self.client is None:
+            return
+        for raw in self.nodepools.list():
+            name = str((raw.get("metadata") or {}).get("name", ""))
+            if name not in costs:
+                continue
+            cost = cost_text(costs[name])
+            if (raw.get("status") or {}).get("cost") == cost:
+                continue
+            try:
+                await patch_status(
+                    self.client,
+                    resource=NODEPOOLS,
+                    obj=raw,
+                    status={"cost": cost},
+                    optimistic_lock=False,
+                )
+            except Exception as err:  # the metric stays current; the next pass retries
+                log.warning(
+                    "could not write nodepool cost", NodePool={"name": name}, error=str(err)
+                )
 
     async def start(self, stop: asyncio.Event) -> None:
         structlog.contextvars.bind_contextvars(controller=NAME)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from karpy.controllers.metrics.cost import claim_price, nodepool_costs
+from karpy.controllers.metrics.cost import claim_price, cost_text, nodepool_costs
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.requirements import Requirements
 
@@ -51,3 +51,9 @@ def test_costs_sum_each_pools_launched_claims() -> None:
 
 def test_an_overlaid_price_is_the_price() -> None:
     assert claim_price(_claim("a", "small"), [_type("small", on_demand=0.07)]) == 0.07
+
+
+def test_status_cost_is_a_short_decimal_string() -> None:
+    assert cost_text(0.0542951234) == "0.054295"
+    assert cost_text(2.5) == "2.5"
+    assert cost_text(0.0) == "0"
