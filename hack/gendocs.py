@@ -81,28 +81,43 @@ def _import_all_of_karpy() -> None:
 
 
 def _metric_rows() -> Iterator[tuple[str, str, tuple[str, ...], str]]:
-    """(name, type, labels, help) of every metric karpy registers, the process collectors
-    that prometheus_client adds to every registry left out."""
-    from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR
-    from prometheus_client.metrics import MetricWrapperBase
+    """(name, type, labels, help) of every metric karpy registers."""
+    from karpy.kube.metrics import registered_metrics
 
-    from karpy.kube.metrics import REGISTRY
+    for metric in registered_metrics():
+        yield metric.name, metric.type, metric.labels, metric.help
 
-    standard = (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR)
-    collectors = list(REGISTRY._collector_to_names)  # the registry has no public listing
-    for collector in collectors:
-        if any(collector is s for s in standard):
-            continue
-        if isinstance(collector, MetricWrapperBase):
-            name = collector._name
-            kind = collector._type
-            if kind == "counter" and not name.endswith("_total"):
-                name += "_total"
-            yield name, kind, tuple(collector._labelnames), collector._documentation
-            continue
-        for family in collector.collect():
-            labels = tuple(getattr(family, "_labelnames", ()))
-            yield family.name, family.type, labels, family.documentation
+
+def _not_exported_page_part() -> str:
+    """The Karpenter metrics karpy deliberately leaves out, each with the reason."""
+    from karpy.controllers.metrics.upstream import (
+        KARPENTER_METRICS,
+        KARPENTER_VERSION,
+        NOT_IN_KARPENTER,
+    )
+    from karpy.kube.metrics import registered_metrics
+
+    registered = {m.name for m in registered_metrics()}
+
+    rows = [
+        (_code(m.name), m.type, ", ".join(_code(x) for x in m.labels), m.missing)
+        for m in KARPENTER_METRICS
+        if m.missing
+    ]
+    exported = sum(1 for m in KARPENTER_METRICS if m.name in registered)
+    return (
+        f"\n## Karpenter's metrics karpy does not export\n\n"
+        f"karpy exports {exported} of the {len(KARPENTER_METRICS)} metrics of Karpenter "
+        f"{KARPENTER_VERSION} (core, and the AWS provider's where karpy has the feature) listed "
+        "in `karpy/controllers/metrics/upstream.py`, with the same names, types, labels and "
+        "buckets. These are the others:\n\n"
+        + _table(("name", "type", "labels", "why not"), rows)
+        + "\n"
+        + ", ".join(_code(n) for n in NOT_IN_KARPENTER)
+        + " are not defined by Karpenter "
+        + KARPENTER_VERSION
+        + "'s core, so karpy does not invent them.\n"
+    )
 
 
 def metrics_page() -> str:
@@ -131,6 +146,7 @@ def metrics_page() -> str:
                 ),
             )
         )
+    out.append(_not_exported_page_part())
     return "".join(out)
 
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import structlog
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from karpy.apis.v1 import NodeClaim, NodePool
 from karpy.cloudprovider.types import (
@@ -29,7 +29,17 @@ from karpy.cloudprovider.types import (
 from karpy.kube.metrics import REGISTRY
 from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["CALLS", "DURATION", "MetricsCloudProvider", "outcome_of"]
+__all__ = [
+    "CALLS",
+    "DURATION",
+    "ERRORS",
+    "INSTANCE_TYPE_CPU",
+    "INSTANCE_TYPE_MEMORY",
+    "OFFERING_AVAILABLE",
+    "OFFERING_PRICE",
+    "MetricsCloudProvider",
+    "outcome_of",
+]
 
 T = TypeVar("T")
 
@@ -45,6 +55,50 @@ DURATION = Histogram(
     ["controller", "method", "provider"],
     registry=REGISTRY,
 )
+
+ERRORS = Counter(
+    "karpenter_cloudprovider_errors_total",
+    "Total number of errors returned from CloudProvider calls.",
+    ["controller", "method", "provider", "error"],
+    registry=REGISTRY,
+)
+INSTANCE_TYPE_CPU = Gauge(
+    "karpenter_cloudprovider_instance_type_cpu_cores",
+    "VCPUs cores for a given instance type.",
+    ["instance_type"],
+    registry=REGISTRY,
+)
+INSTANCE_TYPE_MEMORY = Gauge(
+    "karpenter_cloudprovider_instance_type_memory_bytes",
+    "Memory, in bytes, for a given instance type.",
+    ["instance_type"],
+    registry=REGISTRY,
+)
+OFFERING_AVAILABLE = Gauge(
+    "karpenter_cloudprovider_instance_type_offering_available",
+    "Instance type offering availability, based on instance type, capacity type, and zone",
+    ["instance_type", "capacity_type", "zone"],
+    registry=REGISTRY,
+)
+OFFERING_PRICE = Gauge(
+    "karpenter_cloudprovider_instance_type_offering_price_estimate",
+    "Instance type offering estimated hourly price used when making informed decisions on node "
+    "cost calculation, based on instance type, capacity type, and zone.",
+    ["instance_type", "capacity_type", "zone"],
+    registry=REGISTRY,
+)
+
+
+def record_instance_types(types: builtins.list[InstanceType]) -> None:
+    """Karpenter's per-type and per-offering gauges, from the catalogue a call returned."""
+    for t in types:
+        INSTANCE_TYPE_CPU.labels(t.name).set(t.capacity.get("cpu", 0) / 1000)
+        INSTANCE_TYPE_MEMORY.labels(t.name).set(t.capacity.get("memory", 0))
+        for o in t.offerings:
+            OFFERING_AVAILABLE.labels(t.name, o.capacity_type, o.zone).set(
+                1.0 if o.available else 0.0
+            )
+            OFFERING_PRICE.labels(t.name, o.capacity_type, o.zone).set(o.price)
 
 
 def outcome_of(error: BaseException | None) -> str:
@@ -83,6 +137,8 @@ class MetricsCloudProvider:
         finally:
             DURATION.labels(controller, method, self.name).observe(time.perf_counter() - started)
             CALLS.labels(self.name, method, outcome_of(error)).inc()
+            if error is not None:
+                ERRORS.labels(controller, method, self.name, type(error).__name__).inc()
 
     async def create(self, claim: NodeClaim) -> NodeClaim:
         return await self._observe("create", lambda: self.inner.create(claim))
@@ -97,9 +153,11 @@ class MetricsCloudProvider:
         return await self._observe("list", self.inner.list)
 
     async def get_instance_types(self, nodepool: NodePool) -> builtins.list[InstanceType]:
-        return await self._observe(
+        types = await self._observe(
             "get_instance_types", lambda: self.inner.get_instance_types(nodepool)
         )
+        record_instance_types(types)
+        return types
 
     async def is_drifted(self, claim: NodeClaim) -> str | None:
         return await self._observe("is_drifted", lambda: self.inner.is_drifted(claim))

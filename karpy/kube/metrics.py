@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from prometheus_client import (
     GC_COLLECTOR,
@@ -43,7 +43,9 @@ __all__ = [
     "WORKQUEUE_RETRIES",
     "WORKQUEUE_WORK_DURATION",
     "InFlightSource",
+    "RegisteredMetric",
     "register_in_flight",
+    "registered_metrics",
 ]
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # Go clients export no *_created
@@ -200,3 +202,43 @@ REGISTRY.register(_IN_FLIGHT)
 def register_in_flight(source: InFlightSource) -> None:
     """Report `source` in the in-flight gauges for as long as it lives."""
     _IN_FLIGHT.sources.add(source)
+
+
+class RegisteredMetric(NamedTuple):
+    """What `/metrics` declares for one name: its type, label names, help and, for a histogram
+    defined by a wrapper, its bucket bounds (the `+Inf` bound left out)."""
+
+    name: str
+    type: str
+    labels: tuple[str, ...]
+    help: str
+    buckets: tuple[float, ...] | None
+
+
+def registered_metrics(registry: CollectorRegistry = REGISTRY) -> list[RegisteredMetric]:
+    """Every metric family registered in `registry`, the client's standard process, platform
+    and GC collectors left out, sorted by name."""
+    from prometheus_client.metrics import MetricWrapperBase
+
+    standard = (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR)
+    out: dict[str, RegisteredMetric] = {}
+    for collector in list(registry._collector_to_names):  # the registry has no public listing
+        if any(collector is s for s in standard):
+            continue
+        if isinstance(collector, MetricWrapperBase):
+            name = collector._name
+            kind = str(collector._type)
+            if kind == "counter" and not name.endswith("_total"):
+                name += "_total"
+            bounds = getattr(collector, "_upper_bounds", None)
+            buckets = tuple(b for b in bounds if b != float("inf")) if bounds else None
+            out[name] = RegisteredMetric(
+                name, kind, tuple(collector._labelnames), collector._documentation, buckets
+            )
+            continue
+        for family in collector.collect():
+            labels = tuple(getattr(family, "_labelnames", ()))
+            out[family.name] = RegisteredMetric(
+                family.name, str(family.type), labels, family.documentation, None
+            )
+    return [out[name] for name in sorted(out)]

@@ -15,6 +15,7 @@ node the scheduler can count on, so the provisioner waits for it instead of laun
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -504,10 +505,12 @@ class Cluster:
 
 
 class _StateCollector(Collector):
-    """`karpenter_cluster_state_node_count` and `_synced`, computed at scrape time."""
+    """`karpenter_cluster_state_node_count`, `_synced` and `_unsynced_time_seconds` (since
+    the first scrape that found it unsynced), computed at scrape time."""
 
     def __init__(self) -> None:
         self.clusters: weakref.WeakSet[Cluster] = weakref.WeakSet()
+        self.unsynced_since: float | None = None
 
     def collect(self) -> Iterator[Metric]:
         count = GaugeMetricFamily(
@@ -519,13 +522,26 @@ class _StateCollector(Collector):
             "nodeclaims and nodes that are stored in the APIServer have the same representation "
             "as Karpenter's cluster state",
         )
+        unsynced = GaugeMetricFamily(
+            "karpenter_cluster_state_unsynced_time_seconds",
+            "The time for which cluster state is not synced",
+        )
         clusters = list(self.clusters)
         if clusters:
             cluster = clusters[-1]
             count.add_metric([], len(cluster.nodes()))
-            synced.add_metric([], 1.0 if cluster.synced() else 0.0)
+            is_synced = cluster.synced()
+            synced.add_metric([], 1.0 if is_synced else 0.0)
+            now = time.monotonic()
+            if is_synced:
+                self.unsynced_since = None
+            elif self.unsynced_since is None:
+                self.unsynced_since = now
+            since = self.unsynced_since
+            unsynced.add_metric([], 0.0 if since is None else now - since)
         yield count
         yield synced
+        yield unsynced
 
     def describe(self) -> Iterator[Metric]:
         return iter(())

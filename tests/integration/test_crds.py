@@ -327,6 +327,7 @@ def test_kubectl_get_shows_karpenters_columns(crds: None, kubectl: Kubectl) -> N
             "status": {
                 "nodes": 1,
                 "resources": {"cpu": "2", "memory": "8Gi", "nodes": "1"},
+                "cost": "0.192",
                 "conditions": [
                     {
                         "type": "Ready",
@@ -351,8 +352,10 @@ def test_kubectl_get_shows_karpenters_columns(crds: None, kubectl: Kubectl) -> N
         assert rows[0] == ["NAME", "NODECLASS", "NODES", "READY", "AGE"]
         assert rows[1][:4] == ["columns", "default", "1", "True"]
         rows = _columns(kubectl, "nodepools", "-o", "wide")
-        assert rows[0] == ["NAME", "NODECLASS", "NODES", "READY", "AGE", "WEIGHT", "CPU", "MEMORY"]
-        assert rows[1][-3:] == ["7", "2", "8Gi"]
+        assert rows[0] == [
+            *("NAME", "NODECLASS", "NODES", "READY", "AGE", "WEIGHT", "CPU", "MEMORY", "COST")
+        ]
+        assert rows[1][-4:] == ["7", "2", "8Gi", "0.192"]
 
         rows = _columns(kubectl, "nodeclaims")
         assert rows[0] == ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE"]

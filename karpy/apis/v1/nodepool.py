@@ -213,6 +213,10 @@ class NodePoolStatus(K8sModel):
     """The NodeClass generation last seen by the readiness controller."""
     conditions: list[Condition] | None = None
     """ValidationSucceeded, NodeClassReady, NodeRegistrationHealthy and Ready."""
+    cost: str | None = None
+    """karpy only: the summed hourly price of the NodePool's launched NodeClaims' offerings,
+    NodeOverlay prices included (as `karpenter_nodepools_cost_total`), as a decimal string
+    (API conventions avoid floats). Units are the cloud provider's; not a source for billing."""
 
 
 class NodePool(K8sModel):
@@ -267,6 +271,7 @@ NODEPOOL = CustomResource(
         PrinterColumn("Weight", ".spec.weight", "integer", priority=1),
         PrinterColumn("CPU", ".status.resources.cpu", priority=1),
         PrinterColumn("Memory", ".status.resources.memory", priority=1),
+        PrinterColumn("Cost", ".status.cost", priority=1),
     ),
     scale=(".spec.replicas", ".status.nodes"),
 )

@@ -138,7 +138,14 @@ class DisruptionController:
             return Result(requeue_after=UNSYNCED_RETRY)
         await self.clear_stale_disruptions()
         for method in self.methods:
-            if await self.run(method):
+            began = time.perf_counter()
+            try:
+                started = await self.run(method)
+            finally:
+                metrics.EVALUATION_DURATION.labels(
+                    method.reason.lower(), method.consolidation_type
+                ).observe(time.perf_counter() - began)
+            if started:
                 return Result(requeue_after=0.0)
         return Result(requeue_after=self.polling_period)
 
@@ -263,6 +270,7 @@ class DisruptionController:
         states = budget_states(nodes, nodepools, reason=method.reason, now=now)
         for name, state in states.items():
             metrics.ALLOWED_DISRUPTIONS.labels(name, reason).set(state.remaining)
+            metrics.CONSUMING_BUDGETS.labels(name, reason).set(state.disrupting)
         if publish:
             self._blocked_pools(eligible, states, nodepools, method.reason)
         return eligible, {name: state.remaining for name, state in states.items()}

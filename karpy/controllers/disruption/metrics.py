@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Counter, Gauge, Histogram
 
+from karpy.controllers.metrics.upstream import DURATION_BUCKETS
 from karpy.kube.metrics import REGISTRY
 
 __all__ = [
     "ALLOWED_DISRUPTIONS",
+    "CONSUMING_BUDGETS",
+    "DECISIONS_BY_NODEPOOL_TOTAL",
     "DECISIONS_TOTAL",
     "ELIGIBLE_NODES",
+    "EVALUATION_DURATION",
     "FAILED_VALIDATIONS_TOTAL",
     "QUEUE_FAILURES_TOTAL",
 ]
@@ -47,5 +51,27 @@ QUEUE_FAILURES_TOTAL = Counter(
     "Number of times commands to disrupt nodes have failed. Labeled by decision, reason and "
     "consolidation type.",
     ["decision", "reason", "consolidation_type"],
+    registry=REGISTRY,
+)
+DECISIONS_BY_NODEPOOL_TOTAL = Counter(
+    "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+    "Number of disruption decisions performed by nodepool. Labeled by nodepool name, disruption "
+    "decision, reason, and consolidation type.",
+    ["nodepool", "decision", "reason", "consolidation_type"],
+    registry=REGISTRY,
+)
+EVALUATION_DURATION = Histogram(
+    "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+    "Duration of the disruption decision evaluation process in seconds. Labeled by method and "
+    "consolidation type.",
+    ["method", "consolidation_type"],
+    buckets=DURATION_BUCKETS,
+    registry=REGISTRY,
+)
+CONSUMING_BUDGETS = Gauge(
+    "karpenter_nodepools_nodes_consuming_budgets",
+    "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by "
+    "NodePool.",
+    ["nodepool", "reason"],
     registry=REGISTRY,
 )

@@ -3,7 +3,10 @@
 - `karpenter_pods_state`: 1 per pod, labelled by name, namespace, owner, node, nodepool, zone,
   arch, capacity_type, instance_type and phase (the node's labels, when the pod is bound);
 - `karpenter_nodepools_usage`: each NodePool's `status.resources`;
-- `karpenter_nodepools_limit`: each NodePool's `spec.limits`.
+- `karpenter_nodepools_limit`: each NodePool's `spec.limits`;
+- the per-node resource gauges and cluster utilization of `nodes.py`.
+
+While it leads, the controller also keeps the pod timing metrics of `pods.py` current.
 
 Resource names are lower case with `-` as `_` (`ephemeral_storage`); CPU is in cores. Only
 the leader reports them, as only Karpenter's leader runs its metrics controllers: the
@@ -13,8 +16,11 @@ leader-only `MetricsController` switches its sources on while it leads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 import weakref
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -27,6 +33,8 @@ from karpy.apis.v1.labels import (
     LABEL_NODEPOOL,
     LABEL_TOPOLOGY_ZONE,
 )
+from karpy.controllers.metrics.nodes import node_families, node_usages
+from karpy.controllers.metrics.pods import PodTimings
 from karpy.kube import Informer
 from karpy.kube.metrics import REGISTRY
 from karpy.scheduling.quantity import QuantityError, milli_value, value
@@ -34,6 +42,7 @@ from karpy.scheduling.quantity import QuantityError, milli_value, value
 __all__ = ["NAME", "MetricsController", "pod_state_labels", "resource_gauges"]
 
 NAME = "metrics"
+POD_TIMINGS_PERIOD = 1.0
 POD_LABELS = (
     "name",
     "namespace",
@@ -129,8 +138,10 @@ class _ClusterMetrics(Collector):
             labels=("nodepool", "resource_type"),
         )
         active = list(self.active)
+        usages = None
         if active:
             sources = active[-1].sources
+            usages = node_usages(sources.nodes.list(), sources.pods.list())
             for pod in sources.pods.list():
                 node_name = (pod.get("spec") or {}).get("nodeName")
                 node = sources.nodes.get(node_name) if node_name else None
@@ -148,6 +159,7 @@ class _ClusterMetrics(Collector):
         yield pods_state
         yield usage
         yield limit
+        yield from node_families(usages, datetime.now(UTC))
 
 
 _COLLECTOR = _ClusterMetrics()
@@ -167,7 +179,12 @@ class MetricsController:
 
     async def start(self, stop: asyncio.Event) -> None:
         _COLLECTOR.active.add(self)
+        timings = PodTimings(since=time.time())
         try:
-            await stop.wait()
+            while not stop.is_set():
+                timings.update(self.sources.pods.list(), time.time())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=POD_TIMINGS_PERIOD)
         finally:
             _COLLECTOR.active.discard(self)
+            timings.update((), time.time())

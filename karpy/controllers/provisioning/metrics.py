@@ -6,7 +6,15 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from karpy.kube.metrics import REGISTRY
 
-__all__ = ["NODECLAIMS_CREATED", "OPTIMALITY_GAP", "QUEUE_DEPTH", "SCHEDULING_DURATION"]
+__all__ = [
+    "IGNORED_PODS",
+    "NODECLAIMS_CREATED",
+    "OPTIMALITY_GAP",
+    "QUEUE_DEPTH",
+    "SCHEDULING_DURATION",
+    "UNFINISHED_WORK",
+    "UNSCHEDULABLE_PODS",
+]
 
 NODECLAIMS_CREATED = Counter(
     "karpenter_nodeclaims_created_total",
@@ -26,6 +34,25 @@ QUEUE_DEPTH = Gauge(
     "karpenter_scheduler_queue_depth",
     "The number of pods currently waiting to be scheduled.",
     ["controller", "schedulingID"],
+    registry=REGISTRY,
+)
+UNFINISHED_WORK = Gauge(
+    "karpenter_scheduler_unfinished_work_seconds",
+    "How many seconds of work has been done that is in progress and hasn't been observed by "
+    "scheduling_duration_seconds.",
+    ["controller", "schedulingID"],
+    registry=REGISTRY,
+)
+UNSCHEDULABLE_PODS = Gauge(
+    "karpenter_scheduler_unschedulable_pods_count",
+    "The number of unschedulable Pods.",
+    ["controller"],
+    registry=REGISTRY,
+)
+# Registered with no labels, so present (at 0) from start-up, as Karpenter's.
+IGNORED_PODS = Gauge(
+    "karpenter_scheduler_ignored_pods_count",
+    "Number of pods ignored during scheduling by Karpenter",
     registry=REGISTRY,
 )
 # karpy's own: how far each small batch's plan may be from the cheapest (0 when proven optimal).

@@ -189,11 +189,17 @@ class Provisioner:
         scheduling_id = str(uuid.uuid4())
         metrics.QUEUE_DEPTH.labels(NAME, scheduling_id).set(len(batch.pods))
         started = time.perf_counter()
+        metrics.UNFINISHED_WORK.labels(NAME, scheduling_id).set_function(
+            lambda: time.perf_counter() - started
+        )
         try:
             result, worker = await run_off_loop(self.solve, batch)
         finally:
             metrics.SCHEDULING_DURATION.labels(NAME).observe(time.perf_counter() - started)
             metrics.QUEUE_DEPTH.remove(NAME, scheduling_id)
+            metrics.UNFINISHED_WORK.remove(NAME, scheduling_id)
+        by_key = {podutil.pod_key(p) for p in batch.pods}
+        metrics.UNSCHEDULABLE_PODS.labels(NAME).set(sum(1 for k in result.errors if k in by_key))
         laps.lap("simulate")
         if result.gap is not None:
             metrics.OPTIMALITY_GAP.observe(result.gap)
@@ -257,6 +263,7 @@ class Provisioner:
         templates = await self.templates()
         well_known = well_known_labels(templates)
         pods: dict[str, JSON] = {}
+        ignored = 0
         for pod in candidates:
             try:
                 validate_pod(
@@ -264,8 +271,10 @@ class Provisioner:
                 )
             except PodValidationError as err:
                 self._ignore(pod, str(err))
+                ignored += 1
                 continue
             pods[podutil.pod_key(pod)] = pod
+        metrics.IGNORED_PODS.set(ignored)
         for pod in deleting:
             pods.setdefault(podutil.pod_key(pod), pod)
         if not pods and not snapshot.buffers:

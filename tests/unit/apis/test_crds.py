@@ -109,7 +109,7 @@ def test_names_scope_and_categories() -> None:
 
 def test_nodepool_printer_columns() -> None:
     assert [n for n, _ in _columns("NodePool", 0)] == ["NodeClass", "Nodes", "Ready", "Age"]
-    assert [n for n, _ in _columns("NodePool", 1)] == ["Weight", "CPU", "Memory"]
+    assert [n for n, _ in _columns("NodePool", 1)] == ["Weight", "CPU", "Memory", "Cost"]
 
 
 def test_schedulingconfig_printer_columns() -> None:

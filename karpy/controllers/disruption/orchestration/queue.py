@@ -227,6 +227,10 @@ class OrchestrationQueue:
         metrics.DECISIONS_TOTAL.labels(
             command.decision, command.reason.lower(), command.consolidation_type
         ).inc()
+        for pool in sorted({c.nodepool_name for c in command.candidates}):
+            metrics.DECISIONS_BY_NODEPOOL_TOTAL.labels(
+                pool, command.decision, command.reason.lower(), command.consolidation_type
+            ).inc()
         persisted = {
             ANNOTATION_COMMAND: command_id,
             ANNOTATION_REPLACEMENTS: str(len(command.replacements)),
