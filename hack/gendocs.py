@@ -133,7 +133,22 @@ def metrics_page() -> str:
         "names (`karpenter_*`), controller-runtime's (`controller_runtime_*`, `workqueue_*`, "
         "`rest_client_*`, `leader_election_*`) and karpy's own (`karpy_*`) are listed here; the "
         "Python client's standard `process_*` and `python_*` metrics are served too. "
-        f"{len(rows)} metrics.\n",
+        f"{len(rows)} metrics.\n\n",
+        "Karpenter's metrics have Karpenter v1.14.1's names, types, labels and histogram buckets, "
+        "so its dashboards and alerts work unchanged; `karpy/controllers/metrics/upstream.py` "
+        "lists each with the upstream file that defines it, and the last section below lists the "
+        "few karpy does not export, with the reason.\n\n"
+        "- Per-node resources (`karpenter_nodes_allocatable`, `_total_pod_requests`, "
+        "`_total_daemon_requests`, `_system_overhead`, ...) are labelled by the node's "
+        "well-known labels, `resource_type`, `node_name` and `phase`; "
+        "`karpenter_cluster_utilization_percent` is all pod requests over all allocatable.\n"
+        "- `karpenter_nodepools_cost_total{nodepool}` is the summed hourly price of the NodePool's "
+        "launched NodeClaims, NodeOverlay prices included, refreshed every 10 s (not a billing "
+        "source). The same figure is the NodePool's `status.cost`, the `COST` column of "
+        "`kubectl get nodepools -o wide`.\n"
+        "- Pod timings (`karpenter_pods_bound_duration_seconds`, `_startup_duration_seconds`, "
+        "`karpenter_pods_provisioning_*`) cover the pods karpy saw pending since it became "
+        "leader.\n",
     ]
     for title in sorted(groups):
         out.append(f"\n## {title}\n\n")
