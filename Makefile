@@ -56,14 +56,15 @@ CRD_DIRS := manifests/crds manifests/charts/karpy/crds manifests/charts/karpy-cr
 DOCS_REFERENCE := docs/reference
 
 .PHONY: generate
-generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts) and the docs' reference pages
-	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output $$dir || exit 1; done
+generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts), the docs' reference pages and the chart's values docs
+	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output-dir $$dir || exit 1; done
 	@$(BIN)/python hack/gendocs.py --output $(DOCS_REFERENCE)
+	@$(BIN)/python hack/chart_docs.py
 
 .PHONY: check-generated
-check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference page differs from the code
+check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy, reference page or chart values doc differs from the code
 	@status=0; tmp=$$(mktemp -d); \
-	if $(BIN)/karpy crds --output $$tmp >/dev/null; then \
+	if $(BIN)/karpy crds --output-dir $$tmp >/dev/null; then \
 	  for dir in $(CRD_DIRS); do \
 	    if ! diff -ru $$dir $$tmp; then echo "$$dir is stale: run make generate" >&2; status=1; fi; \
 	  done; \
@@ -74,7 +75,8 @@ check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy or reference pa
 	    name=$(DOCS_REFERENCE)/$$(basename $$page); \
 	    if ! diff -u $$name $$page; then echo "$$name is stale: run make generate" >&2; status=1; fi; \
 	  done; \
-	else status=1; fi; rm -rf $$tmp; exit $$status
+	else status=1; fi; rm -rf $$tmp; \
+	$(BIN)/python hack/chart_docs.py --check || status=1; exit $$status
 
 .PHONY: docs
 docs: $(VENV_STAMP) ## Build the documentation site (mkdocs --strict) into .local/site

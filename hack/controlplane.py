@@ -63,6 +63,7 @@ DEFAULT_CONTROLLERS = (
     "disruption-controller",
     "node-lifecycle-controller",
     "taint-eviction-controller",
+    "clusterrole-aggregation-controller",
 )
 
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import pkgutil
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -148,12 +150,7 @@ def _parser() -> argparse.ArgumentParser:
     the chosen one's)."""
     from karpy import cli
 
-    parser = argparse.ArgumentParser(prog="karpy", description=cli.__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, (module, help_text) in cli.SUBCOMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
-        importlib.import_module(module).add_arguments(sub_parser)
-    return parser
+    return cli.parser("*")
 
 
 def _subcommands(
@@ -217,15 +214,44 @@ def _command_section(path: str, parser: argparse.ArgumentParser, level: int) -> 
             yield from _command_section(f"{path} {name}", child, level + 1)
 
 
+def _first_line(module: Any, name: str) -> str:
+    """The docstring written under a module constant (read from the module's source)."""
+    source = inspect.getsource(module)
+    match = re.search(rf"^{name} = [^\n]*\n\"\"\"(.*?)\"\"\"", source, flags=re.M | re.S)
+    return " ".join(match.group(1).split()) if match else ""
+
+
 def cli_page() -> str:
+    from karpy import exitcodes
+
     parser = _parser()
     out = [
         HEADER.format(source="the karpy command's argparse parser"),
         "# Command line\n\n",
-        "`karpy COMMAND [flags]`. Every command has `-h`/`--help`.\n\n",
+        "`karpy COMMAND [flags]`. Every command has `-h`/`--help`; `karpy` alone prints the help\n"
+        "(exit 0).\n\n",
         _table(
             ("command", "help"),
             ((_code(f"karpy {name}"), a.help or "") for name, a, _ in _subcommands(parser)),
+        ),
+        "\n",
+        _table(
+            ("global flag", "help"),
+            (
+                (", ".join(_code(flag) for flag in action.option_strings), action.help or "")
+                for action in parser._actions
+                if action.option_strings and not isinstance(action, argparse._HelpAction)
+            ),
+        ),
+        "\n## Exit status\n\nEvery command, as its help's epilog says:\n\n",
+        _table(
+            ("status", "meaning"),
+            (
+                (_code(str(exitcodes.OK)), "success"),
+                (_code(str(exitcodes.FAILURE)), _first_line(exitcodes, "FAILURE")),
+                (_code(str(exitcodes.INVALID)), _first_line(exitcodes, "INVALID")),
+                (_code(str(exitcodes.UNSCHEDULABLE)), _first_line(exitcodes, "UNSCHEDULABLE")),
+            ),
         ),
     ]
     for name, _action, child in _subcommands(parser):

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol, cast
 
 from karpy import __version__
+from karpy.exitcodes import FAILURE, OK, TABLE
 
 # subcommand -> (module implementing it, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -25,7 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "export the instance-type catalogue a configuration sees (--instance-types format)",
     ),
     "crds": ("karpy.apis.crds", "print or write the CustomResourceDefinitions"),
-    "version": ("karpy.cli", "print the version"),
+    "version": ("karpy.versioncommand", "print the version, commit, Python version and platform"),
 }
 
 
@@ -42,38 +43,54 @@ class Subcommand(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """`karpy version` takes no arguments."""
-
-
-def run(args: argparse.Namespace) -> int:
-    print(__version__)
-    return 0
-
-
 def _load(name: str) -> Subcommand:
     return cast(Subcommand, importlib.import_module(SUBCOMMANDS[name][0]))
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """The `karpy` parser, with the flags of subcommand `chosen` (or of every subcommand when
+    `chosen` is "*": the generated CLI reference reads them all)."""
+    top = argparse.ArgumentParser(
+        prog="karpy",
+        description=__doc__.splitlines()[0],
+        epilog=TABLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=f"karpy {__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (_module, help_text) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            epilog=TABLE,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        if chosen in (name, "*"):
+            _load(name).add_arguments(sub_parser)
+    return top
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
     """Parse a `karpy` command line (without the program name); exits 2 on a bad one, as
     argparse does. The container image's ENTRYPOINT and the chart's args are checked with it."""
     argv = list(argv)
-    parser = argparse.ArgumentParser(prog="karpy", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    chosen = next((a for a in argv if not a.startswith("-")), None)
-    for name, (_module, help_text) in SUBCOMMANDS.items():
-        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
-        if name == chosen:
-            _load(name).add_arguments(sub_parser)
-    return parser.parse_args(argv)
+    return parser(_chosen(argv)).parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None, *, process_ends: bool = False) -> int:
-    """Parse `argv` and run the subcommand; return the exit status. `process_ends`: the
-    process ends right after (`entry`), so nothing needs to be freed (`args.process_ends`)."""
+    """Parse `argv` and run the subcommand; return the exit status. A bare `karpy` prints the
+    help. `process_ends`: the process ends right after (`entry`), so nothing needs to be freed
+    (`args.process_ends`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    chosen = next((a for a in argv if not a.startswith("-")), None)
+    if not argv:
+        parser().print_help()
+        return OK
+    chosen = _chosen(argv)
     collecting = gc.isenabled()
     if chosen in WITHOUT_GC_AT_START:
         gc.disable()
@@ -86,21 +103,31 @@ def main(argv: Sequence[str] | None = None, *, process_ends: bool = False) -> in
             gc.enable()
 
 
+def _quiet_broken_pipe() -> int:
+    """The reader went away (`karpy simulate ... | head -1`). As the Python documentation
+    recommends for SIGPIPE: point stdout at /dev/null, so that the interpreter's final flush
+    does not fail again and print a traceback, and exit with status 1, without a message."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return FAILURE
+
+
 def entry() -> None:
     """The `karpy` program: `main()`, then exit. Subcommands that declare
     `EXIT_WITHOUT_CLEANUP` end the process once their output is flushed, skipping the
     interpreter's teardown of everything they built."""
     try:
         code = main(process_ends=True)
-        chosen = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+        sys.stdout.flush()
+        chosen = _chosen(sys.argv[1:])
         if chosen in SUBCOMMANDS and getattr(_load(chosen), "EXIT_WITHOUT_CLEANUP", False):
-            sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code)
     except BrokenPipeError:
-        # the reader went away (`karpy simulate ... | head`): stop quietly, as cat does
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        os._exit(141)
+        code = _quiet_broken_pipe()
+    except KeyboardInterrupt:
+        print("karpy: interrupted", file=sys.stderr)
+        code = 130
     raise SystemExit(code)
 
 

@@ -19,6 +19,7 @@ process exits at once so a restart comes back as a standby), 2 for invalid setti
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
@@ -33,11 +34,13 @@ from karpy.cloudprovider.metrics import MetricsCloudProvider
 from karpy.cloudprovider.registry import ProviderPlugin, ProviderUnavailableError, get_plugin
 from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers import ControllerContext, register_all
+from karpy.exitcodes import FAILURE, INVALID, OK
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
-from karpy.kube.errors import ConfigError
+from karpy.kube.errors import ConfigError, KubeError
 from karpy.kube.events import EventRecorder
 from karpy.kube.leaderelection import LeaderElectionConfig
+from karpy.kube.leasepeers import leases_elsewhere
 from karpy.kube.logconfig import configure_logging
 from karpy.kube.manager import LeaderElectionLostError, Manager, ManagerOptions
 from karpy.kube.offload import shutdown_offload
@@ -87,11 +90,15 @@ CACHED_RESOURCES: tuple[Resource, ...] = (
 """Resources every replica keeps in its cache (RBAC: list and watch each)."""
 
 COMPONENT = "karpenter"
+# Karpenter's leader Lease name (its --leader-election-name default), in SYSTEM_NAMESPACE: a
+# Karpenter and a karpy in one namespace share one Lease, so only one of them acts.
+LEADER_LEASE = f"{COMPONENT}-leader-election"
+PEER_CHECK_TIMEOUT = 10.0
 """Event source component and leader-lease name prefix, as Karpenter's."""
 
 ABSENT_CRD_HINT = (
     "to use it, install karpy's CRDs with the karpy-crd chart (manifests/charts/karpy-crd), "
-    "or apply its file from `karpy crds --output DIR` (named <group>_<plural>.yaml)"
+    "or apply its file from `karpy crds --output-dir DIR` (named <group>_<plural>.yaml)"
 )
 """How to get an extension kind's CRD (logged once when the cluster lacks it, as it does with
 Karpenter's karpenter-crd chart)."""
@@ -168,25 +175,47 @@ def run(args: argparse.Namespace, *, wrap: ProviderWrapper | None = None) -> int
         settings = load_settings(_overrides(args))
     except SettingsError as exc:
         print(f"karpy run: {exc}", file=sys.stderr)
-        return 2
+        return INVALID
     try:
         plugin = get_plugin(settings.provider)
         plugin.check(settings)
     except ProviderUnavailableError as exc:
         print(f"karpy run: {exc}", file=sys.stderr)
-        return 2
+        return INVALID
     configure_logging(settings.log_level)
     try:
         return uvloop.run(_main(settings, plugin, wrap))
     except LeaderElectionLostError:
         log.error("leader election lost; exiting")
         logging.shutdown()
-        os._exit(1)  # worker threads may still run a simulation: do not wait for them
+        os._exit(FAILURE)  # worker threads may still run a simulation: do not wait for them
     except ConfigError as exc:
         log.error("cannot reach Kubernetes", error=str(exc))
-        return 1
+        return FAILURE
     finally:
         shutdown_offload()
+
+
+async def warn_about_other_leaders(client: Client, *, namespace: str) -> None:
+    """Warn about Karpenter's (or another karpy's) leader Lease in another namespace: election
+    only keeps replicas of one installation from acting together, so two installations in
+    different namespaces would both act on the same NodeClaims."""
+    try:
+        peers = await asyncio.wait_for(
+            leases_elsewhere(client, name=LEADER_LEASE, namespace=namespace), PEER_CHECK_TIMEOUT
+        )
+    except (KubeError, TimeoutError) as exc:
+        log.debug("could not look for other NodeClaim controllers' Leases", error=str(exc))
+        return
+    for peer in peers:
+        log.warning(
+            "found another NodeClaim controller's leader Lease in another namespace; if that "
+            "controller runs, both act on the same NodePools and NodeClaims: stop one",
+            lease=f"{peer.namespace}/{LEADER_LEASE}",
+            holder=peer.holder,
+            renewTime=peer.renew_time,
+            namespace=namespace,
+        )
 
 
 async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrapper | None) -> int:
@@ -209,8 +238,9 @@ async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrappe
         election = LeaderElectionConfig(
             identity=identity,
             namespace=settings.leader_election.system_namespace,
-            name=f"{COMPONENT}-leader-election",
+            name=LEADER_LEASE,
         )
+    await warn_about_other_leaders(client, namespace=settings.leader_election.system_namespace)
     manager = Manager(
         client=client,
         cache=Cache(client, absent_hint=ABSENT_CRD_HINT),
@@ -268,4 +298,4 @@ async def _main(settings: Settings, plugin: ProviderPlugin, wrap: ProviderWrappe
         # After every controller stopped: the provider's API clients, then karpy's own.
         await plugin.close(inner)
         await client.close()
-    return 0
+    return OK

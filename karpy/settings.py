@@ -214,6 +214,17 @@ class NodeClaimSettings(BaseModel):
     registration_timeout: Duration = timedelta(minutes=15)
 
 
+class DisruptionSettings(BaseModel):
+    """How long a disruption command waits for its replacements to initialize before it fails
+    and untaints its candidates (the shortest wait; it grows by 80 ms per candidate in flight,
+    up to an hour, as Karpenter's). Karpenter fixes it at 10 minutes; karpy lets it be set so
+    that a cluster (or a test) where nodes boot in seconds need not wait that long."""
+
+    model_config = _FROZEN
+
+    command_timeout: Duration = timedelta(minutes=10)
+
+
 class AWSSettings(BaseModel):
     model_config = _FROZEN
 
@@ -367,6 +378,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "15m",
     ),
     SettingSpec(
+        "DISRUPTION_COMMAND_TIMEOUT",
+        ("disruption", "command_timeout"),
+        "fail a disruption command (untaint its nodes) whose replacements have not initialized "
+        "within this (grows by 80ms per node in flight, up to 1h)",
+        "10m",
+    ),
+    SettingSpec(
         "INSTANCE_TYPES_FILE_PATH",
         ("kwok", "instance_types_file_path"),
         "kwok instance-type catalogue (JSON)",
@@ -419,6 +437,7 @@ class Settings(BaseSettings):
     server: ServerSettings = ServerSettings()
     leader_election: LeaderElectionSettings = Field(default_factory=LeaderElectionSettings)
     nodeclaim: NodeClaimSettings = NodeClaimSettings()
+    disruption: DisruptionSettings = DisruptionSettings()
     aws: AWSSettings = AWSSettings()
     kwok: KwokSettings = KwokSettings()
 

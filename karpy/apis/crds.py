@@ -1,13 +1,15 @@
 """`karpy crds`: render our CustomResourceDefinitions from the API models.
 
-Without arguments it prints every CRD as one YAML stream; `--output DIR` writes one file per CRD
-under Karpenter's file names. Output is deterministic (sorted keys), so the checked-in copies in
-`manifests/crds` can be compared with a fresh rendering.
+Without arguments it prints every CRD as one YAML stream (`-o json`: one JSON `List`);
+`--output-dir DIR` writes one file per CRD under Karpenter's file names. Output is
+deterministic (sorted keys), so the checked-in copies in `manifests/crds` can be compared with
+a fresh rendering.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import yaml
 
 from karpy.apis.registry import RESOURCES
 from karpy.apis.resource import CustomResource
+from karpy.exitcodes import INVALID, OK
 
 __all__ = ["add_arguments", "render", "render_all", "run", "write_all"]
 
@@ -42,20 +45,49 @@ def write_all(directory: Path) -> list[Path]:
     return written
 
 
+FORMATS = ("yaml", "json")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--output",
         "-o",
+        "--output",
+        metavar="FORMAT",
+        default="yaml",
+        help="output format: yaml (default) or json; ignored with --output-dir",
+    )
+    parser.add_argument(
+        "--output-dir",
         metavar="DIR",
         type=Path,
-        help="write one file per CRD into DIR (Karpenter's file names) instead of printing",
+        help="write one YAML file per CRD into DIR (Karpenter's file names) instead of printing",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.output is None:
-        sys.stdout.write(render_all())
-        return 0
-    for path in write_all(args.output):
-        print(path)
-    return 0
+    directory: Path | None = args.output_dir
+    if args.output not in FORMATS:
+        if directory is not None:
+            print(
+                f"error: -o/--output: {args.output!r} is not one of {', '.join(FORMATS)}",
+                file=sys.stderr,
+            )
+            return INVALID
+        # `--output DIR` named the directory before `--output-dir` existed: still honoured
+        print(
+            "warning: --output DIR is deprecated, use --output-dir DIR "
+            "(-o/--output is the output format)",
+            file=sys.stderr,
+        )
+        directory = Path(args.output)
+    if directory is not None:
+        for path in write_all(directory):
+            print(path)
+        return OK
+    if args.output == "json":
+        crds = [r.crd() for r in RESOURCES]
+        json.dump({"apiVersion": "v1", "kind": "List", "items": crds}, sys.stdout, indent=2)
+        print()
+        return OK
+    sys.stdout.write(render_all())
+    return OK

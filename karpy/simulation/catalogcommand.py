@@ -17,6 +17,9 @@ import json
 import os
 import sys
 
+from karpy.exitcodes import FAILURE, INVALID, OK
+from karpy.progress import Progress, progress
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -32,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-async def _aws(region: str | None, on_demand: bool) -> list[dict[str, object]]:
+async def _aws(region: str | None, on_demand: bool, shown: Progress) -> list[dict[str, object]]:
     from karpy.cloudprovider.aws.clients import AWSClients
     from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
     from karpy.cloudprovider.aws.labels import instance_type_labels
@@ -47,19 +50,24 @@ async def _aws(region: str | None, on_demand: bool) -> list[dict[str, object]]:
     clients = AWSClients(
         region or region_of(os.environ), endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None
     )
-    pricing = PricingProvider(clients, isolated_vpc=settings.isolated_vpc)
-    if on_demand:
-        await pricing.update_on_demand_prices()
-    provider = InstanceTypeProvider(
-        clients,
-        pricing,
-        UnavailableOfferings(),
-        vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
-        reserved_enis=settings.reserved_enis,
-    )
-    await provider.refresh(force=True)
-    labels = {name: instance_type_labels(info) for name, info in provider.infos.items()}
-    return dump_snapshot(await provider.list(), labels)
+    try:
+        pricing = PricingProvider(clients, isolated_vpc=settings.isolated_vpc)
+        if on_demand:
+            shown.update("reading on-demand prices (Price List API)")
+            await pricing.update_on_demand_prices()
+        shown.update("reading instance types, offerings and spot prices (EC2 API)")
+        provider = InstanceTypeProvider(
+            clients,
+            pricing,
+            UnavailableOfferings(),
+            vm_memory_overhead_percent=settings.vm_memory_overhead_percent,
+            reserved_enis=settings.reserved_enis,
+        )
+        await provider.refresh(force=True)
+        labels = {name: instance_type_labels(info) for name, info in provider.infos.items()}
+        return dump_snapshot(await provider.list(), labels)
+    finally:
+        await clients.close()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,15 +75,20 @@ def run(args: argparse.Namespace) -> int:
         from karpy.cloudprovider.kwok.catalog import kwok_catalog_json
 
         print(kwok_catalog_json())
-        return 0
+        return OK
+    from karpy.cloudprovider.aws.errors import BotoCoreError, ClientError
     from karpy.cloudprovider.registry import ProviderUnavailableError
     from karpy.settings import SettingsError
 
     try:
-        entries = asyncio.run(_aws(args.region, args.on_demand_prices))
+        with progress("connecting to AWS") as shown:
+            entries = asyncio.run(_aws(args.region, args.on_demand_prices, shown))
     except (ProviderUnavailableError, SettingsError) as err:
         print(f"karpy catalog: {err}", file=sys.stderr)
-        return 2
+        return INVALID
+    except (BotoCoreError, ClientError, OSError) as err:
+        print(f"karpy catalog: cannot read the catalogue from AWS: {err}", file=sys.stderr)
+        return FAILURE
     json.dump(entries, sys.stdout, indent=1)
     print()
-    return 0
+    return OK

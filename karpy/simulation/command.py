@@ -1,17 +1,22 @@
-"""`karpy simulate`: show the nodes karpy would launch for a scenario, without a cluster.
+"""`karpy simulate`: show the nodes karpy would launch for a scenario or a live cluster.
 
-    karpy simulate -f scenario.yaml [-f more.json] [--instance-types catalog.json|aws[:REGION]]
-                   [-o json|yaml|table]
+    karpy simulate -f FILE|DIR|- [-R] [--instance-types catalog.json|aws[:REGION]]
+                   [-o json|yaml|table] [--fail-on-unschedulable]
+    karpy simulate --from-cluster [--kubeconfig PATH] [--context NAME]
     karpy simulate --disruption -f cluster.yaml [--spot-to-spot] [--min-savings SHARE]
-    karpy simulate --disruption --from-cluster [--kubeconfig PATH]
+    karpy simulate --disruption --from-cluster [--kubeconfig PATH] [--context NAME]
 
-With `--disruption` the scenario is a cluster snapshot (nodes, pods bound to them, NodePools,
-PDBs) and the output is what voluntary disruption would do to it (`karpy.simulation.disruption`);
-`--from-cluster` reads that snapshot from the live cluster instead of files
-(`karpy.simulation.live`).
+`-f` reads files, directories (their .json, .yaml and .yml files; `-R` for subdirectories too)
+and `-` (standard input), as kubectl does. `--from-cluster` reads the objects from a live
+cluster instead, read only (`karpy.simulation.live`): the plan is then for the pods pending
+there now. With `--disruption` the scenario is a cluster snapshot (nodes, pods bound to them,
+NodePools, PDBs) and the output is what voluntary disruption would do to it
+(`karpy.simulation.disruption`). The catalogue follows the NodeClasses
+(`karpy.simulation.catalogchoice`).
 
-Exit status: 0 with a plan (even when some pods cannot be scheduled: they are listed with the
-reason), 2 when the input is invalid (one line on standard error names the file, document and
+Exit status (`karpy.exitcodes`): 0 with a plan (even when some pods cannot be scheduled: they
+are listed with the reason; `--fail-on-unschedulable` makes that 3), 1 when the cluster cannot
+be read, 2 when the input is invalid (one line on standard error names the file, document and
 field, and nothing is printed on standard output). A scenario holds at most `--max-pods` pods
 (20,000 unless raised).
 """
@@ -23,14 +28,16 @@ import gc
 import os
 import sys
 import types
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
-from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
+from karpy.exitcodes import FAILURE, INVALID, OK, UNSCHEDULABLE
+from karpy.progress import progress
 from karpy.scheduling import CatalogError
 from karpy.scheduling.engine import schedule, warm_up
-from karpy.scheduling.instancetypes import InstanceType
+from karpy.simulation.catalogchoice import choose_catalog
 from karpy.simulation.documents import DEFAULT_MAX_PODS
+from karpy.simulation.filenames import expand_filenames
 from karpy.simulation.output import widen_pipe, write_plan
 from karpy.simulation.scenario import ScenarioError, ScenarioObjects, load_scenario
 
@@ -39,8 +46,6 @@ __all__ = ["EXIT_WITHOUT_CLEANUP", "add_arguments", "run"]
 # `karpy simulate` leaves nothing to clean up, and tearing down the objects of a large scenario
 # one by one takes most of a second: the program ends the process as soon as output is flushed.
 EXIT_WITHOUT_CLEANUP = True
-
-EXIT_INVALID = 2
 
 # What a run built, kept when the process ends right after it (`args.process_ends`): freeing
 # a large scenario's millions of objects one by one, as returning from the run would, costs
@@ -57,14 +62,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="files",
         action="append",
         metavar="FILE",
-        help="YAML or JSON manifests (repeatable; '-' reads standard input); required unless "
-        "--from-cluster",
+        help="YAML or JSON manifests: a file, a directory (its .json, .yaml and .yml files) or "
+        "'-' for standard input; repeatable; required unless --from-cluster",
+    )
+    parser.add_argument(
+        "-R",
+        "--recursive",
+        action="store_true",
+        help="with -f DIR: read the directory's subdirectories too",
     )
     parser.add_argument(
         "--from-cluster",
         action="store_true",
-        help="with --disruption: read the cluster snapshot from the live cluster (KUBECONFIG) "
-        "instead of files, as `karpy run` sees it, pending pods included",
+        help="read the scenario from the live cluster instead of files, read only, as `karpy "
+        "run` sees it: plan its pending pods, or with --disruption what disruption would do",
     )
     parser.add_argument(
         "--kubeconfig",
@@ -73,11 +84,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "~/.kube/config)",
     )
     parser.add_argument(
+        "--context",
+        metavar="NAME",
+        help="with --from-cluster: the kubeconfig context (default: its current-context)",
+    )
+    parser.add_argument(
+        "--fail-on-unschedulable",
+        action="store_true",
+        help="exit 3 when some pods stay unschedulable (the plan is still printed)",
+    )
+    parser.add_argument(
         "--instance-types",
         metavar="CATALOG",
-        help="instance-type catalogue (kwok instance_types.json format), or 'aws' / 'aws:REGION' "
-        "for the shipped snapshot of real EC2 types and on-demand prices; default: the built-in "
-        "144-type kwok catalogue",
+        help="instance-type catalogue file (kwok's instance_types.json format, or an AWS one from "
+        "`karpy catalog export --provider aws`), or 'aws' / 'aws:REGION' for the shipped "
+        "snapshot of real EC2 types and on-demand prices. Default: follows the NodeClasses, "
+        "the shipped EC2 snapshot for EC2NodeClass, else the built-in kwok catalogue",
     )
     parser.add_argument(
         "-o",
@@ -124,7 +146,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=1000,
         metavar="N",
-        help="with --disruption: stop after N commands (default 1000)",
+        help="with --disruption: stop after N rounds of disruption decisions, each of which "
+        "may issue several commands (default 1000)",
     )
     parser.add_argument(
         "--min-values-policy",
@@ -162,37 +185,6 @@ def _spread_defaults(value: str) -> list[dict[str, Any]]:
     return [c.to_constraint() for c in parsed]
 
 
-def _instance_types(value: str | None) -> list[InstanceType]:
-    """The kwok catalogue, a catalogue file (kwok's, or an AWS one written by `karpy catalog
-    export`), or (`aws`, `aws:REGION`) a shipped EC2 snapshot."""
-    if not value:
-        return kwok_instance_types()
-    if not value.startswith("aws") and not _may_be_aws_catalog(value):
-        return load_kwok_catalog(value)
-    # the AWS models cost a quarter of a second to import: only for `aws` or an AWS catalogue
-    from karpy.cloudprovider.aws.snapshot import (
-        is_snapshot_file,
-        load_snapshot,
-        load_snapshot_file,
-        parse_instance_types_argument,
-    )
-
-    region = parse_instance_types_argument(value)
-    if region is not None:
-        return load_snapshot(region)
-    # An AWS catalogue (`karpy catalog export --provider aws`) keeps the AWS overhead and labels.
-    return load_snapshot_file(value) if is_snapshot_file(value) else load_kwok_catalog(value)
-
-
-def _may_be_aws_catalog(path: str) -> bool:
-    """A cheap first look (gzipped, or entries with `labels`) before the AWS reader's exact one."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return False  # the kwok reader says what is wrong with it
-    return data[:2] == b"\x1f\x8b" or b'"labels"' in data
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -215,19 +207,7 @@ def _share(text: str) -> float:
 
 def _invalid(message: str) -> int:
     print("error: " + " ".join(message.split()), file=sys.stderr)
-    return EXIT_INVALID
-
-
-def _catalog(value: str | None) -> list[InstanceType]:
-    """The instance types (`_instance_types`); errors name the catalogue file."""
-    try:
-        return list(_instance_types(value))
-    except CatalogError:
-        raise
-    except UnicodeDecodeError as err:
-        raise CatalogError(f"{value}: not UTF-8 text: byte {err.start}") from None
-    except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
-        raise CatalogError(f"{value}: not a catalogue: {type(err).__name__}: {err}") from None
+    return INVALID
 
 
 def _without_pydantic_plugin_discovery() -> None:
@@ -283,26 +263,31 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    if args.fail_on_unschedulable and args.disruption:
+        return _invalid(
+            "--fail-on-unschedulable: only for a plan of pending pods, not with --disruption"
+        )
     if args.from_cluster:
-        if not args.disruption:
-            return _invalid("--from-cluster: only with --disruption")
         if args.files:
             return _invalid(
                 "--from-cluster: reads the cluster, not -f files; give one or the other"
             )
         return _from_cluster(args)
+    if args.kubeconfig or args.context:
+        return _invalid("--kubeconfig/--context: only with --from-cluster")
     if not args.files:
-        return _invalid("-f/--filename: Required value (or --disruption --from-cluster)")
+        return _invalid("-f/--filename: Required value (or --from-cluster)")
     try:
-        types = _catalog(args.instance_types)
-        scenario = load_scenario(
-            args.files,
-            instance_types=types,
-            max_pods=args.max_pods,
-            preference_policy=args.preference_policy,
-            min_values_policy=args.min_values_policy,
-            default_spread=args.default_topology_spread_constraints,
-        )
+        files = expand_filenames(args.files, recursive=args.recursive)
+        with progress("reading the scenario"):
+            scenario = load_scenario(
+                files,
+                instance_types=lambda kinds: choose_catalog(args.instance_types, kinds),
+                max_pods=args.max_pods,
+                preference_policy=args.preference_policy,
+                min_values_policy=args.min_values_policy,
+                default_spread=args.default_topology_spread_constraints,
+            )
     except (ScenarioError, CatalogError) as err:
         return _invalid(str(err))
     except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
@@ -318,37 +303,66 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.disruption:
         return _disruption(args, scenario.objects)
     inp = scenario.input
-    result = schedule(inp)
+    with progress(f"planning {len(inp.pods)} pods"):
+        result = schedule(inp)
     result.errors = scenario.explain(result.errors)
     if args.output == "json":  # tens of megabytes for a large scenario
         widen_pipe(sys.stdout)
     write_plan(sys.stdout, inp, result, args.output)
     if getattr(args, "process_ends", False):
-        _KEPT.extend((scenario, result, types))
-    return 0
+        _KEPT.extend((scenario, result))
+    return _outcome(args, result.errors)
+
+
+def _outcome(args: argparse.Namespace, unschedulable: Mapping[str, str]) -> int:
+    if args.fail_on_unschedulable and unschedulable:
+        print(
+            f"error: {len(unschedulable)} pods stay unschedulable (--fail-on-unschedulable)",
+            file=sys.stderr,
+        )
+        return UNSCHEDULABLE
+    return OK
 
 
 def _from_cluster(args: argparse.Namespace) -> int:
     import asyncio
 
     from karpy.kube import KubeError
-    from karpy.simulation.live import read_cluster
+    from karpy.simulation.live import (
+        list_cluster,
+        nodeclass_kinds,
+        objects_from_cluster,
+        pending_plan_input,
+    )
 
     try:
-        types = _catalog(args.instance_types)
-    except CatalogError as err:
-        return _invalid(str(err))
-    warnings: list[str] = []
-    try:
-        objects = asyncio.run(
-            read_cluster(instance_types=types, kubeconfig=args.kubeconfig, warnings=warnings)
-        )
+        with progress("reading the cluster"):
+            listed = asyncio.run(list_cluster(kubeconfig=args.kubeconfig, context=args.context))
     except (KubeError, OSError) as err:  # ConfigError is a KubeError
         print(f"error: cannot read the cluster: {err}", file=sys.stderr)
-        return 1
+        return FAILURE
+    warnings: list[str] = []
+    try:
+        types = choose_catalog(args.instance_types, nodeclass_kinds(listed))
+    except CatalogError as err:
+        return _invalid(str(err))
+    objects = objects_from_cluster(listed, instance_types=types, warnings=warnings)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return _disruption(args, objects)
+    if args.disruption:
+        return _disruption(args, objects)
+    built = pending_plan_input(
+        objects,
+        preference_policy=args.preference_policy,
+        min_values_policy=args.min_values_policy,
+        default_spread=args.default_topology_spread_constraints,
+    )
+    warm_up()
+    with progress(f"planning {len(built.input.pods)} pending pods"):
+        result = schedule(built.input)
+    result.errors = built.explain({**built.errors, **result.errors})
+    write_plan(sys.stdout, built.input, result, args.output)
+    return _outcome(args, result.errors)
 
 
 def _disruption(args: argparse.Namespace, objects: ScenarioObjects | None) -> int:
@@ -379,6 +393,11 @@ def _disruption(args: argparse.Namespace, objects: ScenarioObjects | None) -> in
         default_spread=args.default_topology_spread_constraints,
     )
     warm_up()
-    plan = plan_disruption(replay, max_rounds=args.max_rounds)
+    with progress("disruption: round 1", total=None) as shown:
+
+        def on_round(round_: int, commands: int) -> None:
+            shown.update(f"disruption: round {round_}, {commands} commands so far")
+
+        plan = plan_disruption(replay, max_rounds=args.max_rounds, on_round=on_round)
     write_disruption(sys.stdout, plan, args.output)
-    return 0
+    return OK

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -572,14 +572,18 @@ def plan_disruption(
     max_rounds: int = 1000,
     multi_timeout: float = 60.0,
     single_timeout: float = 180.0,
+    on_round: Callable[[int, int], None] | None = None,
 ) -> DisruptionPlan:
-    """Replay commands until none is left (or `max_rounds`)."""
+    """Replay commands until none is left (or `max_rounds`). `on_round(round, commands)` is
+    told as each round starts, with the commands found so far (a progress display)."""
     plan = DisruptionPlan()
     snapshot = replay.snapshot()
     plan.cost_before, plan.nodes_before = replay.cost(snapshot)
     plan.fresh_cost, plan.lower_bound = replay.fresh()
     plan.converged = False
     for round_ in range(1, max_rounds + 1):
+        if on_round is not None:
+            on_round(round_, len(plan.steps))
         # each round builds a snapshot and simulates over it, a large graph that dies by
         # reference counting when the round ends; the collector's full scans of it while it
         # grows cost several times the search itself

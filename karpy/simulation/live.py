@@ -1,25 +1,29 @@
-"""`karpy simulate --disruption --from-cluster`: the cluster snapshot read from a live cluster.
+"""`karpy simulate --from-cluster`: the cluster snapshot read from a live cluster.
 
 The apiserver is the one `karpy run` would talk to (`--kubeconfig`, else `$KUBECONFIG`,
-in-cluster configuration or `~/.kube/config`), and the objects are those `karpy run`'s
-informers hold: NodePools, NodeClaims, Nodes, Pods, PodDisruptionBudgets, DaemonSets,
-Namespaces, LimitRanges, PodTemplates, and where their CRDs are installed SchedulingConfigs,
-NodeOverlays and CapacityBuffers (taken with the status `capacitybuffer.status` wrote, as
-`karpy run` takes them). Each kind is listed once, read only. The replay then turns them into
-the engine's input with the same builder as `karpy run` (`karpy.state.inputs`).
+in-cluster configuration or `~/.kube/config`; `--context` picks a kubeconfig context), and
+the objects are those `karpy run`'s informers hold: NodePools, NodeClaims, Nodes, Pods,
+PodDisruptionBudgets, DaemonSets, Namespaces, LimitRanges, PodTemplates,
+PersistentVolumeClaims, PersistentVolumes, StorageClasses, and where their CRDs are installed
+SchedulingConfigs, NodeOverlays and CapacityBuffers (taken with the status
+`capacitybuffer.status` wrote, as `karpy run` takes them). Each kind is listed once, read
+only. The replay then turns them into the engine's input with the same builder as
+`karpy run` (`karpy.state.inputs`).
 
 Pods: those bound to a listed node and still active, plus the pending pods `karpy run` would
 provision for (kube-scheduler gave up on them: `is_provisionable`), which each simulation places
 along with the pods it moves. NodeClaims keep their live status: a node whose `consolidateAfter`
 has not passed is not `Consolidatable` yet, and the plan says so instead of acting on it. The
-instance types come from `--instance-types` (the kwok catalogue by default; `aws:REGION` for
-EC2), as the cloud provider's catalogue is not read from the cluster.
+instance types follow the NodePools' NodeClass kinds (`karpy.simulation.catalogchoice`), as
+the cloud provider's catalogue is not read from the cluster. Without `--disruption` the plan is
+the one for the pending pods (`pending_plan_input`), with `--disruption` what voluntary
+disruption would do.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.apis.descriptors import (
@@ -36,17 +40,28 @@ from karpy.kube.resources import (
     DAEMONSETS,
     LIMITRANGES,
     NAMESPACES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
     PODDISRUPTIONBUDGETS,
     PODTEMPLATES,
+    STORAGECLASSES,
     Resource,
 )
 from karpy.scheduling import InstanceType, TaintError
 from karpy.scheduling.engine import NodePoolTemplate
+from karpy.scheduling.engine.model import MinValuesPolicy, PreferencePolicy
 from karpy.simulation.scenario import ScenarioObjects
 from karpy.state import pods as podutil
-from karpy.state.inputs import NodeClassKey, nodepool_nodeclass
+from karpy.state.inputs import (
+    ClusterObjects,
+    Inputs,
+    NodeClassKey,
+    build_input,
+    nodepool_nodeclass,
+    state_nodes,
+)
 
-__all__ = ["objects_from_cluster", "read_cluster"]
+__all__ = ["list_cluster", "nodeclass_kinds", "objects_from_cluster", "pending_plan_input"]
 
 JSON = dict[str, Any]
 OPTIONAL = frozenset({SCHEDULINGCONFIGS.plural, NODEOVERLAYS.plural, CAPACITYBUFFERS.plural})
@@ -127,31 +142,81 @@ def objects_from_cluster(
             for t in listed.get(PODTEMPLATES.plural, [])
         },
         limit_ranges=list(listed.get(LIMITRANGES.plural, [])),
+        claims=list(listed.get(PERSISTENTVOLUMECLAIMS.plural, [])),
+        volumes=list(listed.get(PERSISTENTVOLUMES.plural, [])),
+        storage_classes=list(listed.get(STORAGECLASSES.plural, [])),
     )
 
 
-async def read_cluster(
+KINDS = (
+    NODEPOOLS,
+    NODECLAIMS,
+    NODES,
+    PODS,
+    PODDISRUPTIONBUDGETS,
+    DAEMONSETS,
+    NAMESPACES,
+    SCHEDULINGCONFIGS,
+    NODEOVERLAYS,
+    CAPACITYBUFFERS,
+    PODTEMPLATES,
+    LIMITRANGES,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    STORAGECLASSES,
+)
+
+
+async def list_cluster(
+    *, kubeconfig: str | None = None, context: str | None = None
+) -> dict[str, list[JSON]]:
+    """Every kind the simulation uses (kind plural -> items), listed concurrently, once each."""
+    async with await Client.connect(
+        kubeconfig=kubeconfig, context=context, user_agent="karpy-simulate"
+    ) as client:
+        lists = await asyncio.gather(*(_list(client, k) for k in KINDS))
+    return {k.plural: items for k, items in zip(KINDS, lists, strict=True)}
+
+
+def nodeclass_kinds(listed: dict[str, list[JSON]]) -> dict[str, str]:
+    """The NodeClass kinds the cluster's NodePools reference (kind -> the first NodePool)."""
+    kinds: dict[str, str] = {}
+    for raw in listed[NODEPOOLS.plural]:
+        key = nodepool_nodeclass(raw)
+        if key is not None and key[1]:
+            kinds.setdefault(key[1], f"NodePool {_name(raw)!r}")
+    return kinds
+
+
+def pending_plan_input(
+    objects: ScenarioObjects,
     *,
-    instance_types: Sequence[InstanceType],
-    kubeconfig: str | None = None,
-    warnings: list[str],
-) -> ScenarioObjects:
-    """List every kind the simulation uses from the cluster (concurrently, once each)."""
-    kinds = (
-        NODEPOOLS,
-        NODECLAIMS,
-        NODES,
-        PODS,
-        PODDISRUPTIONBUDGETS,
-        DAEMONSETS,
-        NAMESPACES,
-        SCHEDULINGCONFIGS,
-        NODEOVERLAYS,
-        CAPACITYBUFFERS,
-        PODTEMPLATES,
-        LIMITRANGES,
+    preference_policy: PreferencePolicy = "Respect",
+    min_values_policy: MinValuesPolicy = "Strict",
+    default_spread: Sequence[Mapping[str, Any]] = (),
+) -> Inputs:
+    """The provisioner's input for the cluster's pending pods, on the nodes it has: what
+    `karpy run` would plan now. Unreadable objects are left out, as the provisioner leaves
+    them, and their pending pods are reported in `Inputs.errors`."""
+    bound = [p for p in objects.pods if podutil.node_name(p)]
+    return build_input(
+        ClusterObjects(
+            pending=[p for p in objects.pods if not podutil.node_name(p)],
+            nodes=state_nodes(nodes=objects.nodes, nodeclaims=objects.nodeclaims, pods=bound),
+            daemonsets=objects.daemonsets,
+            claims=objects.claims,
+            volumes=objects.volumes,
+            storage_classes=objects.storage_classes,
+            limit_ranges=objects.limit_ranges,
+            namespaces=objects.namespaces,
+            templates=objects.templates,
+            configs=objects.configs,
+            nodeclasses=objects.nodeclasses,
+            overlays=objects.overlays,
+            buffers=objects.buffers,
+            pod_templates=objects.pod_templates,
+        ),
+        preference_policy=preference_policy,
+        min_values_policy=min_values_policy,
+        default_spread=default_spread,
     )
-    async with await Client.connect(kubeconfig=kubeconfig, user_agent="karpy-simulate") as client:
-        lists = await asyncio.gather(*(_list(client, k) for k in kinds))
-    listed = {k.plural: items for k, items in zip(kinds, lists, strict=True)}
-    return objects_from_cluster(listed, instance_types=instance_types, warnings=warnings)

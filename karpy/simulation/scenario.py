@@ -42,6 +42,10 @@ from karpy.state.pods import pod_key
 
 __all__ = ["Scenario", "ScenarioError", "ScenarioObjects", "load_scenario", "read_documents"]
 
+NODECLASS_KINDS = frozenset({"EC2NodeClass", "KWOKNodeClass"})
+ChooseCatalog = Callable[[Mapping[str, str]], Sequence[InstanceType]]
+"""Picks the catalogue from the scenario's NodeClass kinds (kind -> where first named)."""
+
 WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "Job", "DaemonSet", "ReplicationController")
 USED = frozenset(
     {
@@ -89,6 +93,10 @@ class ScenarioObjects:
     pod_templates: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     limit_ranges: list[Mapping[str, Any]] = field(default_factory=list)
     """LimitRanges: their defaults fill missing requests of pods made from templates."""
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    volumes: list[dict[str, Any]] = field(default_factory=list)
+    storage_classes: list[dict[str, Any]] = field(default_factory=list)
+    """PersistentVolumeClaims, PersistentVolumes and StorageClasses (read from a cluster)."""
 
 
 @dataclass
@@ -143,16 +151,20 @@ def _replicas(doc: Document) -> int:
 def load_scenario(
     paths: Sequence[str],
     *,
-    instance_types: Sequence[InstanceType],
+    instance_types: Sequence[InstanceType] | ChooseCatalog,
     max_pods: int = DEFAULT_MAX_PODS,
     preference_policy: PreferencePolicy = "Respect",
     min_values_policy: MinValuesPolicy = "Strict",
     default_spread: Sequence[Mapping[str, Any]] = (),
 ) -> Scenario:
     """Read the files and build the scheduler's input; raise `ScenarioError` on bad input.
-    The policies are the settings'; a `default` SchedulingConfig in the scenario wins."""
+    `instance_types`: the catalogue, or what picks it from the NodeClass kinds the scenario
+    names (kind -> where first named), once all are read. The policies are the settings'; a
+    `default` SchedulingConfig in the scenario wins."""
     warnings: list[str] = []
     nodepools: list[tuple[Document, NodePoolTemplate]] = []
+    provisioned: list[tuple[Document, NodePool]] = []
+    kinds: dict[str, str] = {}
     models: list[NodePool] = []
     pdbs: list[dict[str, Any]] = []
     nodeclasses: dict[str, NodeClassKey | None] = {}
@@ -188,16 +200,15 @@ def load_scenario(
                 raise ScenarioError(f"{doc.where()}: metadata.name: duplicate NodePool")
             seen_pools.add(model.name)
             models.append(model)
-            nodeclasses[model.name] = nodepool_nodeclass(doc.obj)
+            nodeclasses[model.name] = nodeclass = nodepool_nodeclass(doc.obj)
+            if nodeclass is not None and nodeclass[1]:
+                kinds.setdefault(nodeclass[1], doc.where())
             if model.is_static:  # as the provisioner: pods are never provisioned onto it
                 warnings.append(f"{doc.where()}: static NodePool (spec.replicas): not provisioned")
                 continue
-            try:
-                nodepools.append(
-                    (doc, NodePoolTemplate.from_nodepool(model.to_dict(), instance_types))
-                )
-            except (ValueError, TaintError) as err:
-                raise ScenarioError(f"{doc.where()}: {err}") from None
+            provisioned.append((doc, model))
+        elif kind in NODECLASS_KINDS:
+            kinds.setdefault(kind, doc.where())
         elif kind == "SchedulingConfig":
             try:
                 config = validate_schedulingconfig(doc.obj)
@@ -254,6 +265,13 @@ def load_scenario(
             limit_ranges.append(_namespaced(doc))
         elif kind == "PodDisruptionBudget":
             pdbs.append(_namespaced(doc))
+    # the NodeClasses are all known now: the catalogue follows them
+    types = instance_types(kinds) if callable(instance_types) else instance_types
+    for doc, model in provisioned:
+        try:
+            nodepools.append((doc, NodePoolTemplate.from_nodepool(model.to_dict(), types)))
+        except (ValueError, TaintError) as err:
+            raise ScenarioError(f"{doc.where()}: {err}") from None
     # what each object came from, named in errors only: (document, pod of a workload or "")
     where: dict[tuple[str, str], tuple[Document, str]] = {}
     pending: list[dict[str, Any]] = []

@@ -25,7 +25,7 @@ DESIGN_SETTINGS = {
     "HEALTH_PROBE_PORT", "BIND_ADDRESS", "SYSTEM_NAMESPACE", "POD_NAME",
     "DISABLE_LEADER_ELECTION", "PREFERENCE_POLICY", "MIN_VALUES_POLICY", "LAUNCH_TIMEOUT",
     "REGISTRATION_TIMEOUT", "INSTANCE_TYPES_FILE_PATH", "KUBECONFIG",
-    "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS",
+    "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS", "DISRUPTION_COMMAND_TIMEOUT",
 }  # fmt: skip
 
 
@@ -69,6 +69,7 @@ def test_defaults_match_karpenter() -> None:
     assert (s.preference_policy, s.min_values_policy) == ("Respect", "Strict")
     assert s.nodeclaim.launch_timeout == timedelta(minutes=5)
     assert s.nodeclaim.registration_timeout == timedelta(minutes=15)
+    assert s.disruption.command_timeout == timedelta(minutes=10)
     assert s.feature_gates == FeatureGates()
     assert s.feature_gates.reserved_capacity and not s.feature_gates.node_repair
 
@@ -86,6 +87,11 @@ def test_environment_is_read_and_flags_win(monkeypatch: pytest.MonkeyPatch) -> N
     assert s.feature_gates.node_repair and s.feature_gates.spot_to_spot_consolidation
     assert s.feature_gates.reserved_capacity  # untouched gates keep their defaults
     assert s.leader_election.disabled
+
+
+def test_the_disruption_command_timeout_is_set_like_the_other_timeouts() -> None:
+    s = load_settings({"CLUSTER_NAME": "c", "DISRUPTION_COMMAND_TIMEOUT": "45s"})
+    assert s.disruption.command_timeout == timedelta(seconds=45)
 
 
 def test_every_design_setting_has_a_flag_with_env_name_and_default() -> None:
@@ -128,6 +134,7 @@ def test_every_design_setting_has_a_flag_with_env_name_and_default() -> None:
         ({"MIN_VALUES_POLICY": "Loose"}, "MIN_VALUES_POLICY"),
         ({"LAUNCH_TIMEOUT": "forever"}, "LAUNCH_TIMEOUT"),
         ({"REGISTRATION_TIMEOUT": "-1m"}, "REGISTRATION_TIMEOUT"),
+        ({"DISRUPTION_COMMAND_TIMEOUT": "soon"}, "DISRUPTION_COMMAND_TIMEOUT"),
         ({"LOG_LEVEL": "chatty"}, "LOG_LEVEL"),
         ({"INSTANCE_TYPES_FILE_PATH": "/nonexistent.json"}, "INSTANCE_TYPES_FILE_PATH"),
         ({"DISABLE_LEADER_ELECTION": "perhaps"}, "DISABLE_LEADER_ELECTION"),

@@ -28,7 +28,9 @@ from karpy.scheduling.resources import (
 )
 
 __all__ = [
+    "ANNOTATION_KWOK_NODE",
     "ANNOTATION_NODECLAIM_UID",
+    "KWOK_NODE_FAKE",
     "PROVIDER_ID_PREFIX",
     "Plan",
     "fake_ip",
@@ -41,6 +43,10 @@ __all__ = [
 
 PROVIDER_ID_PREFIX: Final = "kwok://"
 ANNOTATION_NODECLAIM_UID: Final = "karpenter.kwok.sh/nodeclaim-uid"
+# kwok's own convention, as Karpenter's kwok provider writes it: a kwok controller started with
+# `--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake` plays these Nodes' kubelets.
+ANNOTATION_KWOK_NODE: Final = "kwok.x-k8s.io/node"
+KWOK_NODE_FAKE: Final = "fake"
 """The UID of the NodeClaim a kwok node was launched for (its idempotency key)."""
 KWOK_KUBELET_VERSION: Final = "v1.37.2-kwok"
 

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from karpy.cloudprovider.kwok.drift import ANNOTATION_NODECLASS_HASH, nodeclass_hash
-from karpy.cloudprovider.kwok.instances import PROVIDER_ID_PREFIX, node_name_of
+from karpy.cloudprovider.kwok.instances import (
+    ANNOTATION_KWOK_NODE,
+    KWOK_NODE_FAKE,
+    PROVIDER_ID_PREFIX,
+    node_name_of,
+)
 from karpy.cloudprovider.kwok.provider import KwokCloudProvider
 
 __all__ = ["KwokMachines", "Machines", "Registration"]
@@ -70,7 +75,10 @@ class KwokMachines:
         nodeclass = await self.provider.nodeclass(str(ref.get("name") or ""))
         return Registration(
             delay=self.provider.registration_delay(nodeclass).total_seconds(),
-            annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass)},
+            annotations={
+                ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass),
+                ANNOTATION_KWOK_NODE: KWOK_NODE_FAKE,
+            },
         )
 
     async def create_node(self, node: JSON) -> None:

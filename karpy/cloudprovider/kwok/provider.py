@@ -25,7 +25,9 @@ from karpy.apis.v1 import NodeClaim, NodePool, conditions
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.kwok.drift import ANNOTATION_NODECLASS_HASH, nodeclass_hash
 from karpy.cloudprovider.kwok.instances import (
+    ANNOTATION_KWOK_NODE,
     ANNOTATION_NODECLAIM_UID,
+    KWOK_NODE_FAKE,
     PROVIDER_ID_PREFIX,
     node_for,
     node_name_of,
@@ -150,7 +152,10 @@ class KwokCloudProvider:
             capacity=choice.instance_type.capacity,
             allocatable=choice.instance_type.allocatable,
             now=format_time(datetime.now(UTC)),
-            annotations={ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass)},
+            annotations={
+                ANNOTATION_NODECLASS_HASH: nodeclass_hash(nodeclass),
+                ANNOTATION_KWOK_NODE: KWOK_NODE_FAKE,
+            },
         )
         if self.registration_delay(nodeclass) <= timedelta(0):
             launched = self._adopt(claim, await self.create_node(node))

@@ -25,6 +25,10 @@ kwok's stage conventions are honoured (`stages.py`): a pod's
 `pod-delete.stage.kwok.x-k8s.io/delay` holds back the end of its deletion, and pods or Nodes
 labelled `kwok.x-k8s.io/stage: unhealthy` are never made Ready.
 
+A Node whose Lease another kubelet renews (a kwok controller managing Nodes annotated
+`kwok.x-k8s.io/node: fake`, which karpy's kwok Nodes are, as Karpenter's) is left to it: no
+Lease renewals, status reports, Ready patches or pod handling from here (`heartbeat.py`).
+
 `kubelet_down` is the fault seam for tests: for a Node it names, the simulator behaves as a
 dead kubelet — no Lease renewals, no status, nothing done for its pods — until it stops naming
 it.
@@ -111,8 +115,11 @@ class KwokSimulator:
         )
 
     def serves(self, node: Mapping[str, Any] | None) -> bool:
-        """Whether `node` is one of the machines' (its kubelet is played here)."""
+        """Whether `node` is one of the machines' and its kubelet is played here (not by
+        another kubelet that renews its Lease, such as a kwok controller)."""
         if node is None:
+            return False
+        if str((node.get("metadata") or {}).get("name") or "") in self.heartbeats.elsewhere:
             return False
         return self.machines.serves(str((node.get("spec") or {}).get("providerID") or ""))
 

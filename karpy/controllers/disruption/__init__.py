@@ -62,7 +62,11 @@ def _consolidation(
 def register(ctx: ControllerContext) -> None:
     events = DedupingEvents(ctx.events, clock=ctx.clock)
     queue = OrchestrationQueue(
-        client=ctx.client, cluster=ctx.cluster, events=events, clock=ctx.clock
+        client=ctx.client,
+        cluster=ctx.cluster,
+        events=events,
+        clock=ctx.clock,
+        timeout=ctx.settings.disruption.command_timeout.total_seconds(),
     )
     controller = DisruptionController(
         client=ctx.client,

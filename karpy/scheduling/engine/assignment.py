@@ -338,6 +338,7 @@ class Assignment:
                 continue
             mask = (
                 pool.fit_mask(pool.node_reqs.union(reqs), unit.cls.vec)
+                & pool.port_mask(unit.cls.pod.host_ports)
                 & self.limits.masks[pool.index]
             )
             if not mask:

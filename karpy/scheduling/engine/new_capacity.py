@@ -19,7 +19,6 @@ from karpy.scheduling.engine.podclasses import PodClass
 from karpy.scheduling.engine.pool_limits import PoolLimits
 from karpy.scheduling.engine.pools import Dims, PoolContext
 from karpy.scheduling.engine.preferences import Constraints
-from karpy.scheduling.hostports import conflicts
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import format_resources
@@ -165,7 +164,8 @@ class NewCapacity:
         bad = pool.tolerated(eff.tolerations)
         if bad:
             return bad
-        if conflicts(cls.pod.host_ports, pool.daemon_ports):
+        free_ports = pool.port_mask(cls.pod.host_ports)
+        if not free_ports:
             return "host ports conflict with its daemonsets"
         reason = ""
         for alt in eff.alternatives:
@@ -188,6 +188,10 @@ class NewCapacity:
                     + _fmt(self.dims.map(cls.vec))
                     + " plus daemonset overhead"
                 )
+                continue
+            fit &= free_ports
+            if not fit:
+                reason = "host ports conflict with the daemonsets of every instance type that fits"
                 continue
             mask = fit & self.limits.masks[pool.index]
             if not mask:

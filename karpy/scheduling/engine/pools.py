@@ -3,7 +3,9 @@
 Built once per solve. Instance types are indexed, and every "which types could host this" answer
 is a bitmask (a Python int) cached by (requirements, requests), so the thousands of questions a
 large batch asks cost a dict lookup each. Allocatable per type already has the overhead of the
-DaemonSets that would run on such a node subtracted, as Karpenter does per instance type.
+DaemonSets that would run on such a node subtracted, and each type keeps the host ports of just
+those DaemonSets, as Karpenter groups both per instance type: a DaemonSet whose affinity picks
+one architecture neither costs resources nor blocks ports on the other architecture's types.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from karpy.apis.v1.labels import (
     WELL_KNOWN_LABELS,
 )
 from karpy.scheduling.engine.model import NodePoolTemplate
+from karpy.scheduling.hostports import HostPort, conflicts
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirements
@@ -124,7 +127,6 @@ class PoolContext:
         daemon_reqs = template.daemon_requirements
         tolerations_extra = (_PNS_TOLERATION,)
         eligible: list[tuple[PodView, list[Requirements]]] = []
-        self.daemon_ports: set[tuple[str, str, int]] = set()
         for d in daemons:
             if untolerated(template.taints, d.tolerations + tolerations_extra) is not None:
                 continue
@@ -133,21 +135,27 @@ class PoolContext:
                 eligible.append((d, alts))
         overhead: list[tuple[int, ...]] = []
         alloc: list[tuple[int, ...]] = []
+        ports: list[frozenset[HostPort]] = []
         for it in self.types:
             total = [0] * len(dims.names)
+            used: set[HostPort] = set()
             for d, alts in eligible:
                 if any(it.requirements.intersects(a) is None for a in alts):
                     for name, amount in d.requests.items():
                         i = dims.index.get(name)
                         if i is not None:
                             total[i] += amount
-                    self.daemon_ports.update(d.host_ports)
+                    used.update(d.host_ports)
             overhead.append(tuple(total))
+            ports.append(frozenset(used))
             alloc.append(
                 tuple(it.allocatable.get(name, 0) - total[i] for i, name in enumerate(dims.names))
             )
         self.overhead = overhead
         self.alloc = alloc
+        self.daemon_ports = ports
+        """Per type: the host ports of the DaemonSets that would run on it."""
+        self._port_masks: dict[frozenset[HostPort], int] = {}
         self.alloc_np: npt.NDArray[np.int64] = np.array(alloc, dtype=np.int64).reshape(
             n, len(dims.names)
         )
@@ -195,6 +203,20 @@ class PoolContext:
                 if all(v <= c for v, c in zip(vec, a, strict=True)):
                     got |= 1 << i
             self._fit[key] = got
+        return got
+
+    def port_mask(self, wanted: frozenset[HostPort]) -> int:
+        """Types on which no DaemonSet that would run there uses one of the `wanted` host
+        ports (every type when nothing is wanted)."""
+        if not wanted:
+            return self.all_mask
+        got = self._port_masks.get(wanted)
+        if got is None:
+            got = 0
+            for i, used in enumerate(self.daemon_ports):
+                if not conflicts(wanted, used):
+                    got |= 1 << i
+            self._port_masks[wanted] = got
         return got
 
     def np_mask(self, mask: int) -> npt.NDArray[np.bool_]:

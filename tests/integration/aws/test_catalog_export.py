@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 from karpy.scheduling.resources import CPU, MEMORY, PODS
-from karpy.simulation.command import _instance_types
+from karpy.simulation.catalogchoice import choose_catalog
 from tests.integration.aws.conftest import REGION
+from tests.kit.terminal import on_a_terminal
 
 MIB = 1024 * 1024
 
@@ -47,10 +48,43 @@ def test_export_reads_ec2_with_the_settings_and_simulate_reads_it_back(
 
     path = tmp_path / "types.json"
     path.write_text(done.stdout)
-    types = {t.name: t for t in _instance_types(str(path))}
+    # an EC2NodeClass scenario takes the exported file as its catalogue
+    types = {t.name: t for t in choose_catalog(str(path), {"EC2NodeClass": "NodePool 'x'"})}
     read = types["m5.large"]
     assert read.capacity[PODS] == 20
     # kube-reserved for 20 pods (11 x 20 + 255 Mi) and the 100 Mi eviction threshold.
     assert read.allocatable[MEMORY] == 7577 * MIB - (11 * 20 + 255) * MIB - 100 * MIB
     assert read.allocatable[CPU] == 1930
     assert read.requirements["karpenter.k8s.aws/instance-family"].values == {"m5"}
+
+
+def test_export_shows_its_progress_on_a_terminal(moto_server: str) -> None:
+    env = {**os.environ, "AWS_REGION": REGION, "AWS_ENDPOINT_URL": moto_server}
+    karpy = str(Path(sys.executable).parent / "karpy")
+    code, out, terminal = on_a_terminal([karpy, "catalog", "export", "--provider", "aws"], env=env)
+    assert code == 0, terminal
+    assert "reading instance types, offerings and spot prices" in terminal, terminal
+    assert any(e["name"] == "m5.large" for e in json.loads(out))
+
+
+def test_an_unreachable_endpoint_is_a_runtime_failure_in_one_line() -> None:
+    env = {
+        **os.environ,
+        "AWS_REGION": REGION,
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_MAX_ATTEMPTS": "1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "karpy.cli", "catalog", "export", "--provider", "aws"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert done.stderr.startswith("karpy catalog: cannot read the catalogue from AWS:")
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -1,7 +1,8 @@
 """The chart's container command, proven: the installed Deployment's container (the
 Containerfile's ENTRYPOINT with the rendered args and env, downward-API values filled in) runs
-as a local process, authenticated as the chart's ServiceAccount with a TokenRequest token, and
-with `provider: kwok` provisions pending pods and removes the nodes once they are deleted. Any
+as a local process, authenticated as the chart's ServiceAccount with a TokenRequest token, and,
+installed from a Karpenter user's values file (with an older Karpenter's `drift` gate) and
+`provider: kwok`, provisions pending pods and removes the nodes once they are deleted. Any
 Forbidden in its log fails the test, so the ClusterRole and Roles grant all that karpy uses."""
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from tests.containerfile import load as load_containerfile
 from tests.e2e.karpy_process import free_port
 from tests.e2e.support import deployment, kwok_nodeclass, nodepool, wait_bound
 from tests.integration.chart.chart_support import CHART, REPO, Helm
+from tests.integration.chart.test_chart_karpenter_values import DRIFT_VALUES, KARPENTER_VALUES
 
 JSON = dict[str, Any]
 RELEASE = "karpenter"
@@ -89,17 +91,20 @@ def test_rendered_command_provisions_as_the_chart_service_account(
 ) -> None:
     ns = release_namespace
     metrics_port, probe_port = free_port(), free_port()
-    cluster_helm(
+    # a Karpenter user's values file, with a gate of an older Karpenter (drift) in it
+    installed = cluster_helm(
         "install",
         RELEASE,
         str(CHART),
         "--namespace",
         ns,
         "--create-namespace",
+        "-f",
+        str(KARPENTER_VALUES),
+        "-f",
+        str(DRIFT_VALUES),
         "--set",
         "provider=kwok",
-        "--set",
-        "nameOverride=karpenter",
         "--set",
         f"controller.metrics.port={metrics_port}",
         "--set",
@@ -107,6 +112,7 @@ def test_rendered_command_provisions_as_the_chart_service_account(
         "--set",
         "settings.batchIdleDuration=500ms",
     )
+    assert "settings.featureGates.drift is not a feature gate of karpy" in installed.stdout
     # Karpenter's troubleshooting commands, unchanged
     kubectl("describe", "sa", "karpenter", "-n", ns)
     pod_names = wait_until(

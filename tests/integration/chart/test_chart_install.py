@@ -58,7 +58,7 @@ def test_documented_install_upgrade_and_uninstall(
         "--set",
         "controller.resources.limits.memory=1Gi",
     )
-    deployment = kubectl.json("get", "deployment", "karpenter-karpy", "-n", ns)
+    deployment = kubectl.json("get", "deployment", "karpenter", "-n", ns)
     env = env_of(deployment)
     assert env["CLUSTER_NAME"] == "test-cluster"
     assert env["INTERRUPTION_QUEUE"] == "test-cluster"
@@ -68,20 +68,24 @@ def test_documented_install_upgrade_and_uninstall(
     # the Deployment controller made its pods (no kubelet here runs them)
     wait_until(
         lambda: kubectl(
-            "get", "pods", "-n", ns, "-l", "app.kubernetes.io/name=karpy", "-o", "name"
+            "get", "pods", "-n", ns, "-l", "app.kubernetes.io/name=karpenter", "-o", "name"
         ).stdout.split(),
         timeout=30,
         message="the Deployment's pods",
     )
-    kubectl("describe", "sa", "karpenter-karpy", "-n", ns)
+    kubectl("describe", "sa", "karpenter", "-n", ns)
 
     # the ServiceAccount's rights (aws): the leader Lease in the release namespace only
-    sa = f"system:serviceaccount:{ns}:karpenter-karpy"
+    sa = f"system:serviceaccount:{ns}:karpenter"
     assert can(kubectl, sa, "list", "nodeclaims.karpenter.sh")
     assert can(kubectl, sa, "create", "pods", "--subresource=eviction", "-n", "default")
     assert can(kubectl, sa, "update", "leases/karpenter-leader-election", "-n", ns)
     assert not can(kubectl, sa, "update", "leases/karpenter-leader-election", "-n", "kube-system")
     assert not can(kubectl, sa, "update", "leases/someone-else", "-n", ns)
+    # Leases are listed everywhere (the start-up check for another controller's leader Lease),
+    # never written outside the release namespace
+    assert can(kubectl, sa, "list", "leases", "-n", "kube-system")
+    assert not can(kubectl, sa, "patch", "leases", "-n", "kube-system")
     assert not can(kubectl, sa, "create", "leases", "-n", "kube-node-lease")
     assert not can(kubectl, sa, "create", "nodes")
     assert not can(kubectl, sa, "patch", "nodes", "--subresource=status")
@@ -98,6 +102,19 @@ def test_documented_install_upgrade_and_uninstall(
     assert not can(kubectl, sa, "patch", "nodeoverlays.karpenter.sh")
     assert not can(kubectl, sa, "create", "pods", "-n", "default")
 
+    # Karpenter's aggregated roles: the built-in admin and edit ClusterRoles gain NodePools
+    for role in ("admin", "edit"):
+        wait_until(
+            lambda role=role: any(
+                "karpenter.sh" in rule.get("apiGroups", [])
+                and "nodepools" in rule.get("resources", [])
+                and "create" in rule.get("verbs", [])
+                for rule in kubectl.json("get", "clusterrole", role).get("rules") or []
+            ),
+            timeout=60,
+            message=f"NodePool rights aggregated into ClusterRole {role}",
+        )
+
     generation = deployment["metadata"]["generation"]
     cluster_helm(
         "upgrade",
@@ -109,7 +126,7 @@ def test_documented_install_upgrade_and_uninstall(
         "--set",
         "settings.batchIdleDuration=2s",
     )
-    upgraded = kubectl.json("get", "deployment", "karpenter-karpy", "-n", ns)
+    upgraded = kubectl.json("get", "deployment", "karpenter", "-n", ns)
     assert upgraded["metadata"]["generation"] > generation
     env = env_of(upgraded)
     assert env["BATCH_IDLE_DURATION"] == "2s"
@@ -138,7 +155,7 @@ def test_documented_install_upgrade_and_uninstall(
     )
     cluster_helm("uninstall", "karpenter", "--namespace", ns, "--wait", timeout=180)
     assert not kubectl("get", "deployment", "-n", ns, "-o", "name").stdout.strip()
-    gone = kubectl("get", "clusterrole", "karpenter-karpy", check=False)
+    gone = kubectl("get", "clusterrole", "karpenter", check=False)
     assert gone.returncode != 0 and "NotFound" in gone.stderr
     # helm never deletes the CRDs of crds/, nor so the objects of those kinds
     kubectl("get", "crd", "nodepools.karpenter.sh", "nodeclaims.karpenter.sh")

@@ -26,13 +26,14 @@ from tests.integration.chart.chart_support import (
     rules,
 )
 
-SELECTOR = {"app.kubernetes.io/name": "karpy", "app.kubernetes.io/instance": "karpenter"}
+SELECTOR = {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}
 DOWNWARD = {"metadata.namespace": "karpenter", "metadata.name": "karpenter-7d9f-abcde"}
 # (namespace, apiGroup, resource, verb, resourceName); "" namespace: the ClusterRole
 KWOK_ONLY = {
     ("", "", "nodes", "create", ""),
     ("", "", "nodes/status", "patch", ""),
     ("kube-node-lease", "coordination.k8s.io", "leases", "create", ""),
+    ("kube-node-lease", "coordination.k8s.io", "leases", "get", ""),
     ("kube-node-lease", "coordination.k8s.io", "leases", "patch", ""),
 }
 AWS_ONLY = {
@@ -48,10 +49,19 @@ def settings_of(docs: list[JSON]) -> Settings:
     return load_settings(env)
 
 
+def labels_of(doc: JSON) -> dict[str, str]:
+    labels: dict[str, str] = doc["metadata"].get("labels") or {}
+    return labels
+
+
 def all_rules(docs: list[JSON]) -> set[tuple[str, ...]]:
+    """The controller's own rights (the aggregated admin/edit roles are people's)."""
     out: set[tuple[str, ...]] = set()
     for doc in docs:
-        if doc["kind"] in {"Role", "ClusterRole"}:
+        aggregated = any(
+            k.startswith("rbac.authorization.k8s.io/aggregate-to-") for k in labels_of(doc)
+        )
+        if doc["kind"] in {"Role", "ClusterRole"} and not aggregated:
             namespace = doc["metadata"].get("namespace", "")
             out |= {(namespace, *rule) for rule in rules(doc)}
     return out
@@ -69,6 +79,8 @@ def test_defaults_match_karpenters_chart(helm: Helm) -> None:
     assert kinds == sorted(
         [
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRole",
             "ClusterRoleBinding",
             "Deployment",
             "PodDisruptionBudget",
@@ -78,8 +90,14 @@ def test_defaults_match_karpenters_chart(helm: Helm) -> None:
             "ServiceAccount",
         ]
     )
+    aggregated = {"karpenter-admin": "admin", "karpenter-edit": "edit"}
     for doc in docs:
-        assert doc["metadata"]["name"] == "karpenter-karpy", doc["kind"]
+        name = doc["metadata"]["name"]
+        if doc["kind"] == "ClusterRole" and name in aggregated:
+            label = f"rbac.authorization.k8s.io/aggregate-to-{aggregated.pop(name)}"
+            assert doc["metadata"]["labels"][label] == "true"
+        else:
+            assert name == "karpenter", doc["kind"]
         assert doc["metadata"]["labels"].items() >= SELECTOR.items()
         if doc["kind"] not in {"ClusterRole", "ClusterRoleBinding"}:
             assert doc["metadata"]["namespace"] == "karpenter", doc["kind"]
@@ -91,7 +109,8 @@ def test_defaults_match_karpenters_chart(helm: Helm) -> None:
     assert deployment["spec"]["selector"]["matchLabels"] == SELECTOR
     pod = deployment["spec"]["template"]["spec"]
     assert deployment["spec"]["template"]["metadata"]["labels"] == SELECTOR
-    assert pod["serviceAccountName"] == "karpenter-karpy"
+    assert not aggregated, aggregated
+    assert pod["serviceAccountName"] == "karpenter"
     assert pod["priorityClassName"] == "system-cluster-critical"
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
     assert pod["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Exists"}]
@@ -363,10 +382,10 @@ def test_every_value_set(helm: Helm) -> None:
 @pytest.mark.parametrize(
     ("release", "sets", "fullname", "name"),
     [
-        ("karpenter", [], "karpenter-karpy", "karpy"),
-        ("karpy", [], "karpy", "karpy"),
-        ("karpenter", ["nameOverride=karpenter"], "karpenter", "karpenter"),
-        ("r1", ["fullnameOverride=karpenter"], "karpenter", "karpy"),
+        ("karpenter", [], "karpenter", "karpenter"),
+        ("karpy", [], "karpy-karpenter", "karpenter"),
+        ("karpy", ["nameOverride=karpy"], "karpy", "karpy"),
+        ("r1", ["fullnameOverride=karpenter"], "karpenter", "karpenter"),
     ],
 )
 def test_name_and_fullname_overrides(
@@ -378,6 +397,9 @@ def test_name_and_fullname_overrides(
         assert meta["labels"]["app.kubernetes.io/name"] == name
         assert meta["labels"]["app.kubernetes.io/instance"] == release
         suffix = "-kwok" if meta.get("namespace") == "kube-node-lease" else ""
+        if doc["kind"] == "ClusterRole" and meta["name"] != fullname:
+            suffix = meta["name"].removeprefix(fullname)
+            assert suffix in {"-admin", "-edit"}, meta["name"]
         assert meta["name"] == fullname + suffix, doc["kind"]
     pod = one(docs, "Deployment")["spec"]["template"]
     assert pod["metadata"]["labels"]["app.kubernetes.io/name"] == name
@@ -410,13 +432,14 @@ def test_rbac_follows_the_provider(helm: Helm) -> None:
         assert ("", group, resource, verb, "") in aws_rules & kwok_rules, (resource, verb)
     # kwok's Lease rights are in kube-node-lease only; the leader Lease only in the release
     # namespace and only by name (besides create, which cannot be limited by name)
-    node_lease = by_kind(kwok)[("Role", "karpenter-karpy-kwok")]
+    node_lease = by_kind(kwok)[("Role", "karpenter-kwok")]
     assert node_lease["metadata"]["namespace"] == "kube-node-lease"
     assert rules(node_lease) == {
         ("coordination.k8s.io", "leases", "create", ""),
+        ("coordination.k8s.io", "leases", "get", ""),
         ("coordination.k8s.io", "leases", "patch", ""),
     }
-    leader = by_kind(aws)[("Role", "karpenter-karpy")]
+    leader = by_kind(aws)[("Role", "karpenter")]
     assert leader["metadata"]["namespace"] == "karpenter"
     assert {r for r in rules(leader) if r[2] != "create"} == {
         ("coordination.k8s.io", "leases", verb, "karpenter-leader-election")

@@ -1,11 +1,12 @@
 """The kwok simulator as the kubelet of its nodes, in-process against the real control plane
-with a fake clock: node Leases and status reports, kwok's stage conventions, and a stopped
-kubelet (the simulator's fault seam)."""
+with a fake clock: node Leases and status reports, kwok's stage conventions, a stopped
+kubelet (the simulator's fault seam), and another kubelet (a kwok controller) that renews a
+node's Lease, to which the simulator leaves the node."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from kubetest import async_wait_until
 
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import format_time
+from karpy.cloudprovider.kwok.heartbeat import micro_time, node_lease
 from karpy.cloudprovider.kwok.instances import node_for
 from karpy.cloudprovider.kwok.simulator import KwokSimulator
 from karpy.kube import NODES, PODS, FakeClock
@@ -228,3 +230,52 @@ async def test_an_unhealthy_node_keeps_the_conditions_a_test_wrote(kubelet: Kube
     )
     await kubelet.sim.reconcile_node("stage-node")
     assert condition(await env.client.get(NODES, "stage-node"), "Ready") == "True"
+
+
+async def test_a_node_another_kubelet_renews_is_left_to_it(kubelet: Kubelet) -> None:
+    """A kwok controller took over the Lease after karpy's first renewal: karpy's next renewal
+    finds a renewTime it did not write and leaves the node, its status and its pods alone."""
+    await kubelet.node("other-kubelet")
+    assert await kubelet.sim.heartbeats.tick() == 1
+    # the other kubelet renews (the same holder name, as a kubelet writes it)
+    theirs = micro_time(kubelet.clock.wall() + timedelta(seconds=1))
+    await kubelet.env.client.patch(
+        LEASES, "other-kubelet", {"spec": {"renewTime": theirs}}, namespace=LEASE_NS
+    )
+    for _ in range(30):
+        kubelet.clock.advance(1)
+        await kubelet.sim.heartbeats.tick()
+    assert (await kubelet.lease("other-kubelet"))["spec"]["renewTime"] == theirs
+    assert "other-kubelet" in kubelet.sim.heartbeats.elsewhere
+    node = await kubelet.env.client.get(NODES, "other-kubelet")
+    assert not kubelet.sim.serves(node)
+    # its status is the other kubelet's to write
+    await kubelet.env.client.patch_status(
+        NODES, "other-kubelet", {"status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    )
+    await kubelet.cached(NODES, "other-kubelet", lambda n: condition(n, "Ready") == "False")
+    await kubelet.sim.reconcile_node("other-kubelet")
+    assert condition(await kubelet.env.client.get(NODES, "other-kubelet"), "Ready") == "False"
+
+
+async def test_a_node_whose_lease_another_holds_is_never_renewed(kubelet: Kubelet) -> None:
+    """First sight of a Node whose fresh Lease another identity holds (a kwok controller that
+    was there first, or Karpenter's dev setup): karpy renews nothing."""
+    node = await kubelet.node("held-elsewhere")
+    held = node_lease(
+        name="held-elsewhere",
+        uid=node["metadata"]["uid"],
+        renew_time=micro_time(kubelet.clock.wall()),
+    )
+    held["spec"]["holderIdentity"] = "kwok-controller-7f9c"
+    await kubelet.env.client.create(LEASES, held, namespace=LEASE_NS)
+    assert await kubelet.sim.heartbeats.tick() == 0
+    kubelet.clock.advance(10)
+    assert await kubelet.sim.heartbeats.tick() == 0
+    lease = await kubelet.lease("held-elsewhere")
+    assert lease["spec"]["holderIdentity"] == "kwok-controller-7f9c"
+    assert lease["spec"]["renewTime"] == held["spec"]["renewTime"]
+    # a node next to it, with no other kubelet, is still karpy's
+    await kubelet.node("held-here")
+    assert await kubelet.sim.heartbeats.tick() == 1
+    assert (await kubelet.lease("held-here"))["spec"]["holderIdentity"] == "held-here"

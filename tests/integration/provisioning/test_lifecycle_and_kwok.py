@@ -85,6 +85,8 @@ async def test_launch_register_initialize(env: Env) -> None:
     assert node["metadata"]["labels"]["karpenter.sh/registered"] == "true"
     assert "karpenter.sh/termination" in node["metadata"]["finalizers"]
     assert node["metadata"]["ownerReferences"][0]["name"] == "life-1"
+    # kwok's own convention, as Karpenter's kwok provider's Nodes carry it
+    assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
     taints = [t["key"] for t in node["spec"].get("taints", [])]
     assert "karpenter.sh/unregistered" not in taints and "example.com/agent" in taints
 
@@ -201,6 +203,7 @@ async def test_registration_delay_is_served_by_the_simulator(env: Env) -> None:
     assert await simulator.reconcile_instance("life-delay") is None
     node: JSON = await env.client.get(NODES, "life-delay")
     assert node["spec"]["providerID"] == "kwok://life-delay"
+    assert node["metadata"]["annotations"]["kwok.x-k8s.io/node"] == "fake"
     # A second pass (e.g. after a restart) creates nothing more.
     await simulator.reconcile_instance("life-delay")
     assert len((await env.client.list(NODES)).items) == 1

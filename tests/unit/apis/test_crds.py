@@ -79,7 +79,7 @@ def test_command_prints_one_stream(capsys: pytest.CaptureFixture[str]) -> None:
 def test_command_writes_karpenters_files(tmp_path: Path) -> None:
     parser = argparse.ArgumentParser()
     crds.add_arguments(parser)
-    assert crds.run(parser.parse_args(["--output", str(tmp_path / "out")])) == 0
+    assert crds.run(parser.parse_args(["--output-dir", str(tmp_path / "out")])) == 0
     written = {p.name: p.read_text() for p in (tmp_path / "out").iterdir()}
     assert set(written) == FILES
     assert written == {p.name: p.read_text() for p in CHECKED_IN.iterdir() if p.name in FILES}

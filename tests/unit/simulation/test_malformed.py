@@ -464,7 +464,7 @@ def test_malformed_catalogue_names_the_catalogue(
 
 
 @pytest.mark.parametrize(
-    ("name", "needle"), [("missing.yaml", "cannot read"), (".", "cannot read")]
+    ("name", "needle"), [("missing.yaml", "cannot read"), (".", "no manifest in the directory")]
 )
 def test_unreadable_paths(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, needle: str

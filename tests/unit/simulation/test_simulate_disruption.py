@@ -283,9 +283,11 @@ def test_min_savings_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[st
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--from-cluster"], "--from-cluster: only with --disruption"),
+        (["--from-cluster", "-f", "x.yaml"], "give one or the other"),
+        (["--kubeconfig", "k", "-f", "x.yaml"], "only with --from-cluster"),
         (["--disruption", "--from-cluster", "-f", "x.yaml"], "give one or the other"),
         (["--disruption"], "-f/--filename: Required value"),
+        (["--disruption", "--fail-on-unschedulable", "-f", "x.yaml"], "not with --disruption"),
     ],
 )
 def test_from_cluster_and_files_are_one_or_the_other(

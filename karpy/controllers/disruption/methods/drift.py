@@ -10,7 +10,7 @@ pass, no validation delay, as Karpenter. Drift is eventual: a NodeClaim with
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 import structlog
@@ -28,8 +28,19 @@ from karpy.state import Cluster
 __all__ = ["CONSOLIDATION_TYPE_DRIFT", "Drift"]
 
 CONSOLIDATION_TYPE_DRIFT: Final = ""
+SHOWN_PODS: Final = 3
+"""Pods named in a blocked drift's message (the rest are counted)."""
 
 log = structlog.get_logger("karpy.controllers.disruption")
+
+
+def not_all_pods_schedule(errors: Mapping[str, str]) -> str:
+    """The message of a drift the simulation refused, as Karpenter words it: which pods would
+    not schedule and why (a destination that has not initialized, no room, ...)."""
+    keys = sorted(errors)
+    shown = " ".join(f"{k} => {errors[k]}" for k in keys[:SHOWN_PODS])
+    more = f" and {len(keys) - SHOWN_PODS} other(s)" if len(keys) > SHOWN_PODS else ""
+    return f"Not all pods would schedule, {shown}{more}"
 
 
 def _drifted_since(c: Candidate) -> str:
@@ -71,20 +82,21 @@ class Drift:
                 return self._command(c, ())
             result = await simulate_without(self.cluster, self.cloud_provider, {c.key}, pods)
             if result.errors:
+                why = not_all_pods_schedule(result.errors)
                 log.info(
                     "drifted node cannot be replaced: some pods have no place",
                     Node={"name": c.node.node_name},
-                    pods=sorted(result.errors)[:5],
+                    NodeClaim={"name": c.nodeclaim_name},
+                    reason=why,
                 )
-                self._blocked(c)
+                self._blocked(c, why)
                 continue
             return self._command(c, tuple(result.node_claims), pods=len(pods))
         return Command()
 
-    def _blocked(self, c: Candidate) -> None:
+    def _blocked(self, c: Candidate, message: str) -> None:
         if self.events is None:
             return
-        message = "Scheduling simulation failed to schedule all pods"
         publish_blocked(
             self.events, c.node.node, c.node.nodeclaim, message=message, key=self.reason
         )

@@ -1,6 +1,12 @@
 """Where the pods of nodes about to be disrupted would go: the provisioner's scheduling engine on
 a snapshot of the cluster without those nodes. Pods that fit on the remaining nodes need nothing;
-the others need the new NodeClaims of the result (the command's replacements)."""
+the others need the new NodeClaims of the result (the command's replacements).
+
+A pod whose destination is a node that has not initialized is not schedulable for disruption,
+as Karpenter's `UninitializedNodeError`: that node may never initialize (a startup taint nothing
+removes), and a command counting on it would evict pods to nowhere. This is also what keeps a
+candidate whose command was rolled back from being disrupted again at once: the replacement
+the rollback kept is such a node, and the candidate's pods would go there."""
 
 from __future__ import annotations
 
@@ -17,10 +23,17 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.kube.offload import run_off_loop
 from karpy.scheduling.engine.model import NodePoolTemplate, SchedulingResult
 from karpy.scheduling.engine.scheduler import schedule
-from karpy.state import Cluster, ClusterSnapshot
+from karpy.state import Cluster, ClusterSnapshot, StateNode
+from karpy.state import pods as podutil
 from karpy.state.inputs import build_input
 
-__all__ = ["buffer_room", "nodepool_templates", "simulate", "simulate_without"]
+__all__ = [
+    "buffer_room",
+    "nodepool_templates",
+    "simulate",
+    "simulate_without",
+    "uninitialized_destination",
+]
 
 log = structlog.get_logger("karpy.controllers.disruption")
 
@@ -69,7 +82,38 @@ def simulate(
     built = build_input(kept.objects(pods, templates))
     result = schedule(built.input)
     result.errors.update(built.errors)
+    _refuse_uninitialized(result, kept.nodes, pods)
     return result
+
+
+def uninitialized_destination(node: StateNode) -> str:
+    """Why a pod may not move to `node` (Karpenter's wording, so the events read alike)."""
+    names = []
+    if node.nodeclaim_name:
+        names.append(f"nodeclaim/{node.nodeclaim_name}")
+    if node.node_name:
+        names.append(f"node/{node.node_name}")
+    return "would schedule against uninitialized " + ", ".join(names or [node.name])
+
+
+def _refuse_uninitialized(
+    result: SchedulingResult, nodes: Sequence[StateNode], pods: Sequence[JSON]
+) -> None:
+    """Move the `pods` the plan put on nodes that have not initialized to its errors."""
+    moving = {podutil.pod_key(p) for p in pods}
+    waiting = {n.name: n for n in nodes if not n.initialized}
+    for name, placed in result.existing.items():
+        node = waiting.get(name)
+        if node is None:
+            continue
+        why = uninitialized_destination(node)
+        kept = []
+        for p in placed:
+            if p.key in moving:
+                result.errors[p.key] = why
+            else:
+                kept.append(p)
+        placed[:] = kept
 
 
 async def simulate_without(

@@ -14,8 +14,12 @@ rolls back the commands a previous leader left half done.
 `step()` (the `disruption.queue` singleton, every second while commands run): a command whose
 replacements are all Initialized deletes its candidates' NodeClaims (the termination controllers
 drain them); a replacement deleted, or the command older than its timeout (10 minutes, as
-Karpenter's floor), rolls the command back: replacements deleted, taint, condition and
-annotations removed, candidates unmarked.
+Karpenter's floor), fails the command: the candidates' taint, condition and annotations are
+removed and they are unmarked; the replacements are kept, as Karpenter keeps them (one that never
+registers is removed by the registration timeout; one that registers but never initializes stays,
+as in Karpenter, until it initializes or is deleted). While a kept replacement has not
+initialized, the disruption simulation will not move pods to it, so the candidate is not
+disrupted again at once.
 
 Crash recovery: a candidate NodeClaim annotated with a command this process does not run is
 adopted. If every replacement the annotation promises exists, the command resumes (waits and
@@ -361,21 +365,22 @@ class OrchestrationQueue:
     async def _advance(self, running: _Running) -> None:
         states = [await self._replacement_state(name) for name in running.replacements]
         if any(s == "gone" for s in states):
-            log.info(
-                "replacement nodeclaim was deleted; rolling back", **{"command-id": running.id}
-            )
-            await self._fail(running)
+            gone = [n for n, s in zip(running.replacements, states, strict=True) if s == "gone"]
+            await self._fail(running, f"replacement nodeclaim(s) {', '.join(gone)} deleted")
             return
         if all(s == "initialized" for s in states):
             await self._finish(running)
             return
-        if self.clock.wall() - running.started > timedelta(seconds=self.command_timeout()):
-            log.info(
-                "replacement nodeclaims did not initialize in time; rolling back",
-                **{"command-id": running.id},
-                replacements=running.replacements,
+        timeout = self.command_timeout()
+        if self.clock.wall() - running.started > timedelta(seconds=timeout):
+            waiting = [
+                n for n, s in zip(running.replacements, states, strict=True) if s != "initialized"
+            ]
+            await self._fail(
+                running,
+                f"replacement nodeclaim(s) {', '.join(waiting)} did not initialize "
+                f"within {timeout:g}s",
             )
-            await self._fail(running)
 
     async def _replacement_state(self, name: str) -> str:
         claim = self.cluster.nodeclaim_informer.get(name)
@@ -431,11 +436,27 @@ class OrchestrationQueue:
             reason.lower(), target.nodepool, target.capacity_type
         ).inc()
 
-    async def _fail(self, running: _Running) -> None:
+    async def _fail(self, running: _Running, why: str) -> None:
+        """Give up on a running command: its candidates are untainted and unmarked and stay.
+        Its replacements are kept, as Karpenter keeps them: one that never registers is left to
+        the registration timeout, one that initializes late takes pods or is consolidated away
+        like any node."""
         metrics.QUEUE_FAILURES_TOTAL.labels(
             running.decision, running.reason.lower(), running.consolidation_type
         ).inc()
-        await self._roll_back(running.targets, running.replacements, command=None, failed=False)
+        log.error(
+            "failed terminating nodes while executing a disruption command; "
+            "untainted the candidates and kept the replacements",
+            **{"command-id": running.id},
+            reason=why,
+            decision=running.decision,
+            candidates=[
+                {"NodeClaim": {"name": t.nodeclaim}, "Node": {"name": t.node_name}}
+                for t in running.targets
+            ],
+            replacements=running.replacements,
+        )
+        await self._roll_back(running.targets, (), command=None, failed=False)
         self._forget(running)
 
     def _forget(self, running: _Running) -> None:

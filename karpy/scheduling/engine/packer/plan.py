@@ -59,7 +59,7 @@ def solve_items(pool: PoolContext, items: Sequence[Item], floor: int) -> CoverSo
     # business), and it keeps the LP to a handful of groups instead of one per pod size.
     by_mask: dict[int, list[int]] = {}
     for item in items:
-        compat = pool.compatible_mask(pool.node_reqs.union(item.reqs)) & pool.all_mask
+        compat = pool.compatible_mask(pool.node_reqs.union(item.reqs)) & pool.port_mask(item.ports)
         demand = by_mask.setdefault(compat or item.mask, [0] * dims)
         k = len(item.pods)
         for r in range(dims):

@@ -1,15 +1,17 @@
-{{/* The chart name, or nameOverride: the app.kubernetes.io/name label. */}}
+{{/* The app.kubernetes.io/name label: `karpenter` (Karpenter's chart name, so dashboards,
+alerts and `kubectl -l app.kubernetes.io/name=karpenter` select karpy), or nameOverride. */}}
 {{- define "karpy.name" -}}
-{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- default "karpenter" .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* The full name of every object: fullnameOverride, else the release name (when it already
-contains the chart name), else <release>-<name>. */}}
+{{/* The full name of every object, as Karpenter's chart computes it: fullnameOverride, else the
+release name when it contains the name (release `karpenter` -> `karpenter`), else
+<release>-<name>. */}}
 {{- define "karpy.fullname" -}}
 {{- if .Values.fullnameOverride }}
 {{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
 {{- else }}
-{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- $name := include "karpy.name" . }}
 {{- if contains $name .Release.Name }}
 {{- .Release.Name | trunc 63 | trimSuffix "-" }}
 {{- else }}
@@ -65,13 +67,60 @@ annotations:
 {{- end }}
 {{- end }}
 
-{{/* settings.featureGates as FEATURE_GATES: nodeRepair: true -> NodeRepair=true, sorted. */}}
+{{/* The feature gates karpy knows, in settings.featureGates spelling. */}}
+{{- define "karpy.knownFeatureGates" -}}
+nodeRepair reservedCapacity spotToSpotConsolidation nodeOverlay staticCapacity capacityBuffer
+{{- end }}
+
+{{/* settings.featureGates as FEATURE_GATES (nodeRepair: true -> NodeRepair=true, sorted), only
+the gates karpy knows: as with Karpenter's chart, a gate of an older or newer release (drift)
+is left out rather than stopping karpy; NOTES.txt names it. */}}
 {{- define "karpy.featureGates" -}}
+{{- $known := splitList " " (include "karpy.knownFeatureGates" .) }}
 {{- $gates := list }}
 {{- range $name, $on := .Values.settings.featureGates }}
+{{- if has $name $known }}
 {{- $gates = append $gates (printf "%s%s=%v" (upper (substr 0 1 $name)) (substr 1 -1 $name) $on) }}
 {{- end }}
+{{- end }}
 {{- join "," $gates }}
+{{- end }}
+
+{{/* The keys of settings.featureGates that karpy does not know, sorted. */}}
+{{- define "karpy.unknownFeatureGates" -}}
+{{- $known := splitList " " (include "karpy.knownFeatureGates" .) }}
+{{- $unknown := list }}
+{{- range $name, $_ := .Values.settings.featureGates }}
+{{- if not (has $name $known) }}
+{{- $unknown = append $unknown $name }}
+{{- end }}
+{{- end }}
+{{- join " " $unknown }}
+{{- end }}
+
+{{/* A map as YAML without its empty nested maps, at any depth: Karpenter's values carry
+`seccompProfile: {}` and the like, which the apiserver refuses when rendered ("type: Required
+value"); Karpenter's templates leave them out, so does this. Nulls go too. */}}
+{{- define "karpy.pruneEmpty" -}}
+{{- $out := dict }}
+{{- range $key, $value := . }}
+{{- if kindIs "map" $value }}
+{{- $inner := include "karpy.pruneEmpty" $value | fromYaml }}
+{{- if $inner }}
+{{- $_ := set $out $key $inner }}
+{{- end }}
+{{- else if not (kindIs "invalid" $value) }}
+{{- $_ := set $out $key $value }}
+{{- end }}
+{{- end }}
+{{- if $out }}
+{{- toYaml $out }}
+{{- end }}
+{{- end }}
+
+{{/* The image pull policy: image.pullPolicy, else Karpenter's top-level imagePullPolicy. */}}
+{{- define "karpy.imagePullPolicy" -}}
+{{- default .Values.imagePullPolicy .Values.image.pullPolicy | default "IfNotPresent" }}
 {{- end }}
 
 {{/* The provider, checked: the RBAC depends on it. */}}

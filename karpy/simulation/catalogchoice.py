@@ -1,0 +1,107 @@
+"""Which instance-type catalogue a simulation plans with: the one the scenario's NodeClasses
+call for.
+
+A NodePool that references an EC2NodeClass (or an EC2NodeClass in the scenario) is planned on
+EC2 types: the shipped snapshot by default, `--instance-types aws:REGION` for another region,
+or an AWS catalogue file (`karpy catalog export --provider aws`). KWOKNodeClass means the kwok
+catalogue, built in or from a file. A scenario without either uses what `--instance-types`
+names (the kwok catalogue by default). A catalogue that does not match the NodeClasses, or a
+scenario that mixes both providers, is a `CatalogError` that says which flag to use: planning
+an AWS NodePool on kwok types would print a plan no cluster could launch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
+from karpy.scheduling import CatalogError
+from karpy.scheduling.instancetypes import InstanceType
+
+__all__ = ["AWS_KIND", "KWOK_KIND", "NodeClassKinds", "choose_catalog", "load_catalog"]
+
+AWS_KIND = "EC2NodeClass"
+KWOK_KIND = "KWOKNodeClass"
+
+NodeClassKinds = Mapping[str, str]
+"""NodeClass kind -> where the scenario first names it (for messages)."""
+
+AWS_FLAG = "--instance-types aws[:REGION] (or an AWS catalogue from `karpy catalog export "
+AWS_FLAG += "--provider aws`)"
+KWOK_FLAG = "no --instance-types (the built-in kwok catalogue) or a kwok catalogue file"
+
+
+def _is_aws_name(value: str) -> bool:
+    return value == "aws" or value.startswith("aws:")
+
+
+def _may_be_aws_file(path: str) -> bool:
+    """A cheap first look (gzipped, or entries with `labels`) before the AWS reader's exact one."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return False  # the kwok reader says what is wrong with it
+    return data[:2] == b"\x1f\x8b" or b'"labels"' in data
+
+
+def _is_aws_file(path: str) -> bool:
+    if not _may_be_aws_file(path):
+        return False
+    # the AWS models cost a quarter of a second to import: only for an AWS-looking file
+    from karpy.cloudprovider.aws.snapshot import is_snapshot_file
+
+    return is_snapshot_file(path)
+
+
+def _read(value: str | None, *, aws: bool) -> list[InstanceType]:
+    """The catalogue `value` names, AWS's (`aws`: the snapshot when `value` is None) or kwok's."""
+    if not aws:
+        return kwok_instance_types() if not value else load_kwok_catalog(value)
+    from karpy.cloudprovider.aws.snapshot import (
+        load_snapshot,
+        load_snapshot_file,
+        parse_instance_types_argument,
+    )
+
+    region = parse_instance_types_argument(value or "aws")
+    return load_snapshot(region) if region is not None else load_snapshot_file(value or "")
+
+
+def load_catalog(value: str | None, *, aws: bool) -> list[InstanceType]:
+    """`_read`, with errors that name the catalogue file."""
+    try:
+        return _read(value, aws=aws)
+    except CatalogError:
+        raise
+    except OSError as err:
+        raise CatalogError(f"--instance-types {value}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise CatalogError(f"{value}: not UTF-8 text: byte {err.start}") from None
+    except (TypeError, AttributeError, KeyError, ValueError, RecursionError) as err:
+        raise CatalogError(f"{value}: not a catalogue: {type(err).__name__}: {err}") from None
+
+
+def choose_catalog(value: str | None, kinds: NodeClassKinds) -> list[InstanceType]:
+    """The catalogue for a scenario whose NodeClasses are `kinds`, given `--instance-types`."""
+    aws_at, kwok_at = kinds.get(AWS_KIND), kinds.get(KWOK_KIND)
+    if aws_at and kwok_at:
+        raise CatalogError(
+            f"the scenario mixes {AWS_KIND} ({aws_at}) and {KWOK_KIND} ({kwok_at}): a simulation "
+            f"plans for one provider; simulate the {AWS_KIND} NodePools with {AWS_FLAG} and the "
+            f"{KWOK_KIND} ones with {KWOK_FLAG}, in separate runs"
+        )
+    given_aws = bool(value) and (_is_aws_name(value or "") or _is_aws_file(value or ""))
+    if aws_at:
+        if value and not given_aws:
+            raise CatalogError(
+                f"--instance-types {value}: not an AWS catalogue, but {aws_at} uses an {AWS_KIND}: "
+                f"give {AWS_FLAG}, or leave --instance-types out for the shipped EC2 snapshot"
+            )
+        return load_catalog(value, aws=True)
+    if kwok_at and given_aws:
+        raise CatalogError(
+            f"--instance-types {value}: an AWS catalogue, but {kwok_at} uses a {KWOK_KIND}: "
+            f"give {KWOK_FLAG}"
+        )
+    return load_catalog(value, aws=given_aws)
