@@ -46,6 +46,7 @@ from karpy.cloudprovider.aws.errors import ClientError, error_code, error_messag
 from karpy.cloudprovider.aws.fleet import (
     FleetInstance,
     LaunchGroup,
+    MinValuesError,
     client_token,
     fleet_request,
     overrides,
@@ -189,7 +190,12 @@ class AWSInstances:
             claim.spec.resources.requests if claim.spec.resources else None,
             field="spec.resources.requests",
         )
-        found = await self.candidates.get(instance_types, reqs, requests)
+        try:
+            found = await self.candidates.get(instance_types, reqs, requests)
+        except MinValuesError as err:
+            raise CreateError(
+                f"truncating instance types, {err}", reason="InstanceTypeFilteringFailed"
+            ) from err
         capacity_type = found.capacity_type
         if capacity_type is None:
             raise InsufficientCapacityError(
