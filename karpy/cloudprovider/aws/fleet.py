@@ -1,10 +1,10 @@
 """The CreateFleet request for one NodeClaim and the reading of its answer (reference §3.2-3.3).
 
 Pure functions, no I/O: which capacity type to ask for (spot when the claim allows it and a
-spot offering is available, else on-demand), which instance types (the 60 cheapest), one subnet
-per zone, the overrides (every available offering of those types in those zones, cheapest
-first), and a `ClientToken` derived from the NodeClaim so EC2 answers a retried request with the
-first request's instances.
+spot offering is available, else on-demand), which instance types (the 60 cheapest that still
+meet every minValues), one subnet per zone, the overrides (every available offering of those
+types in those zones, cheapest first), and a `ClientToken` derived from the NodeClaim so EC2
+answers a retried request with the first request's instances.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ __all__ = [
     "Candidates",
     "FleetInstance",
     "LaunchGroup",
+    "MinValuesError",
     "candidates",
     "capacity_type_for",
     "client_token",
@@ -69,20 +70,79 @@ def capacity_type_for(reqs: Requirements, types: Sequence[InstanceType]) -> str 
     return None
 
 
+class MinValuesError(ValueError):
+    """The launchable types cannot meet a requirement's minValues within the type limit."""
+
+
 def truncate(
     types: Sequence[InstanceType],
     reqs: Requirements,
     capacity_type: str,
     limit: int = MAX_INSTANCE_TYPES,
 ) -> list[InstanceType]:
-    """The `limit` cheapest types with an available offering of `capacity_type` (ties by name)."""
+    """The `limit` cheapest types with an available offering of `capacity_type` (ties by name),
+    cheapest first. When the cheapest `limit` do not meet a requirement's minValues, the
+    cheapest type bringing each missing value is kept first and the rest filled by price, as
+    Karpenter truncates; `MinValuesError` when even that cannot meet them."""
     priced = []
     for it in types:
         offers = offerings_for(it, reqs, capacity_type)
         if offers:
             priced.append((min(o.price for o in offers), it.name, it))
     priced.sort(key=lambda item: (item[0], item[1]))
-    return [it for _, _, it in priced[:limit]]
+    ordered = [it for _, _, it in priced]
+    chosen = ordered[:limit]
+    if _shortfall(reqs, chosen) is None:
+        return chosen
+    kept = _min_values_cover(reqs, ordered)
+    names = {it.name for it in kept}
+    chosen = [*kept, *(it for it in ordered if it.name not in names)][:limit]
+    short = _shortfall(reqs, chosen)
+    if short is not None:
+        key, found, wanted = short
+        raise MinValuesError(
+            f'minValues of "{key}" needs {wanted} values, but the {len(ordered)} launchable '
+            f"{capacity_type} instance types truncated to {limit} offer {found}"
+        )
+    rank = {it.name: i for i, it in enumerate(ordered)}
+    return sorted(chosen, key=lambda it: rank[it.name])
+
+
+def _min_values_cover(reqs: Requirements, ordered: Sequence[InstanceType]) -> list[InstanceType]:
+    """Cheapest-first, the types that each bring a value a minValues requirement still lacks."""
+    kept: list[InstanceType] = []
+    for key, req in reqs.items():
+        if req.min_values is None:
+            continue
+        seen = {v for it in kept for v in _values_of(it, key, reqs)}
+        for it in ordered:
+            if len(seen) >= req.min_values:
+                break
+            new = _values_of(it, key, reqs) - seen
+            if new:
+                seen |= new
+                if it not in kept:
+                    kept.append(it)
+    return kept
+
+
+def _shortfall(reqs: Requirements, types: Sequence[InstanceType]) -> tuple[str, int, int] | None:
+    """The first requirement whose minValues `types` miss: (key, values found, wanted)."""
+    for key, req in reqs.items():
+        if req.min_values is None:
+            continue
+        found = {v for it in types for v in _values_of(it, key, reqs)}
+        if len(found) < req.min_values:
+            return key, len(found), req.min_values
+    return None
+
+
+def _values_of(it: InstanceType, key: str, reqs: Requirements) -> set[str]:
+    offered = it.requirements.get(key)
+    wanted = reqs.get(key)
+    if offered is None or offered.complement or wanted is None:
+        return set()
+    return {v for v in offered.values if wanted.has(v)}
 
 
 def allows(type_reqs: Requirements, reqs: Requirements) -> bool:

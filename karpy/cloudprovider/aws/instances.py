@@ -40,11 +40,13 @@ from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.aws.candidates import CandidateCache
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.clusterfacts import ClusterCIDRError, ClusterFacts
+from karpy.cloudprovider.aws.compatibility import ami_requirements, image_for
 from karpy.cloudprovider.aws.describebatch import DescribeBatcher
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 from karpy.cloudprovider.aws.fleet import (
     FleetInstance,
     LaunchGroup,
+    MinValuesError,
     client_token,
     fleet_request,
     overrides,
@@ -188,7 +190,12 @@ class AWSInstances:
             claim.spec.resources.requests if claim.spec.resources else None,
             field="spec.resources.requests",
         )
-        found = await self.candidates.get(instance_types, reqs, requests)
+        try:
+            found = await self.candidates.get(instance_types, reqs, requests)
+        except MinValuesError as err:
+            raise CreateError(
+                f"truncating instance types, {err}", reason="InstanceTypeFilteringFailed"
+            ) from err
         capacity_type = found.capacity_type
         if capacity_type is None:
             raise InsufficientCapacityError(
@@ -301,16 +308,10 @@ class AWSInstances:
     ) -> list[LaunchGroup]:
         """Types grouped by (AMI, max pods), each group with its ensured launch template."""
         status = nodeclass.status
-        amis = [
-            (
-                ami.id,
-                Requirements.from_node_selector_terms(r.to_dict() for r in ami.requirements),
-            )
-            for ami in (status.amis if status else None) or []
-        ]
+        amis = ami_requirements((status.amis if status else None) or [])
         grouped: dict[tuple[str, int], list[InstanceType]] = {}
         for it in types:
-            image = next((a for a, r in amis if it.requirements.intersects(r) is None), None)
+            image = image_for(it.requirements, amis)
             if image is None:
                 continue
             grouped.setdefault((image, int(it.capacity.get(PODS, 0))), []).append(it)

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
 from karpy.apis.aws.v1.labels import LABEL_TOPOLOGY_ZONE_ID
-from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_WINDOWS_BUILD
 from karpy.cloudprovider.aws.capacity import (
     DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
     CapacitySettings,
@@ -36,6 +36,7 @@ from karpy.cloudprovider.aws.capacity import (
     overhead,
 )
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.compatibility import compatible, windows_build
 from karpy.cloudprovider.aws.labels import architecture, requirements
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
@@ -70,8 +71,10 @@ def build_instance_type(
     unavailable: UnavailableOfferings | None = None,
 ) -> InstanceType:
     """One `InstanceType`: capacity, overhead and labels from `info`, and one offering per
-    (zone in `zones`) x (capacity type the type supports)."""
+    (zone in `zones`) x (capacity type the type supports). A type the AMI family cannot boot
+    keeps its offerings, all unavailable."""
     name = str(info["InstanceType"])
+    bootable = compatible(info, settings.ami_family)
     usage = set(info.get("SupportedUsageClasses") or ())
     ids = zone_ids or {}
     offerings: list[Offering] = []
@@ -86,7 +89,8 @@ def build_instance_type(
                 else pricing.spot_price(name, zone)
             )
             available = (
-                price is not None
+                bootable
+                and price is not None
                 and zone in offered_zones
                 and (allowed_zones is None or zone in allowed_zones)
                 and not (unavailable and unavailable.is_unavailable(capacity_type, name, zone))
@@ -108,6 +112,9 @@ def build_instance_type(
         region=pricing.region,
         zone_ids=[ids[z] for z in zones if z in ids],
     )
+    build = windows_build(settings.ami_family)
+    if build is not None:
+        reqs.append(Requirement(LABEL_WINDOWS_BUILD, complement=False, values=(build,)))
     return InstanceType(
         name=name,
         capacity=cap,

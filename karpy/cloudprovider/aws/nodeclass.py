@@ -29,10 +29,11 @@ from karpy.apis.aws.v1.ec2nodeclass import (
     SubnetStatus,
 )
 from karpy.apis.v1.common import Condition, NodeSelectorRequirement
-from karpy.apis.v1.labels import LABEL_ARCH
+from karpy.apis.v1.labels import LABEL_ARCH, LABEL_WINDOWS_BUILD
 from karpy.cloudprovider.aws.cleanup import instance_profile_path
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.clusterfacts import ClusterCIDRError, ClusterFacts
+from karpy.cloudprovider.aws.compatibility import windows_build
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
 from karpy.cloudprovider.aws.validation import DryRunValidator
 
@@ -96,29 +97,40 @@ def alias_parameters(family: str, version: str, k8s_version: str) -> list[AliasP
             out.append(AliasParameter(name, label, reqs))
     elif family == "bottlerocket":
         ver = "latest" if latest else version.removeprefix("v")
+        base = f"/aws/service/bottlerocket/aws-k8s-{k8s_version}"
+        # The standard x86_64 image also carries the Neuron driver; no standard image carries
+        # NVIDIA's, so GPU types must take the `-nvidia` image.
+        out.append(AliasParameter(f"{base}/x86_64/{ver}/image_id", "amd64", _STANDARD))
+        out.append(AliasParameter(f"{base}/x86_64/{ver}/image_id", "amd64", _NEURON))
+        out.append(AliasParameter(f"{base}/arm64/{ver}/image_id", "arm64", _STANDARD))
         for arch, label in (("x86_64", "amd64"), ("arm64", "arm64")):
-            base = f"/aws/service/bottlerocket/aws-k8s-{k8s_version}"
-            std = _STANDARD if arch == "arm64" else ()  # x86_64 also serves neuron
-            out.append(AliasParameter(f"{base}/{arch}/{ver}/image_id", label, std))
             out.append(AliasParameter(f"{base}-nvidia/{arch}/{ver}/image_id", label, _NVIDIA))
     elif family == "al2":
-        ver = "recommended" if latest else version
         base = f"/aws/service/eks/optimized-ami/{k8s_version}"
-        out.append(AliasParameter(f"{base}/amazon-linux-2/{ver}/image_id", "amd64", _STANDARD))
-        out.append(
-            AliasParameter(f"{base}/amazon-linux-2-arm64/{ver}/image_id", "arm64", _STANDARD)
-        )
-        out.append(AliasParameter(f"{base}/amazon-linux-2-gpu/{ver}/image_id", "amd64", _NVIDIA))
+
+        def al2(image: str, release: str) -> str:
+            ver = "recommended" if latest else f"amazon-eks-{release}-{k8s_version}-{version}"
+            return f"{base}/{image}/{ver}/image_id"
+
+        out.append(AliasParameter(al2("amazon-linux-2", "node"), "amd64", _STANDARD))
+        out.append(AliasParameter(al2("amazon-linux-2-arm64", "arm64-node"), "arm64", _STANDARD))
+        # The AL2 GPU image carries both the NVIDIA and the Neuron drivers.
+        gpu = al2("amazon-linux-2-gpu", "gpu-node")
+        out.append(AliasParameter(gpu, "amd64", _NVIDIA))
+        out.append(AliasParameter(gpu, "amd64", _NEURON))
     elif family.startswith("windows"):
         year = family.removeprefix("windows")
-        out.append(
-            AliasParameter(
-                f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
-                f"EKS_Optimized-{k8s_version}/image_id",
-                "amd64",
-                (),
-            )
+        build = windows_build(f"Windows{year}")
+        reqs = (
+            (NodeSelectorRequirement(key=LABEL_WINDOWS_BUILD, operator="In", values=[build]),)
+            if build
+            else ()
         )
+        name = (
+            f"/aws/service/ami-windows-latest/Windows_Server-{year}-English-Core-"
+            f"EKS_Optimized-{k8s_version}/image_id"
+        )
+        out.append(AliasParameter(name, "amd64", reqs))
     return out
 
 

@@ -138,3 +138,24 @@ INF2_XLARGE: dict[str, Any] = {
     "NetworkInfo": {"Ipv4AddressesPerInterface": 15, "MaximumNetworkInterfaces": 4},
     "SupportedUsageClasses": ["on-demand", "spot"],
 }
+
+# a1.large: first-generation Graviton, which AL2023 has no image for.
+A1_LARGE: dict[str, Any] = {
+    "InstanceType": "a1.large",
+    "Hypervisor": "nitro",
+    "VCpuInfo": {"DefaultVCpus": 2},
+    "MemoryInfo": {"SizeInMiB": 4096},
+    "ProcessorInfo": {"Manufacturer": "AWS", "SupportedArchitectures": ["arm64"]},
+    "NetworkInfo": {"Ipv4AddressesPerInterface": 10, "MaximumNetworkInterfaces": 3},
+    "SupportedUsageClasses": ["on-demand", "spot"],
+}
+
+TRN1_2XLARGE: dict[str, Any] = {
+    "InstanceType": "trn1.2xlarge",
+    "VCpuInfo": {"DefaultVCpus": 8},
+    "MemoryInfo": {"SizeInMiB": 32768},
+    "ProcessorInfo": {"Manufacturer": "Intel", "SupportedArchitectures": ["x86_64"]},
+    "NeuronInfo": {"NeuronDevices": [{"Count": 1, "Name": "Trainium", "CoreInfo": {"Count": 2}}]},
+    "NetworkInfo": {"Ipv4AddressesPerInterface": 15, "MaximumNetworkInterfaces": 4},
+    "SupportedUsageClasses": ["on-demand", "spot"],
+}
