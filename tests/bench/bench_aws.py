@@ -3,9 +3,10 @@
 A ThreadedMotoServer on loopback is seeded as the integration tests seed it (VPC, subnets in
 three zones, a security group, the EKS AL2023 AMI parameters, the node role); an EC2NodeClass is
 resolved, the full catalogue (moto's ~1,370 recorded types) is read, then `BENCH_AWS_CLAIMS`
-NodeClaims (default 200) are launched through `AWSInstances.create`, `BENCH_AWS_CONCURRENCY` at
-a time (default 10, the lifecycle controller's workers), each with its own launch template
-lookup, CreateFleet and tags, as `karpy run` launches them.
+identical NodeClaims (default 500) are launched through `AWSInstances.create`,
+`BENCH_AWS_CONCURRENCY` at a time (default 50, the lifecycle controller's workers), as `karpy run`
+launches them: equal CreateFleet requests are merged (`createFleetCalls`, `claimsPerCreateFleet`)
+and each instance is then tagged with its NodeClaim.
 
 Reported: `refreshSeconds` (DescribeInstanceTypes, offerings, spot prices), `rssMB` with the
 catalogue loaded, `launchSeconds` to all launched, per-launch p50/p99, and AWS calls by API
@@ -50,8 +51,8 @@ from tests.integration.aws.test_launch import (
     seed_parameter,
 )
 
-CLAIMS = int(os.environ.get("BENCH_AWS_CLAIMS", "200"))
-CONCURRENCY = int(os.environ.get("BENCH_AWS_CONCURRENCY", "10"))
+CLAIMS = int(os.environ.get("BENCH_AWS_CLAIMS", "500"))
+CONCURRENCY = int(os.environ.get("BENCH_AWS_CONCURRENCY", "50"))
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -134,6 +135,7 @@ async def _measure(clients: AWSClients, counter: CallCounter) -> dict[str, Any]:
     launch_seconds = time.perf_counter() - started
     launched = len(await instances.list())
     latencies.sort()
+    fleets = counter.calls["ec2.CreateFleet"]
     return {
         "case": "launch",
         "claims": CLAIMS,
@@ -150,6 +152,8 @@ async def _measure(clients: AWSClients, counter: CallCounter) -> dict[str, Any]:
         "p99LaunchSeconds": round(
             latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))], 3
         ),
+        "createFleetCalls": fleets,
+        "claimsPerCreateFleet": round(CLAIMS / fleets, 1) if fleets else None,
         "awsCalls": dict(sorted(counter.calls.items())),
     }
 

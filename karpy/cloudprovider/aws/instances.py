@@ -11,10 +11,16 @@ died before writing its status). A NodeClaim created since is looked up by nobod
 was one DescribeInstances per launch (rate-limited on EC2, a scan of every instance in moto);
 the lookups still made are coalesced like DescribeInstances by ID (`DescribeBatcher`): a burst of
 replacements shortly after start asks once for all their names.
+
+Equal CreateFleet requests of a burst share one call (`FleetBatcher`), so the request carries
+only the tags every NodeClaim of the batch shares; each instance is then tagged with its
+NodeClaim, and remembered by ID, so a retry of that NodeClaim in this process finds it even if
+the tagging failed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +60,9 @@ from karpy.cloudprovider.aws.fleet import (
     price_overlaid,
     zonal_subnets,
 )
+from karpy.cloudprovider.aws.fleetbatch import IDLE as FLEET_IDLE
+from karpy.cloudprovider.aws.fleetbatch import MAX_WAIT as FLEET_MAX_WAIT
+from karpy.cloudprovider.aws.fleetbatch import FleetBatcher
 from karpy.cloudprovider.aws.launch import LaunchTemplates, launch_template_data
 from karpy.cloudprovider.aws.nodeclasshash import hash_annotations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
@@ -84,6 +93,9 @@ CLAIM_LOOKUP_WINDOW: Final = 1.0
 DescribeInstances: they come from a burst of launches reaching the provider over seconds, each
 lookup filters on tags (a scan of every instance in moto, a rate-limited call on EC2), and a
 launch waits at most this long for it."""
+TAG_ATTEMPTS: Final = (0.0, 0.2, 1.0)
+"""Delays before each CreateTags of a new instance: EC2 may not know an instance it has just
+launched (eventual consistency) and answers InvalidInstanceID.NotFound for a moment."""
 LEADER_OVERLAP: Final = timedelta(seconds=60)
 """NodeClaims created this soon after this process's first launch are still looked up: a
 previous leader may have been launching until its lease ran out, and clocks differ a little."""
@@ -150,6 +162,8 @@ class AWSInstances:
         launch_templates: LaunchTemplates | None = None,
         wall: Callable[[], datetime] = lambda: datetime.now(UTC),
         facts: ClusterFacts | None = None,
+        fleet_idle: float = FLEET_IDLE,
+        fleet_max_wait: float = FLEET_MAX_WAIT,
     ) -> None:
         self._clients = clients
         self.cluster = cluster
@@ -167,6 +181,11 @@ class AWSInstances:
         self._sent: OrderedDict[tuple[str, str], None] = OrderedDict()
         """(name, uid) of the NodeClaims this process sent a CreateFleet for, the latest
         `SENT_REMEMBERED`."""
+        self._given: OrderedDict[tuple[str, str], FleetInstance] = OrderedDict()
+        """The instance each of those NodeClaims was given by a fleet, so a retry finds it
+        by ID even before (or without) its NodeClaim tag."""
+        self.fleets = FleetBatcher(self._create_fleet, idle=fleet_idle, max_wait=fleet_max_wait)
+        """Merges equal CreateFleet requests; `fleet_idle`/`fleet_max_wait` are its window."""
 
     # -- create --------------------------------------------------------------------------------
 
@@ -180,6 +199,10 @@ class AWSInstances:
         for `nodeclass`) and return the claim with providerID, imageID, labels, capacity."""
         self._check_ready(nodeclass)
         by_name = {it.name: it for it in instance_types}
+        given = await self._given_instance(claim)
+        if given is not None:
+            log.info("found instance of nodeclaim", NodeClaim={"name": claim.name})
+            return self._launched(claim, nodeclass, given, by_name)
         if self._may_be_launched(claim):
             existing = await self._find_launched(claim.name)
             if existing is not None:
@@ -205,6 +228,20 @@ class AWSInstances:
         chosen = found.chosen
         instance = await self._launch(claim, nodeclass, chosen, reqs, capacity_type, retry=True)
         return self._launched(claim, nodeclass, instance, by_name)
+
+    async def _given_instance(self, claim: NodeClaim) -> FleetInstance | None:
+        """The live instance a fleet of this process gave `claim`, tagged as its own."""
+        key = (claim.name, claim.metadata.uid or "")
+        given = self._given.get(key)
+        if given is None:
+            return None
+        found = await self._by_id.get(given.instance_id)
+        if found is None or _state(found) in GONE_STATES:
+            del self._given[key]
+            return None
+        if _nodeclaim_tag(found) != claim.name:
+            await self._tag(given.instance_id, claim.name)
+        return given
 
     def _may_be_launched(self, claim: NodeClaim) -> bool:
         """Whether an instance may already exist for `claim` (see the module docstring)."""
@@ -260,7 +297,8 @@ class AWSInstances:
         request = fleet_request(
             configs,
             capacity_type,
-            launch_tags(self.cluster.name, nodeclass, nodepool, claim.name),
+            # The NodeClaim's own tags come after launch: equal requests share one fleet.
+            launch_tags(self.cluster.name, nodeclass, nodepool),
             token=client_token(claim.name, claim.metadata.uid),
             context=nodeclass.spec.context,
             prioritized=prioritized,
@@ -268,20 +306,17 @@ class AWSInstances:
         self._sent[(claim.name, claim.metadata.uid or "")] = None
         while len(self._sent) > SENT_REMEMBERED:
             self._sent.popitem(last=False)
-        async with self._clients.client("ec2") as ec2:
-            try:
-                response = await ec2.create_fleet(**request)
-            except ClientError as error:
-                if error_code(error) == LT_NOT_FOUND and retry:
-                    for group in groups:
-                        self.launch_templates.forget(group.template)
-                    return await self._launch(
-                        claim, nodeclass, types, reqs, capacity_type, retry=False
-                    )
-                raise CreateError(
-                    f"creating fleet: {error_message(error)}",
-                    reason=error_code(error) or "CreateFleetFailed",
-                ) from error
+        try:
+            response = await self.fleets.create(request)
+        except ClientError as error:
+            if error_code(error) == LT_NOT_FOUND and retry:
+                for group in groups:
+                    self.launch_templates.forget(group.template)
+                return await self._launch(claim, nodeclass, types, reqs, capacity_type, retry=False)
+            raise CreateError(
+                f"creating fleet: {error_message(error)}",
+                reason=error_code(error) or "CreateFleetFailed",
+            ) from error
         instance, errors = parse_fleet_response(response)
         # Partial errors name offerings without capacity even when another one launched.
         only_capacity = self.unavailable.record_fleet_errors(errors, capacity_type)
@@ -296,12 +331,47 @@ class AWSInstances:
                     "capacity-type": instance.capacity_type,
                 },
             )
+            self._given[(claim.name, claim.metadata.uid or "")] = instance
+            while len(self._given) > SENT_REMEMBERED:
+                self._given.popitem(last=False)
+            await self._tag(instance.instance_id, claim.name)
             return instance
         codes = sorted({str(e.get("ErrorCode")) for e in errors}) or ["no instances returned"]
         message = f"creating fleet ({capacity_type}) of {_list(names)}: {', '.join(codes)}"
         if only_capacity:
             raise InsufficientCapacityError(message)
         raise CreateError(message, reason="FleetError")
+
+    async def _create_fleet(self, request: dict[str, Any]) -> Mapping[str, Any]:
+        """One CreateFleet call (the `FleetBatcher`'s way out)."""
+        async with self._clients.client("ec2") as ec2:
+            response: Mapping[str, Any] = await ec2.create_fleet(**request)
+        return response
+
+    async def _tag(self, instance_id: str, claim_name: str) -> None:
+        """Tag a launched instance with its NodeClaim (`karpenter.sh/nodeclaim`, `Name`), by
+        which a later leader finds it. A failure is logged, not raised: the instance is this
+        NodeClaim's either way, and this process finds it by ID."""
+        tags = [
+            {"Key": aws.TAG_NODECLAIM, "Value": claim_name},
+            {"Key": "Name", "Value": claim_name},
+        ]
+        for attempt, delay in enumerate(TAG_ATTEMPTS):
+            await asyncio.sleep(delay)
+            try:
+                async with self._clients.client("ec2") as ec2:
+                    await ec2.create_tags(Resources=[instance_id], Tags=tags)
+                return
+            except ClientError as error:
+                last = attempt == len(TAG_ATTEMPTS) - 1
+                if error_code(error) != INSTANCE_NOT_FOUND or last:
+                    log.warning(
+                        "tagging instance with its nodeclaim failed",
+                        NodeClaim={"name": claim_name},
+                        id=instance_id,
+                        error=error_message(error),
+                    )
+                    return
 
     async def _launch_groups(
         self, claim: NodeClaim, nodeclass: EC2NodeClass, types: Sequence[InstanceType]

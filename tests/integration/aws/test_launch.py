@@ -772,4 +772,5 @@ async def test_concurrent_launches_look_each_template_up_once(
     # Two templates (m5.large runs 29 pods, m5.xlarge 58), each looked up and made once.
     assert world.counter.calls["ec2.DescribeLaunchTemplates"] == 2
     assert world.counter.calls["ec2.CreateLaunchTemplate"] == 2
-    assert world.counter.calls["ec2.CreateFleet"] == 4
+    # Their equal requests are merged (`FleetBatcher`).
+    assert world.counter.calls["ec2.CreateFleet"] == 1
