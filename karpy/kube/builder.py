@@ -72,6 +72,11 @@ class Enqueuer(Generic[K]):
         else:
             self._controller.enqueue_after(key, delay)
 
+    @property
+    def stopping(self) -> bool:
+        """Whether the controller was told to stop (its in-flight reconciles still finish)."""
+        return self._controller is not None and self._controller.stopping
+
 
 class Builder(Generic[K]):
     """What `setup` declares; `complete` turns it into a `Controller`."""

@@ -121,6 +121,10 @@ class Controller(Generic[K]):
         self.initial_keys = tuple(initial_keys)
         self.needs_leader_election = leader_only
         self._sources: list[tuple[Informer, EventHandler]] = []
+        self.stopping = False
+        """Set once the controller was told to stop: an in-flight reconcile that is about to
+        start new work (a disruption after its validation wait) gives up instead, as a
+        reconcile whose context is cancelled does in controller-runtime."""
         self._log = log.bind(controller=name)
         self._active = metrics.ACTIVE_WORKERS.labels(name)
 
@@ -158,6 +162,7 @@ class Controller(Generic[K]):
             for index in range(self.workers):
                 group.create_task(self._worker(), name=f"{self.name}-worker-{index}")
             await stop.wait()
+            self.stopping = True
             self._log.info("stopping; waiting for in-flight reconciles")
             self.queue.shutdown()
         self._log.info("stopped")

@@ -59,7 +59,7 @@ from karpy.controllers.disruption.orchestration.marks import (
     set_disruption_reason,
 )
 from karpy.kube import Client, Clock, EventRecorder, Informer, RealClock, Result
-from karpy.kube.builder import Builder, singleton
+from karpy.kube.builder import Builder, Enqueuer, singleton
 from karpy.state import Cluster, StateNode
 
 __all__ = [
@@ -110,6 +110,7 @@ class DisruptionController:
         self.client = client
         self.cluster = cluster
         self.clock = clock or RealClock()
+        self._handle = Enqueuer[str]()
         self.events = DedupingEvents(events, clock=self.clock)
         self.pdbs = pdbs
         self.validation_delay = validation_delay
@@ -129,6 +130,7 @@ class DisruptionController:
 
     def setup(self, builder: Builder[str]) -> None:
         singleton(builder)
+        self._handle = builder.enqueuer()
 
     # -- the loop ---------------------------------------------------------------------------------
 
@@ -163,6 +165,11 @@ class DisruptionController:
             commands = await self.validate(method, commands)
         validated = time.perf_counter()
         if not commands:
+            return False
+        if self._handle.stopping:
+            # told to stop during the validation wait: start nothing a successor would not see
+            # validated (the next leader computes afresh), as Karpenter's cancelled context does
+            log.info("stopping; not starting validated disruption commands", commands=len(commands))
             return False
         outcomes = await asyncio.gather(
             *(self.queue.start(c) for c in commands), return_exceptions=True

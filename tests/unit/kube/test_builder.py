@@ -111,3 +111,40 @@ async def test_watches_map_events_to_keys() -> None:
     stop.set()
     await task
     assert sorted(changes.seen) == ["b:False", "c:True", "d", "d-2"]
+
+
+class Waiter:
+    """A singleton whose reconcile waits, then records whether its controller was stopping."""
+
+    name = "unit.waiter"
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.stopping_after_wait: list[bool] = []
+        self.handle = Enqueuer[str]()
+
+    def setup(self, builder: Builder[str]) -> None:
+        singleton(builder).leader_only(False)
+        builder.enqueuer(self.handle)
+
+    async def reconcile(self, key: str) -> Result | None:
+        self.entered.set()
+        await self.release.wait()
+        self.stopping_after_wait.append(self.handle.stopping)
+        return None
+
+
+async def test_an_in_flight_reconcile_sees_its_controller_stopping() -> None:
+    waiter = Waiter(FakeClock())
+    controller = build(waiter)
+    assert waiter.handle.stopping is False
+    stop = asyncio.Event()
+    running = asyncio.create_task(controller.start(stop))
+    await asyncio.wait_for(waiter.entered.wait(), 5)
+    stop.set()
+    await asyncio.sleep(0)
+    waiter.release.set()
+    await asyncio.wait_for(running, 5)
+    assert waiter.stopping_after_wait == [True]
