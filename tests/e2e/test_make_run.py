@@ -68,6 +68,10 @@ def _cluster_up_pids() -> dict[str, int]:
     return cp.pids() if cp is not None else {}
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def examples_removed(kubectl: Kubectl, clean_cluster: None) -> object:
     yield None
@@ -96,6 +100,9 @@ def test_make_run_against_an_existing_cluster_starts_only_karpy(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # as from a terminal: a test runner's worker ignores Ctrl-C, and an ignored SIGINT is
+        # inherited, so run.py would never see the Ctrl-C this test sends
+        preexec_fn=_default_sigint,
     )
     output: list[str] = []
     hinted = threading.Event()
