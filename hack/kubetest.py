@@ -295,14 +295,21 @@ NODE_LEASE_NAMESPACE = "kube-node-lease"
 NODE_LEASE_DURATION_SECONDS = 40
 """A kubelet's default `nodeLeaseDurationSeconds`; it renews every quarter of it (10 s)."""
 KWOK_PROVIDER_PREFIX = "kwok://"
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+"""kwok's mark of a Node whose kubelet is simulated (karpy's simulator writes it too)."""
 
 _log = logging.getLogger("kubetest")
 
 
 def is_static_node(node: Mapping[str, Any]) -> bool:
-    """True for Nodes a test made itself; kwok Nodes have karpy's simulator as their kubelet."""
+    """True for Nodes a test made itself. kwok Nodes, and any Node annotated as kwok's (such
+    as the EC2 instances' Nodes the e2e tests' simulated kubelets register), have a simulator
+    as their kubelet: renewing their Leases too would make it stand back for another kubelet."""
     provider_id = str((node.get("spec") or {}).get("providerID") or "")
-    return not provider_id.startswith(KWOK_PROVIDER_PREFIX)
+    annotations = (node.get("metadata") or {}).get("annotations") or {}
+    return not provider_id.startswith(KWOK_PROVIDER_PREFIX) and (
+        KWOK_NODE_ANNOTATION not in annotations
+    )
 
 
 def micro_time(moment: datetime | None = None) -> str:

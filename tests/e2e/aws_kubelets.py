@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from karpy.apis.descriptors import NODECLAIMS
+from karpy.cloudprovider.kwok.instances import ANNOTATION_KWOK_NODE, KWOK_NODE_FAKE
 from karpy.cloudprovider.kwok.machines import Registration
 from karpy.cloudprovider.kwok.simulator import KwokSimulator
 from karpy.kube import NODES, PODS, AlreadyExistsError, Client, KubeError
@@ -46,7 +47,9 @@ class EC2Machines:
         return node_name(provider_id) if self.serves(provider_id) else None
 
     async def registration(self, claim: Mapping[str, Any]) -> Registration:
-        return Registration()
+        # Marked as a simulated kubelet's Node, as kwok's are: the session's stand-in for
+        # static Nodes' kubelets (`NodeLeases`) then leaves its Lease to this simulator.
+        return Registration(annotations={ANNOTATION_KWOK_NODE: KWOK_NODE_FAKE})
 
     async def create_node(self, node: JSON) -> None:
         try:
