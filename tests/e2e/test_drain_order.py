@@ -1,13 +1,13 @@
 """End to end: a node is drained in Karpenter's four waves, each once the one before is gone.
 
 Karpenter's drain-order scenario on a `karpy run` (kwok provider): one node runs six pods, each
-with `terminationGracePeriodSeconds: 20` and a 20 s preStop sleep — a plain Deployment pod, a
+with `terminationGracePeriodSeconds: 35` and a 35 s preStop sleep — a plain Deployment pod, a
 plain DaemonSet pod, and a Deployment pod and a DaemonSet pod of each of the priority classes
 `system-node-critical` and `system-cluster-critical`. The kwok simulator keeps a deleted pod
 Terminating for its grace period, as a kubelet does. Deleting the node's NodeClaim must evict
 the waves in order (non-critical workloads, non-critical DaemonSet pods, critical workloads,
 critical DaemonSet pods), a wave only once every pod of the one before has left the node, so
-each wave stays untouched (no deletionTimestamp) for at least 15 s while the one before it
+each wave stays untouched (no deletionTimestamp) for at least 30 s while the one before it
 terminates; at the end every pod, the Node and the NodeClaim are gone. A seventh pod tolerates
 `karpenter.sh/disrupted`: as Karpenter, the drain neither evicts it nor waits for it.
 
@@ -17,11 +17,10 @@ less deletionGracePeriodSeconds); the test checks those records once, so it last
 grace periods and no more. The NodePool's CPU limit allows one node, so the evicted workloads'
 replacements stay pending rather than launching nodes the test does not need.
 
-Karpenter's scenario uses a 60 s grace and asks for 30 s untouched; the behaviour does not
-depend on the length, so the test scales it down to a 20 s grace (four waves cost 80 s rather
-than 240 s) and asks for 15 s: a wave evicted together with the one before it would be touched
-within a second or two, so 15 s still tells waiting for the earlier wave apart from not waiting,
-with room for a slow poll on a loaded machine.
+Karpenter's scenario uses a 60 s grace and asks for 30 s untouched. The test keeps Karpenter's
+30 s criterion but shortens the grace to 35 s (four waves cost 140 s rather than 240 s): a wave
+evicted together with the one before it would be touched within a second or two, and the 5 s
+margin leaves room for a slow poll on a loaded machine.
 """
 
 from __future__ import annotations
@@ -47,8 +46,8 @@ pytestmark = pytest.mark.timeout(900)
 JSON = dict[str, Any]
 POOL = "drain-order"
 TYPE = "c-2x-amd64-linux"
-GRACE = 20
-UNTOUCHED = 15.0
+GRACE = 35
+UNTOUCHED = 30.0
 """How long each wave must stay untouched while the one before it terminates."""
 TIMESTAMP_RESOLUTION = 1.0
 """deletionTimestamp is written in whole seconds."""
