@@ -83,13 +83,14 @@ docs: $(VENV_STAMP) ## Build the documentation site (mkdocs --strict) into .loca
 	$(BIN)/mkdocs build --strict --site-dir .local/site
 
 # Test files run on TEST_WORKERS pytest-xdist workers (one file stays on one worker; each worker
-# starts its own control plane when a test needs one). The e2e files come first so the longest
-# ones start early and the short unit files fill in at the end. TEST_WORKERS=0 runs in-process.
+# starts its own control plane when a test needs one). tests/conftest.py orders the files longest
+# first (weights in tests/file_order.py) and --no-loadscope-reorder keeps that order, so the long
+# e2e files start at once and the short unit files fill in at the end. TEST_WORKERS=0: in-process.
 TEST_WORKERS ?= 2
 
 .PHONY: test
 test: $(VENV_STAMP) binaries lint check-generated docs ## Lint, then every test suite (e2e, integration, unit) on both cores
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=10 tests/e2e tests/integration tests/unit
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 tests/e2e tests/integration tests/unit
 
 .PHONY: bench
 bench: $(VENV_STAMP) binaries ## Benchmarks; one JSON line per case

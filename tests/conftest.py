@@ -25,9 +25,18 @@ import pytest
 from controlplane import TEST_NODE_MONITOR, ControlPlane, ControlPlaneError
 from kubetest import Kubectl, NodeLeases, delete_cluster_objects, delete_namespace, install_crds
 
+from tests import file_order
+
 _CONTROL_PLANE_FIXTURES = {"control_plane", "control_plane_no_watch_cache"}
 _binaries: Path | None = None
 _binaries_error: str | None = None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest test files first (tests/file_order.py), so that with `make test`'s
+    `--dist loadfile --no-loadscope-reorder` both workers start on the long e2e files and the
+    short ones fill the end."""
+    items[:] = file_order.order(items, lambda item: item.nodeid)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

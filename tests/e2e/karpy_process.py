@@ -37,6 +37,7 @@ __all__ = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
+EVALUATION_DURATION = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
 
 
 def free_port() -> int:
@@ -186,6 +187,21 @@ class KarpyProcess:
 
     def metrics(self) -> list[Sample]:
         return parse_metrics(self.metrics_text())
+
+    def disruption_passes(self) -> int:
+        """How many complete disruption passes the process has run: passes in which every
+        method, single-node consolidation (always the last) included, was evaluated. Read from
+        the count of `karpenter_voluntary_disruption_decision_evaluation_duration_seconds` for
+        that last method; a pass that started a command at an earlier method ends there and is
+        not counted."""
+        return int(
+            metric_value(
+                self.metrics(),
+                f"{EVALUATION_DURATION}_count",
+                method="underutilized",
+                consolidation_type="single",
+            )
+        )
 
     def is_leader(self) -> bool:
         """The process's own view (`leader_election_master_status`); True without election."""

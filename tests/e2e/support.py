@@ -27,6 +27,7 @@ __all__ = [
     "bound_pods",
     "deployment",
     "events",
+    "holds",
     "kwok_nodeclass",
     "nodeclaims",
     "nodepool",
@@ -147,6 +148,37 @@ def wait_for(
     predicate: Callable[[], Any], *, timeout: float = 120.0, message: str = "condition"
 ) -> Any:
     return wait_until(predicate, timeout=timeout, interval=0.5, message=message)
+
+
+def holds(
+    check: Callable[[], None],
+    *,
+    passes: Callable[[], int],
+    count: int = 3,
+    at_least: float = 0.0,
+    timeout: float = 300.0,
+    interval: float = 2.0,
+) -> int:
+    """Run `check` (which asserts) over and over until karpy has completed `count` more
+    disruption passes than when the hold began (`passes`, e.g. `KarpyProcess.disruption_passes`)
+    and at least `at_least` seconds have passed; returns the passes seen. A "nothing is
+    disrupted" hold shows what it must once karpy has looked at the state a few times and done
+    nothing, however long that took, so it ends on passes rather than on a fixed wall time (a
+    duration the issue fixes goes in `at_least`). Fails if the passes do not come by `timeout`:
+    karpy stopped evaluating, which would make the hold prove nothing."""
+    start = time.monotonic()
+    first = passes()
+    while True:
+        check()
+        seen = passes() - first
+        waited = time.monotonic() - start
+        if seen >= count and waited >= at_least:
+            return seen
+        if waited >= timeout:
+            raise AssertionError(
+                f"{seen} of {count} disruption passes after {waited:.0f} s: the hold proves nothing"
+            )
+        time.sleep(interval)
 
 
 def wait_bound(

@@ -16,7 +16,16 @@ import pytest
 from kubetest import Kubectl
 
 from tests.e2e.conftest import KarpyFactory, PoolFactory
-from tests.e2e.support import bound_pods, condition, deployment, nodeclaims, nodes, wait_for
+from tests.e2e.support import (
+    bound_pods,
+    condition,
+    deployment,
+    holds,
+    nodeclaims,
+    nodes,
+    tainted,
+    wait_for,
+)
 from tests.kit import LINUX_AMD64_ON_DEMAND, capacitybuffer, podtemplate
 
 pytestmark = pytest.mark.timeout(900)
@@ -51,7 +60,7 @@ def _busy(kubectl: Kubectl, namespace: str) -> set[str]:
 def test_a_buffer_keeps_room_that_a_deployment_takes_at_once(
     kubectl: Kubectl, namespace: str, karpy_factory: KarpyFactory, kwok_pool: PoolFactory
 ) -> None:
-    karpy_factory({"FEATURE_GATES": "CapacityBuffer=true"})
+    karpy = karpy_factory({"FEATURE_GATES": "CapacityBuffer=true"})
     kwok_pool(
         POOL,
         requirements=[
@@ -86,10 +95,14 @@ def test_a_buffer_keeps_room_that_a_deployment_takes_at_once(
     assert all(n["metadata"]["labels"][INSTANCE_TYPE] == TYPE for n in _live(kubectl))
     spare = {n["metadata"]["name"] for n in _live(kubectl)}
     claims = {c["metadata"]["name"] for c in nodeclaims(kubectl)}
-    # consolidation (after 5 s, plus its validation delay) keeps the buffer's empty nodes
-    time.sleep(40)
-    assert {n["metadata"]["name"] for n in _live(kubectl)} == spare
-    assert {c["metadata"]["name"] for c in nodeclaims(kubectl)} == claims
+
+    # consolidation (after 5 s) keeps the buffer's empty nodes through three complete passes
+    def kept() -> None:
+        assert {n["metadata"]["name"] for n in _live(kubectl)} == spare
+        assert {c["metadata"]["name"] for c in nodeclaims(kubectl)} == claims
+        assert not [n["metadata"]["name"] for n in _live(kubectl) if tainted(n)]
+
+    holds(kept, passes=karpy.disruption_passes, at_least=5)
 
     # a Deployment of three such pods binds at once onto the buffer's nodes, with no launch
     started = time.monotonic()

@@ -191,7 +191,7 @@ def test_do_not_disrupt_on_a_pod_or_node_keeps_an_underused_node(
     kubectl: Kubectl, namespace: str, karpy: KarpyProcess, kwok_pool: PoolFactory
 ) -> None:
     _consolidating_pool(kwok_pool)
-    window = 120
+    window = 75
     small = {"cpu": "1", "memory": "256Mi"}
     kubectl.apply(deployment("filler", namespace, replicas=4, cpu=FILLER_CPU, memory="256Mi"))
     kubectl.apply(deployment("plain", namespace, replicas=1, **small))

@@ -19,6 +19,7 @@ from tests.e2e.support import (
     condition,
     deployment,
     events,
+    holds,
     nodeclaims,
     nodepool,
     one_per_node,
@@ -56,9 +57,11 @@ def test_empty_nodes_removed_one_at_a_time_and_do_not_disrupt_stays(
             timeout=300,
             message="every empty node but the do-not-disrupt one removed",
         )
-        # The protected node outlives another full loop (validation delay + polling period).
-        time.sleep(30)
-        assert [n["metadata"]["name"] for n in _pool_nodes(kubectl)] == [keep]
+        # The protected node outlives three more complete disruption passes.
+        holds(
+            lambda: _only(kubectl, keep),
+            passes=karpy.disruption_passes,
+        )
 
     assert watcher.max_deleting == 1, "the one-node budget allowed overlapping deletions"
     assert len(watcher.deleting) == 3
@@ -82,17 +85,23 @@ def _budgets(kubectl: Kubectl, budgets: list[dict[str, Any]]) -> None:
     kubectl.apply(nodepool(POOL, nodeclass=POOL, consolidate_after="5s", budgets=budgets))
 
 
-def _stay(kubectl: Kubectl, names: set[str], seconds: float) -> None:
-    """The nodes `names` all stay (none starts deleting) for `seconds`."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+def _only(kubectl: Kubectl, name: str) -> None:
+    assert [n["metadata"]["name"] for n in _pool_nodes(kubectl)] == [name]
+
+
+def _stay(kubectl: Kubectl, karpy: KarpyProcess, names: set[str]) -> None:
+    """The nodes `names` all stay (none starts deleting) while karpy runs three more complete
+    disruption passes."""
+
+    def check() -> None:
         live = {
             n["metadata"]["name"]
             for n in _pool_nodes(kubectl)
             if not n["metadata"].get("deletionTimestamp")
         }
         assert names <= live, f"{sorted(names - live)} disrupted under a blocking budget"
-        time.sleep(1)
+
+    holds(check, passes=karpy.disruption_passes, interval=1)
 
 
 def test_budgets_block_by_reason_and_on_their_cron_schedule_only(
@@ -120,7 +129,7 @@ def test_budgets_block_by_reason_and_on_their_cron_schedule_only(
         ]
 
     wait_for(blocked, timeout=120, message="DisruptionBlocked on the NodePool for reason Empty")
-    _stay(kubectl, empty, 25)
+    _stay(kubectl, karpy, empty)
 
     # A zero budget for other reasons does not apply; a zero budget whose cron schedule is
     # active now (every minute, for an hour) blocks every reason.
@@ -131,7 +140,7 @@ def test_budgets_block_by_reason_and_on_their_cron_schedule_only(
             {"nodes": "0", "schedule": "* * * * *", "duration": "1h"},
         ],
     )
-    _stay(kubectl, empty, 40)
+    _stay(kubectl, karpy, empty)
 
     # The same zero budget on a schedule that is not active now (daily, two hours from now, for
     # ten minutes) does not block: the empty nodes go.

@@ -203,7 +203,7 @@ def test_drift_replaces_static_nodes_one_at_a_time(
 
 def test_expired_static_nodes_are_refilled(kubectl: Kubectl, karpy_factory: KarpyFactory) -> None:
     karpy = karpy_factory(GATE)
-    _static_pool(kubectl, 2, expire_after="60s")
+    _static_pool(kubectl, 2, expire_after="40s")
     old = _wait_count(kubectl, 2)
 
     def refilled() -> set[str] | None:
