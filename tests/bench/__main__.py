@@ -35,6 +35,8 @@ def main() -> int:
             print(json.dumps(line), flush=True)
             if results.recording() and not results.record(line):
                 print(f"{name}/{result.get('case')} failed: not recorded", file=sys.stderr)
+    if results.recording():
+        print(f"recorded in {results.RESULTS}; `make generate` renders the page", file=sys.stderr)
     return 0
 
 

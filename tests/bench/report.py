@@ -138,7 +138,8 @@ def _row(cells: Sequence[str]) -> str:
 
 
 def describe(measured: Mapping[str, Any]) -> str:
-    """Where a result was measured, in words."""
+    """Where a result was measured, in words (the load average stays in the results file: it
+    differs from case to case of one run, and the benches that depend on it report it)."""
     parts = []
     date = measured.get("date")
     parts.append(str(date)[:10] if date else "date not recorded")
@@ -153,11 +154,6 @@ def describe(measured: Mapping[str, Any]) -> str:
         parts.append(f"{machine['cores']} cores{cpu}")
     if machine.get("python"):
         parts.append(f"Python {machine['python']}")
-    load = measured.get("loadAverage")
-    if load is not None:
-        parts.append(
-            f"load {number(load[0] if isinstance(load, list) and len(load) == 3 else load, 1)}"
-        )
     if measured.get("runs"):
         parts.append(f"{measured['runs']} runs")
     if measured.get("note"):
