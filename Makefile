@@ -56,13 +56,14 @@ CRD_DIRS := manifests/crds manifests/charts/karpy/crds manifests/charts/karpy-cr
 DOCS_REFERENCE := docs/reference
 
 .PHONY: generate
-generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts), the docs' reference pages and the chart's values docs
+generate: $(VENV_STAMP) ## Regenerate the CRDs (manifests/crds and both charts), the docs' reference pages, the chart's values docs and the benchmark tables
 	@for dir in $(CRD_DIRS); do $(BIN)/karpy crds --output-dir $$dir || exit 1; done
 	@$(BIN)/python hack/gendocs.py --output $(DOCS_REFERENCE)
 	@$(BIN)/python hack/chart_docs.py
+	@$(BIN)/python -m tests.bench.report
 
 .PHONY: check-generated
-check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy, reference page or chart values doc differs from the code
+check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy, reference page, chart values doc or benchmark table differs from its source
 	@status=0; tmp=$$(mktemp -d); \
 	if $(BIN)/karpy crds --output-dir $$tmp >/dev/null; then \
 	  for dir in $(CRD_DIRS); do \
@@ -76,7 +77,8 @@ check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy, reference page
 	    if ! diff -u $$name $$page; then echo "$$name is stale: run make generate" >&2; status=1; fi; \
 	  done; \
 	else status=1; fi; rm -rf $$tmp; \
-	$(BIN)/python hack/chart_docs.py --check || status=1; exit $$status
+	$(BIN)/python hack/chart_docs.py --check || status=1; \
+	$(BIN)/python -m tests.bench.report --check || status=1; exit $$status
 
 .PHONY: docs
 docs: $(VENV_STAMP) ## Build the documentation site (mkdocs --strict) into .local/site
@@ -93,7 +95,7 @@ test: $(VENV_STAMP) binaries lint check-generated docs ## Lint, then every test 
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=10 tests/e2e tests/integration tests/unit
 
 .PHONY: bench
-bench: $(VENV_STAMP) binaries ## Benchmarks; one JSON line per case
+bench: $(VENV_STAMP) binaries ## Benchmarks; one JSON line per case, recorded in tests/bench/results.jsonl
 	$(BIN)/python -m tests.bench
 
 .PHONY: cluster-up

@@ -137,7 +137,8 @@ async def _measure(clients: AWSClients, counter: CallCounter) -> dict[str, Any]:
     latencies.sort()
     fleets = counter.calls["ec2.CreateFleet"]
     return {
-        "case": "launch",
+        # the case names what it launches, so a run at another concurrency is its own case
+        "case": f"launch-{CLAIMS}-at-{CONCURRENCY}",
         "claims": CLAIMS,
         "launched": launched,
         "concurrency": CONCURRENCY,
@@ -159,7 +160,8 @@ async def _measure(clients: AWSClients, counter: CallCounter) -> dict[str, Any]:
 
 
 def cases() -> Iterator[dict[str, Any]]:
-    """`launch` (provider level) and `karpy-run` (whole system); `BENCH_AWS_CASE` picks one."""
+    """`launch-N-at-C` (provider level) and `karpy-run` (whole system); `BENCH_AWS_CASE` picks
+    one (`launch` or `karpy-run`)."""
     wanted = os.environ.get("BENCH_AWS_CASE")
     if wanted in (None, "", "launch"):
         yield from _launch_case()

@@ -348,13 +348,15 @@ def run_basic(work_dir: Path) -> dict[str, Any]:
         batches = batch_sizes(karpy)
         launched = launched_cost(kubectl)
         one_plan = one_plan_cost(work_dir, [kwok_nodeclass("default"), pool, *workload])
+        creates = cloudprovider_calls(samples, "create")
         return {
             "case": "basic-1000",
             "pods": total,
             "bound": bound,
             "nodes": nodes,
             "nodeclaims": claims,
-            "creates": cloudprovider_calls(samples, "create"),
+            "creates": creates,
+            "createsPerNodeClaim": round(creates / claims, 2) if claims else None,
             "seconds": round(seconds, 2),
             "podsCreatedSeconds": round(created_at, 2) if created_at is not None else None,
             "batches": len(batches),
