@@ -102,10 +102,13 @@ def launch_template_data(
     image_id: str,
     bootstrap: BootstrapOptions,
     tags: Mapping[str, str],
+    ip_family: str | None = None,
 ) -> dict[str, Any]:
     """`LaunchTemplateData` for one AMI and bootstrap: user data, instance profile, block
     devices, metadata options, monitoring, security groups on the primary interface, and the
-    launch tags on the network interfaces. The NodeClass must be resolved (status set)."""
+    launch tags on the network interfaces. On an IPv6 cluster (`ip_family="ipv6"`) the
+    primary interface gets a primary IPv6 address, which the node registers with, as
+    Karpenter asks for it. The NodeClass must be resolved (status set)."""
     spec, status = nodeclass.spec, nodeclass.status
     if status is None or not status.security_groups or not status.instance_profile:
         raise ValueError(
@@ -122,6 +125,9 @@ def launch_template_data(
         interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
     if spec.ip_prefix_count is not None:
         interface["Ipv4PrefixCount"] = spec.ip_prefix_count
+    if ip_family == "ipv6":
+        interface["PrimaryIpv6"] = True
+        interface["Ipv6AddressCount"] = 1
     data: dict[str, Any] = {
         "ImageId": image_id,
         "UserData": base64.b64encode(user_data(family, bootstrap).encode()).decode(),
