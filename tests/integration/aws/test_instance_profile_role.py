@@ -2,7 +2,7 @@
 holding the new role, and the old profile keeps the old role for the nodes launched with it
 (the instance profile garbage collection deletes it once no NodeClaim names it). Karpenter
 does the same; swapping the role inside the live profile changed running nodes' permissions.
-A role IAM does not have leaves the class not Ready with a message naming `spec.role`."""
+(A role IAM does not have: tests/integration/aws/test_malformed_input.py.)"""
 
 from __future__ import annotations
 
@@ -77,16 +77,3 @@ async def test_a_profile_from_before_the_role_named_it_is_kept_while_it_holds_th
     nodeclass.status.instance_profile = f"{CLUSTER}_earlier"
     kept = await resolved(world, nodeclass)
     assert kept.status is not None and kept.status.instance_profile == f"{CLUSTER}_earlier"
-
-
-async def test_a_role_iam_does_not_have_leaves_the_class_not_ready_naming_the_field(
-    world: World,  # noqa: F811
-) -> None:
-    result = await world.resolver().resolve(nodeclass_of(role="NoSuchRole"))
-    assert not result.ready
-    found = conditions(result)
-    status, reason, message = found["InstanceProfileReady"]
-    assert (status, reason) == ("False", "InstanceProfileCreationFailed")
-    assert "spec.role 'NoSuchRole'" in message and "NoSuchRole" in message
-    assert found["Ready"][0] == "False"
-    assert world.counter.calls["ec2.CreateFleet"] == 0
