@@ -44,6 +44,7 @@ from karpy.apis.v1.labels import (
 )
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.aws.candidates import CandidateCache
+from karpy.cloudprovider.aws.capacity import EFA
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.clusterfacts import ClusterCIDRError, ClusterFacts
 from karpy.cloudprovider.aws.compatibility import ami_requirements, image_for
@@ -379,17 +380,22 @@ class AWSInstances:
         """Types grouped by (AMI, max pods), each group with its ensured launch template."""
         status = nodeclass.status
         amis = ami_requirements((status.amis if status else None) or [])
-        grouped: dict[tuple[str, int], list[InstanceType]] = {}
+        # A NodeClaim asking for EFA gets every EFA interface its type has, one per network
+        # card (Karpenter's rule), so types are grouped by that count too.
+        requests = (claim.spec.resources.requests if claim.spec.resources else None) or {}
+        wants_efa = EFA in requests
+        grouped: dict[tuple[str, int, int], list[InstanceType]] = {}
         for it in types:
             image = image_for(it.requirements, amis)
             if image is None:
                 continue
-            grouped.setdefault((image, int(it.capacity.get(PODS, 0))), []).append(it)
+            efa = int(it.capacity.get(EFA, 0)) if wants_efa else 0
+            grouped.setdefault((image, int(it.capacity.get(PODS, 0)), efa), []).append(it)
         lt_tags = launch_tags(self.cluster.name, nodeclass, claim.nodepool_name)
         kubelet = nodeclass.spec.kubelet
         cidr, dns, family = await self._network(nodeclass)
         groups = []
-        for (image, pods), members in grouped.items():
+        for (image, pods, efa), members in grouped.items():
             options = BootstrapOptions(
                 cluster_name=self.cluster.name,
                 cluster_endpoint=self.cluster.endpoint,
@@ -412,7 +418,12 @@ class AWSInstances:
                 ip_family=family,
             )
             data = launch_template_data(
-                nodeclass, image_id=image, bootstrap=options, tags=lt_tags, ip_family=family
+                nodeclass,
+                image_id=image,
+                bootstrap=options,
+                tags=lt_tags,
+                ip_family=family,
+                efa_interfaces=efa,
             )
             template = await self.launch_templates.ensure(data, lt_tags)
             groups.append(LaunchGroup(template.name, image, members))

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from botocore.stub import Stubber  # type: ignore[import-untyped]
 
+from karpy.apis.v1.nodeclaim import ResourceRequirements
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.clusterfacts import (
     CIDR_TTL,
@@ -347,3 +348,37 @@ async def test_an_ipv4_cluster_launches_without_ipv6_addresses(
     data = await launched_template(world, catalog, instances)
     (interface,) = data["NetworkInterfaces"]
     assert "PrimaryIpv6" not in interface and "Ipv6AddressCount" not in interface
+
+
+async def test_a_nodeclaim_asking_for_efa_launches_with_every_efa_interface(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+) -> None:
+    """c6in.32xlarge has two EFA interfaces (moto's catalogue, as EC2's): a NodeClaim that
+    requests `vpc.amazonaws.com/efa` gets a template with one EFA interface per network card."""
+    catalog.unavailable = UnavailableOfferings(clock=world.clock)
+    instances = AWSInstances(
+        world.clients,
+        ClusterInfo(name=CLUSTER, endpoint="https://prod.example", ca_bundle="Q0E="),
+        unavailable=catalog.unavailable,
+        launch_templates=LaunchTemplates(world.clients, clock=world.clock),
+        facts=facts_of(world),
+    )
+    resolved = (await world.resolver().resolve(nodeclass_of())).apply(nodeclass_of())
+    types = [t for t in await catalog.for_nodeclass(resolved) if t.name == "c6in.32xlarge"]
+    claim = claim_of()
+    for requirement in claim.spec.requirements:
+        if requirement.key == "node.kubernetes.io/instance-type":
+            requirement.values = ["c6in.32xlarge"]
+    claim.spec.resources = ResourceRequirements(requests={"vpc.amazonaws.com/efa": "1"})
+    await instances.create(claim, resolved, types)
+    async with world.clients.client("ec2") as ec2:
+        (template,) = (await ec2.describe_launch_templates())["LaunchTemplates"]
+        data = (
+            await ec2.describe_launch_template_versions(
+                LaunchTemplateId=template["LaunchTemplateId"]
+            )
+        )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    interfaces = data["NetworkInterfaces"]
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"]) for i in interfaces] == [(0, 0), (1, 1)]
+    assert {i["InterfaceType"] for i in interfaces} == {"efa"}

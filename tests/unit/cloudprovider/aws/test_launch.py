@@ -522,3 +522,20 @@ def test_ipv6_clusters_get_the_ipv6_family_in_user_data_and_launch_template() ->
     ]
     v4 = launch_template_data(nc, image_id="ami-1", bootstrap=OPTIONS, tags={}, ip_family="ipv4")
     assert v4["NetworkInterfaces"] == [{"DeviceIndex": 0, "Groups": ["sg-1"], "Ipv4PrefixCount": 2}]
+
+
+def test_efa_interfaces_one_per_network_card_the_first_primary() -> None:
+    nc = nodeclass()
+    data = launch_template_data(nc, image_id="ami-1", bootstrap=OPTIONS, tags={}, efa_interfaces=3)
+    assert data["NetworkInterfaces"] == [
+        {"DeviceIndex": 0, "Groups": ["sg-1"], "NetworkCardIndex": 0, "InterfaceType": "efa"},
+        {"DeviceIndex": 1, "Groups": ["sg-1"], "NetworkCardIndex": 1, "InterfaceType": "efa"},
+        {"DeviceIndex": 1, "Groups": ["sg-1"], "NetworkCardIndex": 2, "InterfaceType": "efa"},
+    ]
+    v6 = launch_template_data(
+        nc, image_id="ami-1", bootstrap=IPV6, tags={}, ip_family="ipv6", efa_interfaces=2
+    )
+    assert all(i["PrimaryIpv6"] and i["Ipv6AddressCount"] == 1 for i in v6["NetworkInterfaces"])
+    plain = launch_template_data(nc, image_id="ami-1", bootstrap=OPTIONS, tags={})
+    assert plain["NetworkInterfaces"] == [{"DeviceIndex": 0, "Groups": ["sg-1"]}]
+    assert launch_template_name(data) != launch_template_name(plain)
