@@ -1,10 +1,16 @@
-// Builds awslabs/amazon-eks-ami's nodeadm, whose `config check` tests karpy's AL2023 NodeConfig.
+// Builds awslabs/amazon-eks-ami's nodeadm, whose `config check` tests karpy's AL2023 NodeConfig,
+// and ./nodeconfig, which reads a NodeConfig strictly with nodeadm's own v1alpha1 types.
 // A module of its own, so nodeadm's dependencies cannot move the control plane's pins.
 module karpy.invalid/hack/nodeadm
 
 go 1.26.0
 
 tool github.com/awslabs/amazon-eks-ami/nodeadm/cmd/nodeadm
+
+require (
+	github.com/awslabs/amazon-eks-ami/nodeadm v0.0.0-20240229193347-cfab22a10647
+	sigs.k8s.io/yaml v1.4.0
+)
 
 require (
 	dario.cat/mergo v1.0.0 // indirect
@@ -25,7 +31,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/ssooidc v1.21.7 // indirect
 	github.com/aws/aws-sdk-go-v2/service/sts v1.26.7 // indirect
 	github.com/aws/smithy-go v1.19.0 // indirect
-	github.com/awslabs/amazon-eks-ami/nodeadm v0.0.0-20240229193347-cfab22a10647 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/blang/semver/v4 v4.0.0 // indirect
 	github.com/cespare/xxhash/v2 v2.2.0 // indirect
@@ -72,5 +77,4 @@ require (
 	sigs.k8s.io/controller-runtime v0.17.0 // indirect
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.1 // indirect
-	sigs.k8s.io/yaml v1.4.0 // indirect
 )

@@ -68,6 +68,8 @@ GPU_RESOURCES: Final = {
 NEURON: Final = "aws.amazon.com/neuron"
 NEURON_CORE: Final = "aws.amazon.com/neuroncore"
 EFA: Final = "vpc.amazonaws.com/efa"
+PRIVATE_IPV4_ADDRESS: Final = "vpc.amazonaws.com/PrivateIPv4Address"
+"""Windows pods' IPs, handed out by the VPC resource controller from the primary interface."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +174,11 @@ def capacity(info: Mapping[str, Any], settings: CapacitySettings) -> ResourceMap
         PODS: max_pods(info, settings),
     }
     out.update(extended_resources(info))
+    if settings.ami_family.startswith("Windows"):
+        # Karpenter's rule (the VPC resource controller's): the primary interface's IPv4
+        # addresses less its own.
+        per_interface = int((info.get("NetworkInfo") or {}).get("Ipv4AddressesPerInterface") or 0)
+        out[PRIVATE_IPV4_ADDRESS] = max(per_interface - 1, 0)
     return out
 
 

@@ -1,7 +1,8 @@
 """Facts about the cluster that nodes need and that can change while karpy runs.
 
 - Service CIDR and IP family: `eks:DescribeCluster(CLUSTER_NAME)`'s
-  `kubernetesNetworkConfig.serviceIpv4Cidr`, else `serviceIpv6Cidr` (Karpenter's order). AL2023's
+  `kubernetesNetworkConfig.serviceIpv6Cidr` when its `ipFamily` is `ipv6`, else
+  `serviceIpv4Cidr`, else `serviceIpv6Cidr`. AL2023's
   nodeadm refuses a NodeConfig without it, so an AL2023 EC2NodeClass is not Ready until it is
   known. A found CIDR is kept and re-read every `CIDR_TTL`; a failure is not remembered, so the
   next reconcile asks again, and a failed refresh keeps the CIDR already known.
@@ -35,6 +36,7 @@ __all__ = [
     "ClusterFacts",
     "ServiceNetwork",
     "kubernetes_version",
+    "service_cidr",
 ]
 
 CIDR_TTL: Final = 3600.0
@@ -59,6 +61,18 @@ class ServiceNetwork:
     @property
     def ip_family(self) -> str:
         return "ipv6" if ":" in self.cidr else "ipv4"
+
+
+def service_cidr(config: Mapping[str, Any]) -> str | None:
+    """The service CIDR of a DescribeCluster `kubernetesNetworkConfig`: the one of the
+    cluster's `ipFamily` when it says which, else `serviceIpv4Cidr`, else `serviceIpv6Cidr`
+    (Karpenter's order). An IPv6 cluster's nodes need its IPv6 range: nodeadm takes the
+    node's IP family from this CIDR."""
+    v4, v6 = config.get("serviceIpv4Cidr"), config.get("serviceIpv6Cidr")
+    if str(config.get("ipFamily") or "").lower() == "ipv6" and v6:
+        return str(v6)
+    found = v4 or v6
+    return str(found) if found else None
 
 
 def kubernetes_version(version: Mapping[str, object]) -> str:
@@ -134,14 +148,13 @@ class ClusterFacts:
             raise ClusterCIDRError(
                 f"Failed to detect the cluster CIDR: eks:DescribeCluster({name!r}) failed ({cause})"
             ) from error
-        config = cluster.get("kubernetesNetworkConfig") or {}
-        cidr = config.get("serviceIpv4Cidr") or config.get("serviceIpv6Cidr")
+        cidr = service_cidr(cluster.get("kubernetesNetworkConfig") or {})
         if not cidr:
             raise ClusterCIDRError(
                 f"Failed to detect the cluster CIDR: eks:DescribeCluster({name!r}) returned no "
                 "kubernetesNetworkConfig.serviceIpv4Cidr or serviceIpv6Cidr"
             )
-        return ServiceNetwork(str(cidr))
+        return ServiceNetwork(cidr)
 
     async def dns_ip(self) -> str | None:
         """The kube-dns Service's ClusterIP, or None when there is no such Service (the node

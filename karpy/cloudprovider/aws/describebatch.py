@@ -16,6 +16,8 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
+from karpy.cloudprovider.aws.batchmetrics import DESCRIBE_INSTANCES, observe_batch
+
 __all__ = ["MAX_IDS", "WINDOW", "DescribeBatcher", "instance_id"]
 
 WINDOW: Final = 0.1
@@ -50,11 +52,15 @@ class DescribeBatcher:
         self._max_ids = max_ids
         self._waiting: dict[str, list[asyncio.Future[Instance | None]]] = {}
         self._flush: asyncio.TimerHandle | None = None
+        self._opened = 0.0
         self._requests: set[asyncio.Future[None]] = set()
 
     async def get(self, key: str) -> Instance | None:
         """The (first) instance of this key as DescribeInstances returns it, or None."""
-        future: asyncio.Future[Instance | None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Instance | None] = loop.create_future()
+        if not self._waiting:
+            self._opened = loop.time()
         self._waiting.setdefault(key, []).append(future)
         if len(self._waiting) >= self._max_ids:
             self._send()
@@ -68,6 +74,9 @@ class DescribeBatcher:
             self._flush = None
         waiting, self._waiting = self._waiting, {}
         if waiting:
+            seconds = asyncio.get_running_loop().time() - self._opened
+            size = sum(len(futures) for futures in waiting.values())
+            observe_batch(DESCRIBE_INSTANCES, seconds=seconds, size=size)
             request = asyncio.ensure_future(self._answer(waiting))
             self._requests.add(request)
             request.add_done_callback(self._requests.discard)

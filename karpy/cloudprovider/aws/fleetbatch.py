@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from karpy.cloudprovider.aws.batchmetrics import CREATE_FLEET, observe_batch
+
 __all__ = [
     "IDLE",
     "MAX_ITEMS",
@@ -146,6 +148,8 @@ class FleetBatcher:
         if batch.timer is not None:
             batch.timer.cancel()
             batch.timer = None
+        seconds = asyncio.get_running_loop().time() - batch.opened
+        observe_batch(CREATE_FLEET, seconds=seconds, size=len(batch.waiters))
         call = asyncio.ensure_future(self._call(batch))
         self._calls.add(call)
         call.add_done_callback(self._calls.discard)

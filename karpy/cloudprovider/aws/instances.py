@@ -44,6 +44,7 @@ from karpy.apis.v1.labels import (
 )
 from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.aws.candidates import CandidateCache
+from karpy.cloudprovider.aws.capacity import EFA
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.clusterfacts import ClusterCIDRError, ClusterFacts
 from karpy.cloudprovider.aws.compatibility import ami_requirements, image_for
@@ -379,17 +380,22 @@ class AWSInstances:
         """Types grouped by (AMI, max pods), each group with its ensured launch template."""
         status = nodeclass.status
         amis = ami_requirements((status.amis if status else None) or [])
-        grouped: dict[tuple[str, int], list[InstanceType]] = {}
+        # A NodeClaim asking for EFA gets every EFA interface its type has, one per network
+        # card (Karpenter's rule), so types are grouped by that count too.
+        requests = (claim.spec.resources.requests if claim.spec.resources else None) or {}
+        wants_efa = EFA in requests
+        grouped: dict[tuple[str, int, int], list[InstanceType]] = {}
         for it in types:
             image = image_for(it.requirements, amis)
             if image is None:
                 continue
-            grouped.setdefault((image, int(it.capacity.get(PODS, 0))), []).append(it)
+            efa = int(it.capacity.get(EFA, 0)) if wants_efa else 0
+            grouped.setdefault((image, int(it.capacity.get(PODS, 0)), efa), []).append(it)
         lt_tags = launch_tags(self.cluster.name, nodeclass, claim.nodepool_name)
         kubelet = nodeclass.spec.kubelet
-        cidr, dns = await self._network(nodeclass)
+        cidr, dns, family = await self._network(nodeclass)
         groups = []
-        for (image, pods), members in grouped.items():
+        for (image, pods, efa), members in grouped.items():
             options = BootstrapOptions(
                 cluster_name=self.cluster.name,
                 cluster_endpoint=self.cluster.endpoint,
@@ -408,8 +414,17 @@ class AWSInstances:
                     for t in [*(claim.spec.taints or []), *(claim.spec.startup_taints or [])]
                 ],
                 custom_user_data=nodeclass.spec.user_data,
+                instance_store_policy=nodeclass.spec.instance_store_policy,
+                ip_family=family,
             )
-            data = launch_template_data(nodeclass, image_id=image, bootstrap=options, tags=lt_tags)
+            data = launch_template_data(
+                nodeclass,
+                image_id=image,
+                bootstrap=options,
+                tags=lt_tags,
+                ip_family=family,
+                efa_interfaces=efa,
+            )
             template = await self.launch_templates.ensure(data, lt_tags)
             groups.append(LaunchGroup(template.name, image, members))
         if not groups:
@@ -419,27 +434,33 @@ class AWSInstances:
             )
         return groups
 
-    async def _network(self, nodeclass: EC2NodeClass) -> tuple[str | None, tuple[str, ...]]:
-        """The service CIDR and the cluster DNS IPs for the node: `kubelet.clusterDNS`, else
-        the kube-dns Service's ClusterIP (Karpenter's rule). AL2023 cannot join without the
-        CIDR, so its launch waits for it as for a not-Ready class."""
+    async def _network(
+        self, nodeclass: EC2NodeClass
+    ) -> tuple[str | None, tuple[str, ...], str | None]:
+        """The service CIDR, the cluster DNS IPs and the IP family for the node. DNS:
+        `kubelet.clusterDNS`, else the kube-dns Service's ClusterIP (Karpenter's rule).
+        Family: the service CIDR's, else the kube-dns IP's (Karpenter's only source, which
+        reads IPv4 when the Service cannot be read), else unknown. AL2023 cannot join without
+        the CIDR, so its launch waits for it as for a not-Ready class."""
         kubelet = nodeclass.spec.kubelet
         dns = tuple(kubelet.cluster_dns) if kubelet and kubelet.cluster_dns else self.cluster.dns
         cidr = self.cluster.cidr
-        if self.facts is None:
-            return cidr, dns
-        if not dns:
-            found = await self.facts.dns_ip()
-            dns = (found,) if found else ()
-        if cidr is None:
-            try:
-                cidr = (await self.facts.service_network()).cidr
-            except ClusterCIDRError as error:
-                if nodeclass.spec.resolved_ami_family() == "AL2023":
-                    raise NodeClassNotReadyError(
-                        f'EC2NodeClass "{nodeclass.name}" is not ready: {error}'
-                    ) from error
-        return cidr, dns
+        kube_dns: str | None = None
+        if self.facts is not None:
+            kube_dns = await self.facts.dns_ip()
+            if not dns and kube_dns:
+                dns = (kube_dns,)
+            if cidr is None:
+                try:
+                    cidr = (await self.facts.service_network()).cidr
+                except ClusterCIDRError as error:
+                    if nodeclass.spec.resolved_ami_family() == "AL2023":
+                        raise NodeClassNotReadyError(
+                            f'EC2NodeClass "{nodeclass.name}" is not ready: {error}'
+                        ) from error
+        family_of = cidr or kube_dns or (self.cluster.dns[0] if self.cluster.dns else None)
+        family = None if family_of is None else ("ipv6" if ":" in family_of else "ipv4")
+        return cidr, dns, family
 
     async def _find_launched(self, claim_name: str) -> Mapping[str, Any] | None:
         """A live instance already launched for this NodeClaim in this cluster."""

@@ -102,10 +102,17 @@ def launch_template_data(
     image_id: str,
     bootstrap: BootstrapOptions,
     tags: Mapping[str, str],
+    ip_family: str | None = None,
+    efa_interfaces: int = 0,
 ) -> dict[str, Any]:
     """`LaunchTemplateData` for one AMI and bootstrap: user data, instance profile, block
     devices, metadata options, monitoring, security groups on the primary interface, and the
-    launch tags on the network interfaces. The NodeClass must be resolved (status set)."""
+    launch tags on the network interfaces. On an IPv6 cluster (`ip_family="ipv6"`) the
+    primary interface gets a primary IPv6 address, which the node registers with, as
+    Karpenter asks for it. With `efa_interfaces` (a NodeClaim asking for
+    `vpc.amazonaws.com/efa`) there is one EFA interface per network card instead, the first
+    the primary (device index 0), as Karpenter requests them. The NodeClass must be resolved
+    (status set)."""
     spec, status = nodeclass.spec, nodeclass.status
     if status is None or not status.security_groups or not status.instance_profile:
         raise ValueError(
@@ -122,6 +129,20 @@ def launch_template_data(
         interface["AssociatePublicIpAddress"] = spec.associate_public_ip_address
     if spec.ip_prefix_count is not None:
         interface["Ipv4PrefixCount"] = spec.ip_prefix_count
+    if ip_family == "ipv6":
+        interface["PrimaryIpv6"] = True
+        interface["Ipv6AddressCount"] = 1
+    interfaces = [interface]
+    if efa_interfaces > 0:
+        interfaces = [
+            {
+                **interface,
+                "NetworkCardIndex": card,
+                "DeviceIndex": 0 if card == 0 else 1,
+                "InterfaceType": "efa",
+            }
+            for card in range(efa_interfaces)
+        ]
     data: dict[str, Any] = {
         "ImageId": image_id,
         "UserData": base64.b64encode(user_data(family, bootstrap).encode()).decode(),
@@ -135,7 +156,7 @@ def launch_template_data(
             "InstanceMetadataTags": "disabled",
         },
         "Monitoring": {"Enabled": bool(spec.detailed_monitoring)},
-        "NetworkInterfaces": [interface],
+        "NetworkInterfaces": interfaces,
         "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tag_list(tags)}],
     }
     if spec.cpu_options is not None and spec.cpu_options.nested_virtualization:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
+import structlog
+
 from karpy.apis.aws.v1 import labels as aws
 from karpy.apis.aws.v1.ec2nodeclass import (
     AMISelectorTerm,
@@ -46,6 +48,8 @@ __all__ = [
     "best_amis",
     "filters_for_tags",
 ]
+
+log = structlog.get_logger("karpy.cloudprovider.aws.instanceprofile")
 
 SSM_CACHE_TTL: Final = timedelta(hours=24)
 CUSTOM_SSM_CACHE_TTL: Final = timedelta(minutes=5)
@@ -399,20 +403,27 @@ class NodeClassResolver:
 
     # -- instance profile ----------------------------------------------------------------------
 
-    def instance_profile_name(self, nodeclass: EC2NodeClass) -> str:
-        """Karpenter's managed profile name: `<cluster>_<hash(region, name, uid)>`."""
-        seed = f"{self.clients.region}/{nodeclass.name}/{nodeclass.metadata.uid or ''}"
+    def instance_profile_name(self, nodeclass: EC2NodeClass, role: str) -> str:
+        """The managed profile name for `role`: `<cluster>_<hash(region, name, uid, role)>`.
+        A new role gives a new profile, as in Karpenter (whose name is salted with the time
+        instead): the old profile keeps the old role for the nodes launched with it until the
+        instance profile garbage collection finds no NodeClaim naming it."""
+        seed = f"{self.clients.region}/{nodeclass.name}/{nodeclass.metadata.uid or ''}/{role}"
         return f"{self.cluster_name}_{int(hashlib.sha256(seed.encode()).hexdigest()[:15], 16)}"
 
     async def instance_profile(self, nodeclass: EC2NodeClass) -> str:
-        """`spec.instanceProfile` as is, or a managed profile holding `spec.role`."""
+        """`spec.instanceProfile` as is, or a managed profile holding `spec.role`: the one in
+        the status when it is this class's and holds the role, else the role's own profile,
+        created when missing. A profile holding another role is never changed: nodes running
+        with it keep their permissions."""
         spec = nodeclass.spec
         if spec.instance_profile:
             return spec.instance_profile
         role = (spec.role or "").rsplit("/", 1)[-1]
-        name = self.instance_profile_name(nodeclass)
         region = self.clients.region
         path = instance_profile_path(region, self.cluster_name, nodeclass.metadata.uid)
+        current = nodeclass.status.instance_profile if nodeclass.status else None
+        name = self.instance_profile_name(nodeclass, role)
         tags = {
             **(spec.tags or {}),
             f"{aws.TAG_CLUSTER_PREFIX}{self.cluster_name}": "owned",
@@ -421,13 +432,16 @@ class NodeClassResolver:
             "topology.kubernetes.io/region": region,
         }
         async with self.clients.client("iam") as iam:
-            try:
-                profile = (await iam.get_instance_profile(InstanceProfileName=name))[
-                    "InstanceProfile"
-                ]
-            except ClientError as error:
-                if error_code(error) != "NoSuchEntity":
-                    raise
+            if current and current != name:
+                existing = await _instance_profile(iam, current)
+                if (
+                    existing is not None
+                    and existing.get("Path") == path
+                    and _roles(existing) == [role]
+                ):
+                    return current
+            profile = await _instance_profile(iam, name)
+            if profile is None:
                 profile = (
                     await iam.create_instance_profile(
                         InstanceProfileName=name,
@@ -435,12 +449,20 @@ class NodeClassResolver:
                         Tags=[{"Key": k, "Value": v} for k, v in sorted(tags.items())],
                     )
                 )["InstanceProfile"]
-            roles = [str(r["RoleName"]) for r in profile.get("Roles") or ()]
+            roles = _roles(profile)
             if roles == [role]:
                 return name
             for old in roles:
                 await iam.remove_role_from_instance_profile(InstanceProfileName=name, RoleName=old)
             await iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=role)
+        if current and current != name:
+            log.info(
+                "instance profile for a new role",
+                EC2NodeClass={"name": nodeclass.name},
+                role=role,
+                old=current,
+                new=name,
+            )
         return name
 
     # -- the whole class -----------------------------------------------------------------------
@@ -504,7 +526,7 @@ class NodeClassResolver:
                 aws.CONDITION_INSTANCE_PROFILE_READY,
                 False,
                 "InstanceProfileCreationFailed",
-                f"creating instance profile for role {spec.role!r}: {error_message(error)}",
+                f"creating instance profile for spec.role {spec.role!r}: {error_message(error)}",
             )
         deps = [c for c in result.conditions if c.status != "True"]
         bad_tags = _restricted_tags(spec.tags or {})
@@ -577,3 +599,20 @@ def _restricted_tags(tags: Mapping[str, str]) -> list[str]:
         aws.TAG_NODECLASS,
     }
     return sorted(k for k in tags if k in restricted or k.startswith(aws.TAG_CLUSTER_PREFIX))
+
+
+async def _instance_profile(iam: Any, name: str) -> Mapping[str, Any] | None:
+    """The instance profile `name`, or None when IAM has none of that name."""
+    try:
+        profile: Mapping[str, Any] = (await iam.get_instance_profile(InstanceProfileName=name))[
+            "InstanceProfile"
+        ]
+    except ClientError as error:
+        if error_code(error) != "NoSuchEntity":
+            raise
+        return None
+    return profile
+
+
+def _roles(profile: Mapping[str, Any]) -> list[str]:
+    return [str(r["RoleName"]) for r in profile.get("Roles") or ()]

@@ -5,6 +5,12 @@ settings, Windows `Start-EKSBootstrap.ps1` in PowerShell, Custom passed through.
 The user's `spec.userData` is kept: for AL2023 its MIME parts (or the whole text as one part)
 come first and karpy's NodeConfig last, so nodeadm merges ours over theirs; for Bottlerocket
 the user's TOML is parsed and karpy's `settings.kubernetes` keys win.
+
+`instanceStorePolicy: RAID0` is set up by each family's own tool, as Karpenter asks for it:
+nodeadm's `spec.instance.localStorage.strategy`, bootstrap.sh's `--local-disks raid0`,
+Bottlerocket's `apiclient ephemeral-storage` bootstrap command. Windows has none (nor in
+Karpenter). On IPv6 clusters AL2 gets `--ip-family ipv6`; nodeadm and Bottlerocket derive the
+family from the service CIDR and the cluster DNS IP.
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ MIME_BOUNDARY: Final = "//"
 NODEADM_CONTENT_TYPE: Final = "application/node.eks.aws"
 SHELL_CONTENT_TYPE: Final = 'text/x-shellscript; charset="us-ascii"'
 LABEL_DO_NOT_SYNC_TAINTS: Final = "karpenter.sh/do-not-sync-taints"
+INSTANCE_STORE_RAID0: Final = "RAID0"
+BOTTLEROCKET_RAID0_COMMAND: Final = "000-mount-instance-storage"
+"""The bootstrap command Karpenter names for Bottlerocket's instance-store setup."""
+BOTTLEROCKET_EPHEMERAL_DIRS: Final = ("/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods")
 
 
 @dataclass(frozen=True)
@@ -62,6 +72,22 @@ class BootstrapOptions:
     kubelet: Mapping[str, Any] = field(default_factory=dict)
     """Further kubelet configuration keys (camelCase), e.g. kubeReserved, evictionHard."""
     custom_user_data: str | None = None
+    instance_store_policy: str | None = None
+    """`RAID0`: the instance-store disks become one RAID0 array under the kubelet's and the
+    container runtime's directories (the capacity counts them as ephemeral storage)."""
+    ip_family: str | None = None
+    """`ipv6` on an IPv6 cluster (its service CIDR's family); None or `ipv4` otherwise."""
+
+
+def _raid0(options: BootstrapOptions) -> bool:
+    return options.instance_store_policy == INSTANCE_STORE_RAID0
+
+
+def _ipv6(options: BootstrapOptions) -> bool:
+    """An IPv6 cluster: the service CIDR says so, else the cluster DNS IP (Karpenter's rule)."""
+    if options.ip_family:
+        return options.ip_family == "ipv6"
+    return bool(options.cluster_dns) and ":" in options.cluster_dns[0]
 
 
 def _node_labels(options: BootstrapOptions) -> dict[str, str]:
@@ -97,14 +123,15 @@ def _node_config(options: BootstrapOptions) -> str:
         cluster["certificateAuthority"] = options.ca_bundle
     if options.cluster_cidr:
         cluster["cidr"] = options.cluster_cidr
-    doc = {
-        "apiVersion": "node.eks.aws/v1alpha1",
-        "kind": "NodeConfig",
-        "spec": {
-            "cluster": cluster,
-            "kubelet": {"config": kubelet, "flags": [f"--node-labels={labels}"]},
-        },
+    spec: dict[str, Any] = {
+        "cluster": cluster,
+        "kubelet": {"config": kubelet, "flags": [f"--node-labels={labels}"]},
     }
+    if _raid0(options):
+        # nodeadm's local-disk aspect builds the array and mounts it under /var/lib/kubelet,
+        # /var/lib/containerd and /var/log/pods before the kubelet starts.
+        spec["instance"] = {"localStorage": {"strategy": INSTANCE_STORE_RAID0}}
+    doc = {"apiVersion": "node.eks.aws/v1alpha1", "kind": "NodeConfig", "spec": spec}
     text: str = yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
     return text
 
@@ -192,13 +219,17 @@ def _al2_script(options: BootstrapOptions) -> str:
         f"--apiserver-endpoint '{options.cluster_endpoint}' {ca}",
     ]
     flags: list[str] = []
+    if _ipv6(options):
+        flags.append("--ip-family ipv6")
     if options.cluster_dns:
-        if ":" in options.cluster_dns[0]:
-            flags.append("--ip-family ipv6")
         flags.append(f"--dns-cluster-ip '{options.cluster_dns[0]}'")
     if options.max_pods is not None:
         flags.append("--use-max-pods false")
     flags.append(f"--kubelet-extra-args '{' '.join(_kubelet_extra_args(options))}'")
+    if _raid0(options):
+        # bootstrap.sh's setup-local-disks: one RAID0 array of the NVMe instance-store disks
+        # under the kubelet's, containerd's and the pod logs' directories.
+        flags.append("--local-disks raid0")
     return lines[0] + "\n" + lines[1] + "\n" + " \\\n".join([lines[2], *flags])
 
 
@@ -337,7 +368,27 @@ def bottlerocket_user_data(options: BootstrapOptions) -> str:
     for t in _taints(options):
         taints.setdefault(t.key, []).append(f"{t.value or ''}:{t.effect}")
     kubernetes["node-taints"] = taints
-    merged = _merge(user, {"settings": {"kubernetes": kubernetes}})
+    settings: dict[str, Any] = {"kubernetes": kubernetes}
+    if _raid0(options):
+        # Bottlerocket's apiclient builds the array of the instance-store disks and binds it
+        # over the kubelet's, containerd's and the pod logs' directories, on every boot.
+        settings["bootstrap-commands"] = {
+            BOTTLEROCKET_RAID0_COMMAND: {
+                "commands": [
+                    ["apiclient", "ephemeral-storage", "init"],
+                    [
+                        "apiclient",
+                        "ephemeral-storage",
+                        "bind",
+                        "--dirs",
+                        *BOTTLEROCKET_EPHEMERAL_DIRS,
+                    ],
+                ],
+                "essential": True,
+                "mode": "always",
+            }
+        }
+    merged = _merge(user, {"settings": settings})
     return "\n".join(_toml(merged)).rstrip("\n") + "\n"
 
 

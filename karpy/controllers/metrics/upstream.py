@@ -27,6 +27,12 @@ DURATION_BUCKETS: Final = (
     *(25, 30, 40, 50, 60, 120, 150, 300, 450, 600),
 )
 
+# Karpenter's batcher `SizeBuckets()`.
+_BATCH_SIZE_BUCKETS: Final = (
+    *(1, 2, 4, 5, 10, 15, 20, 25, 30, 40, 50, 60, 70, 80, 90, 100, 125, 150, 175, 200),
+    *(225, 250, 275, 300, 350, 400, 450, 500, 550, 600, 700, 800, 900, 1000),
+)
+
 # The node resource gauges carry one label per well-known node label (the key's name after
 # the `/`, snake_case) besides these three; `NODE_WELL_KNOWN` lists those of core.
 NODE_WELL_KNOWN: Final = (
@@ -587,14 +593,14 @@ KARPENTER_METRICS: Final[tuple[KarpenterMetric, ...]] = (
         "Number of notification actions performed. Labeled by action",
         _INTERRUPTION,
     ),
-    # -- deliberately not exported --------------------------------------------------------------
+    # -- AWS batchers (create_fleet, describe_instances) ----------------------------------------
     _m(
         "karpenter_cloudprovider_batcher_batch_time_seconds",
         "histogram",
         ("batcher",),
         "Duration of the batching window per batcher",
         f"{_AWS}: pkg/batcher/metrics.go",
-        missing="karpy's AWS provider does not batch EC2 calls in time windows",
+        buckets=DURATION_BUCKETS,
     ),
     _m(
         "karpenter_cloudprovider_batcher_batch_size",
@@ -602,8 +608,9 @@ KARPENTER_METRICS: Final[tuple[KarpenterMetric, ...]] = (
         ("batcher",),
         "Size of the request batch per batcher",
         f"{_AWS}: pkg/batcher/metrics.go",
-        missing="karpy's AWS provider does not batch EC2 calls in time windows",
+        buckets=_BATCH_SIZE_BUCKETS,
     ),
+    # -- deliberately not exported --------------------------------------------------------------
     *(
         _m(
             f"operator_{kind}_status_condition_{suffix}",

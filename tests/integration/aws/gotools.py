@@ -1,6 +1,7 @@
 """The Go programs the AWS user data tests consult, built once per machine by their hack/ scripts
-into the control plane binary cache: nodeadm (hack/nodeadm) and the kubelet's label rule
-(hack/kubeletlabels). A failed build fails the test with the builder's output; it never skips."""
+into the control plane binary cache: nodeadm (hack/nodeadm), a strict reader of NodeConfigs with
+nodeadm's own types (hack/nodeadm/nodeconfig) and the kubelet's label rule (hack/kubeletlabels).
+A failed build fails the test with the builder's output; it never skips."""
 
 from __future__ import annotations
 
@@ -45,3 +46,18 @@ def nodeadm_config_check(path: Path) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
     )
+
+
+def nodeadm_strict_read(path: Path) -> dict[str, Any]:
+    """hack/nodeadm/nodeconfig on one NodeConfig file: `{"error"}` when nodeadm's v1alpha1
+    types do not have a field of it, else `{"config"}` as they decode it; and the
+    `localStorageStrategies` nodeadm defines."""
+    proc = subprocess.run(
+        [str(built("nodeadm/nodeconfig")), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    answer: dict[str, Any] = json.loads(proc.stdout)
+    return answer

@@ -7,12 +7,15 @@ Kubernetes version is re-read after five minutes."""
 from __future__ import annotations
 
 import base64
+import email
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import yaml
 from botocore.stub import Stubber  # type: ignore[import-untyped]
 
+from karpy.apis.v1.nodeclaim import ResourceRequirements
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.clusterfacts import (
     CIDR_TTL,
@@ -200,22 +203,34 @@ async def kube_dns(kube: Client) -> AsyncIterator[str]:
         await kube.delete(SERVICES, "kube-dns", namespace="kube-system")
 
 
+async def launched_template(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+    instances: AWSInstances,
+    **spec: Any,
+) -> dict[str, Any]:
+    """Launch one NodeClaim of the seed-like AL2023 class (with `spec` over it); the data of
+    the launch template moto holds for it."""
+    resolved = (await world.resolver().resolve(nodeclass_of(**spec))).apply(nodeclass_of(**spec))
+    types = await catalog.for_nodeclass(resolved)
+    await instances.create(claim_of(), resolved, types)
+    async with world.clients.client("ec2") as ec2:
+        template = (await ec2.describe_launch_templates())["LaunchTemplates"][0]
+        data: dict[str, Any] = (
+            await ec2.describe_launch_template_versions(
+                LaunchTemplateId=template["LaunchTemplateId"]
+            )
+        )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    return data
+
+
 async def launched_user_data(
     world: World,  # noqa: F811
     catalog: InstanceTypeProvider,  # noqa: F811
     instances: AWSInstances,
 ) -> str:
     """Launch one NodeClaim of the seed-like AL2023 class; the user data its template holds."""
-    resolved = (await world.resolver().resolve(nodeclass_of())).apply(nodeclass_of())
-    types = await catalog.for_nodeclass(resolved)
-    await instances.create(claim_of(), resolved, types)
-    async with world.clients.client("ec2") as ec2:
-        template = (await ec2.describe_launch_templates())["LaunchTemplates"][0]
-        data = (
-            await ec2.describe_launch_template_versions(
-                LaunchTemplateId=template["LaunchTemplateId"]
-            )
-        )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    data = await launched_template(world, catalog, instances)
     return base64.b64decode(data["UserData"]).decode()
 
 
@@ -268,3 +283,102 @@ async def test_the_kubernetes_version_is_re_read_after_five_minutes(
     assert await facts.kubernetes_version() == "1.20"  # fresh from start-up
     world.clock.now += VERSION_TTL + 1
     assert await facts.kubernetes_version() == actual
+
+
+async def test_an_ipv6_cluster_launches_with_a_primary_ipv6_and_raid0_set_up(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+    moto_endpoint: str,
+) -> None:
+    """An IPv6 cluster (DescribeCluster stubbed: moto makes IPv4 clusters only) and a class
+    with RAID0: the template moto stores gives the primary interface a primary IPv6 address,
+    and its NodeConfig the IPv6 service CIDR and nodeadm's RAID0 strategy."""
+    clients = stubbed_eks(
+        [
+            described(
+                {
+                    "ipFamily": "ipv6",
+                    "serviceIpv4Cidr": "172.20.0.0/16",
+                    "serviceIpv6Cidr": "fd12:3456:789a::/108",
+                }
+            )
+        ],
+        moto_endpoint=moto_endpoint,
+    )
+    catalog.unavailable = UnavailableOfferings(clock=world.clock)
+    instances = AWSInstances(
+        world.clients,
+        ClusterInfo(name=CLUSTER, endpoint="https://prod.example", ca_bundle="Q0E="),
+        unavailable=catalog.unavailable,
+        launch_templates=LaunchTemplates(world.clients, clock=world.clock),
+        facts=ClusterFacts(clients, cluster_name=CLUSTER, clock=world.clock),
+    )
+    data = await launched_template(
+        world,
+        catalog,
+        instances,
+        instanceStorePolicy="RAID0",
+        kubelet={"clusterDNS": ["fd12:3456:789a::a"]},
+    )
+    (interface,) = data["NetworkInterfaces"]
+    assert interface["PrimaryIpv6"] is True and interface["Ipv6AddressCount"] == 1
+    text = base64.b64decode(data["UserData"]).decode()
+    (config,) = [
+        yaml.safe_load(str(part.get_payload()))
+        for part in email.message_from_string(text).walk()
+        if part.get_content_type() == "application/node.eks.aws"
+    ]
+    assert config["spec"]["cluster"]["cidr"] == "fd12:3456:789a::/108"
+    assert config["spec"]["instance"] == {"localStorage": {"strategy": "RAID0"}}
+    assert config["spec"]["kubelet"]["config"]["clusterDNS"] == ["fd12:3456:789a::a"]
+
+
+async def test_an_ipv4_cluster_launches_without_ipv6_addresses(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+) -> None:
+    catalog.unavailable = UnavailableOfferings(clock=world.clock)
+    instances = AWSInstances(
+        world.clients,
+        ClusterInfo(name=CLUSTER, endpoint="https://prod.example", ca_bundle="Q0E="),
+        unavailable=catalog.unavailable,
+        launch_templates=LaunchTemplates(world.clients, clock=world.clock),
+        facts=facts_of(world),
+    )
+    data = await launched_template(world, catalog, instances)
+    (interface,) = data["NetworkInterfaces"]
+    assert "PrimaryIpv6" not in interface and "Ipv6AddressCount" not in interface
+
+
+async def test_a_nodeclaim_asking_for_efa_launches_with_every_efa_interface(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+) -> None:
+    """c6in.32xlarge has two EFA interfaces (moto's catalogue, as EC2's): a NodeClaim that
+    requests `vpc.amazonaws.com/efa` gets a template with one EFA interface per network card."""
+    catalog.unavailable = UnavailableOfferings(clock=world.clock)
+    instances = AWSInstances(
+        world.clients,
+        ClusterInfo(name=CLUSTER, endpoint="https://prod.example", ca_bundle="Q0E="),
+        unavailable=catalog.unavailable,
+        launch_templates=LaunchTemplates(world.clients, clock=world.clock),
+        facts=facts_of(world),
+    )
+    resolved = (await world.resolver().resolve(nodeclass_of())).apply(nodeclass_of())
+    types = [t for t in await catalog.for_nodeclass(resolved) if t.name == "c6in.32xlarge"]
+    claim = claim_of()
+    for requirement in claim.spec.requirements:
+        if requirement.key == "node.kubernetes.io/instance-type":
+            requirement.values = ["c6in.32xlarge"]
+    claim.spec.resources = ResourceRequirements(requests={"vpc.amazonaws.com/efa": "1"})
+    await instances.create(claim, resolved, types)
+    async with world.clients.client("ec2") as ec2:
+        (template,) = (await ec2.describe_launch_templates())["LaunchTemplates"]
+        data = (
+            await ec2.describe_launch_template_versions(
+                LaunchTemplateId=template["LaunchTemplateId"]
+            )
+        )["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    interfaces = data["NetworkInterfaces"]
+    assert [(i["NetworkCardIndex"], i["DeviceIndex"]) for i in interfaces] == [(0, 0), (1, 1)]
+    assert {i["InterfaceType"] for i in interfaces} == {"efa"}

@@ -24,7 +24,11 @@ from karpy.cloudprovider.aws.kubeletlabels import (
     kubelet_accepts,
 )
 from karpy.cloudprovider.aws.userdata import BootstrapOptions, Taint, user_data
-from tests.integration.aws.gotools import kubelet_label_rule, nodeadm_config_check
+from tests.integration.aws.gotools import (
+    kubelet_label_rule,
+    nodeadm_config_check,
+    nodeadm_strict_read,
+)
 
 NAME = "prod"
 ENDPOINT = "https://ABC.gr7.us-east-1.eks.amazonaws.com"
@@ -143,6 +147,8 @@ def test_al2023_nodeadm_accepts_the_node_config(
     checked = nodeadm_config_check(path)
     assert checked.returncode == 0, checked.stderr
     assert "Configuration is valid" in checked.stderr + checked.stdout
+    # Every field karpy writes is one of nodeadm's (its `config check` ignores unknown ones).
+    assert "error" not in nodeadm_strict_read(path)
     # The check is not a rubber stamp: a NodeConfig of an unknown version is refused.
     path.write_text(yaml.safe_dump({**config, "apiVersion": "node.eks.aws/v9"}))
     refused = nodeadm_config_check(path)
@@ -170,6 +176,42 @@ def test_al2023_nodeadm_accepts_the_node_config(
     (flag,) = kubelet["flags"]
     assert flag.startswith("--node-labels=")
     assert_labels(pairs(flag.removeprefix("--node-labels=")), kubelet_rule)
+
+
+V6_CIDR = "fd12:3456:789a::/108"
+V6_DNS = "fd12:3456:789a::a"
+RAID0_IPV6 = BootstrapOptions(
+    **{
+        **OPTIONS.__dict__,
+        "instance_store_policy": "RAID0",
+        "cluster_cidr": V6_CIDR,
+        "cluster_dns": (V6_DNS,),
+        "ip_family": "ipv6",
+    }
+)
+
+
+def test_al2023_nodeadm_accepts_raid0_and_an_ipv6_cluster(tmp_path: Path) -> None:
+    (config,) = nodeadm_configs(user_data("AL2023", RAID0_IPV6))
+    path = tmp_path / "nodeconfig.yaml"
+    path.write_text(yaml.safe_dump(config))
+    checked = nodeadm_config_check(path)
+    assert checked.returncode == 0, checked.stderr
+    assert "Configuration is valid" in checked.stderr + checked.stdout
+    # `config check` reads neither field names nor the strategy, so read it with nodeadm's
+    # own types: the strategy its local-disk aspect acts on, among those it defines; the
+    # IPv6 service CIDR it takes the node's IP family from; the kubelet's IPv6 DNS IP.
+    read = nodeadm_strict_read(path)
+    assert "error" not in read, read["error"]
+    spec = read["config"]["spec"]
+    assert spec["instance"]["localStorage"]["strategy"] == "RAID0"
+    assert "RAID0" in read["localStorageStrategies"]
+    assert spec["cluster"]["cidr"] == V6_CIDR
+    assert config["spec"]["kubelet"]["config"]["clusterDNS"] == [V6_DNS]
+    # The strict reading is not a rubber stamp: a misspelt field is refused.
+    config["spec"]["instance"] = {"localStorag": {"strategy": "RAID0"}}
+    path.write_text(yaml.safe_dump(config))
+    assert "localStorag" in nodeadm_strict_read(path)["error"]
 
 
 def test_al2023_without_the_cidr_is_what_nodeadm_init_refuses(tmp_path: Path) -> None:
@@ -231,6 +273,16 @@ def test_al2_bootstrap_sh_gets_the_cluster_dns_and_kubelet_flags(
     assert_kubelet_flags(named["--kubelet-extra-args"], kubelet_rule)
 
 
+def test_al2_bootstrap_sh_gets_raid0_and_the_ipv6_family() -> None:
+    positional, named = options_of(bootstrap_sh_args(user_data("AL2", RAID0_IPV6)))
+    assert positional == [NAME]
+    assert named["--local-disks"] == "raid0"
+    assert named["--ip-family"] == "ipv6"
+    assert named["--dns-cluster-ip"] == V6_DNS
+    _, plain = options_of(bootstrap_sh_args(user_data("AL2", OPTIONS)))
+    assert "--local-disks" not in plain and "--ip-family" not in plain
+
+
 # -- Bottlerocket ------------------------------------------------------------------------------
 
 
@@ -256,6 +308,17 @@ def test_bottlerocket_settings_carry_the_kubelet_block(kubelet_rule: dict[str, A
     assert settings["image-gc-high-threshold-percent"] == "85"
     assert settings["image-gc-low-threshold-percent"] == "80"
     assert settings["cpu-cfs-quota-enforced"] is False
+
+
+def test_bottlerocket_sets_up_raid0_with_apiclient_at_every_boot() -> None:
+    settings = tomllib.loads(user_data("Bottlerocket", RAID0_IPV6))["settings"]
+    (command,) = settings["bootstrap-commands"].values()
+    assert command["essential"] is True and command["mode"] == "always"
+    init, bind = command["commands"]
+    assert init == ["apiclient", "ephemeral-storage", "init"]
+    assert bind[:4] == ["apiclient", "ephemeral-storage", "bind", "--dirs"]
+    assert set(bind[4:]) == {"/var/lib/containerd", "/var/lib/kubelet", "/var/log/pods"}
+    assert settings["kubernetes"]["cluster-dns-ip"] == [V6_DNS]
 
 
 # -- Windows -----------------------------------------------------------------------------------

@@ -165,3 +165,11 @@ def test_nodeclass_root_volume_and_raid0() -> None:
     assert capacity(G4DN_XLARGE, raid)[EPHEMERAL_STORAGE] == 125 * 10**9
     # RAID0 without an instance store keeps the root volume.
     assert capacity(M5_LARGE, raid)[EPHEMERAL_STORAGE] == 20 * GIB
+
+
+def test_windows_offers_private_ipv4_addresses_of_the_primary_interface() -> None:
+    # m5.large: 10 IPv4 addresses per interface, one of them the interface's own.
+    assert M5_LARGE["NetworkInfo"]["Ipv4AddressesPerInterface"] == 10
+    windows = capacity(M5_LARGE, CapacitySettings(ami_family="Windows2022"))
+    assert windows["vpc.amazonaws.com/PrivateIPv4Address"] == 9
+    assert "vpc.amazonaws.com/PrivateIPv4Address" not in capacity(M5_LARGE, CapacitySettings())

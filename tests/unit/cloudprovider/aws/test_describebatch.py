@@ -75,3 +75,16 @@ async def test_callers_get_the_instance_of_their_key() -> None:
     found = await asyncio.gather(batcher.get("a"), batcher.get("gone"), batcher.get("b"))
     assert requests == [["a", "b", "gone"]]
     assert [f["InstanceId"] if f else None for f in found] == ["i-a", None, "i-b"]
+
+
+async def test_each_batch_is_measured_by_its_callers() -> None:
+    from tests.unit.cloudprovider.aws.test_fleetbatch import batch_samples
+
+    before = batch_samples("describe_instances")
+    batcher = DescribeBatcher(EC2({"i-1"}).describe, window=0.05)
+    await asyncio.gather(batcher.get("i-1"), batcher.get("i-1"), batcher.get("i-2"))
+    batches, callers, seconds = (
+        a - b for a, b in zip(batch_samples("describe_instances"), before, strict=True)
+    )
+    assert (batches, callers) == (1, 3)
+    assert seconds >= 0.04  # the window (timers may fire a little early)

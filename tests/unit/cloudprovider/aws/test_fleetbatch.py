@@ -100,3 +100,28 @@ async def test_a_request_for_more_than_one_instance_is_refused() -> None:
     bad["TargetCapacitySpecification"]["TotalTargetCapacity"] = 3
     with pytest.raises(ValueError, match="TotalTargetCapacity must be 1"):
         await batcher.create(bad)
+
+
+def batch_samples(batcher: str) -> tuple[float, float, float]:
+    """(batches, requests, seconds) observed so far for `batcher`."""
+    from karpy.kube.metrics import REGISTRY
+
+    def value(name: str) -> float:
+        return REGISTRY.get_sample_value(name, {"batcher": batcher}) or 0.0
+
+    return (
+        value("karpenter_cloudprovider_batcher_batch_size_count"),
+        value("karpenter_cloudprovider_batcher_batch_size_sum"),
+        value("karpenter_cloudprovider_batcher_batch_time_seconds_sum"),
+    )
+
+
+async def test_each_batch_is_measured_by_its_size_and_how_long_it_was_open() -> None:
+    before = batch_samples("create_fleet")
+    batcher = FleetBatcher(Recorder(), idle=0.05, max_wait=5.0)
+    await asyncio.gather(*(batcher.create(request(f"t{i}")) for i in range(7)))
+    batches, requests, seconds = (
+        a - b for a, b in zip(batch_samples("create_fleet"), before, strict=True)
+    )
+    assert (batches, requests) == (1, 7)
+    assert seconds >= 0.04  # the idle window after the last request (timers may fire early)

@@ -445,3 +445,97 @@ def test_parse_fleet_response() -> None:
     assert parse_fleet_response({"Errors": errors}) == (None, errors)
     assert instance_id_of("aws:///us-east-1b/i-0abc") == "i-0abc"
     assert instance_id_of("kwok://x") is None
+
+
+RAID0 = BootstrapOptions(**{**OPTIONS.__dict__, "instance_store_policy": "RAID0"})
+
+
+def test_raid0_is_set_up_by_each_familys_own_tool() -> None:
+    # AL2023: nodeadm's local-disk strategy.
+    assert nodeadm_part(user_data("AL2023", RAID0))["spec"]["instance"] == {
+        "localStorage": {"strategy": "RAID0"}
+    }
+    assert "instance" not in nodeadm_part(user_data("AL2023", OPTIONS))["spec"]
+    # AL2: bootstrap.sh's last flag, after the kubelet's arguments (as Karpenter writes it).
+    script = user_data("AL2", RAID0)
+    assert script.rstrip().split("\n")[-2] == "--local-disks raid0"
+    assert "--local-disks" not in user_data("AL2", OPTIONS)
+    # Bottlerocket: apiclient's ephemeral-storage, kept beside the user's own commands.
+    user_toml = '[settings.bootstrap-commands.mine]\ncommands = [["apiclient", "set", "x=1"]]\n'
+    options = BootstrapOptions(**{**RAID0.__dict__, "custom_user_data": user_toml})
+    commands = tomllib.loads(user_data("Bottlerocket", options))["settings"]["bootstrap-commands"]
+    assert commands["000-mount-instance-storage"] == {
+        "commands": [
+            ["apiclient", "ephemeral-storage", "init"],
+            [
+                "apiclient",
+                "ephemeral-storage",
+                "bind",
+                "--dirs",
+                "/var/lib/containerd",
+                "/var/lib/kubelet",
+                "/var/log/pods",
+            ],
+        ],
+        "essential": True,
+        "mode": "always",
+    }
+    assert commands["mine"] == {"commands": [["apiclient", "set", "x=1"]]}
+    assert "bootstrap-commands" not in tomllib.loads(user_data("Bottlerocket", OPTIONS))["settings"]
+    # Windows: no instance-store setup (nor in Karpenter); the user data is unchanged.
+    assert user_data("Windows2022", RAID0) == user_data("Windows2022", OPTIONS)
+
+
+IPV6 = BootstrapOptions(
+    **{
+        **OPTIONS.__dict__,
+        "cluster_cidr": "fd12:3456:789a::/108",
+        "cluster_dns": ("fd12:3456:789a::a",),
+        "ip_family": "ipv6",
+    }
+)
+
+
+def test_ipv6_clusters_get_the_ipv6_family_in_user_data_and_launch_template() -> None:
+    config = nodeadm_part(user_data("AL2023", IPV6))["spec"]
+    assert config["cluster"]["cidr"] == "fd12:3456:789a::/108"
+    assert config["kubelet"]["config"]["clusterDNS"] == ["fd12:3456:789a::a"]
+    al2 = user_data("AL2", IPV6)
+    assert "--ip-family ipv6 \\\n--dns-cluster-ip 'fd12:3456:789a::a'" in al2
+    # The family comes from the service CIDR even when the DNS IP is not known.
+    no_dns = BootstrapOptions(**{**IPV6.__dict__, "cluster_dns": ()})
+    assert "--ip-family ipv6" in user_data("AL2", no_dns)
+    assert "--ip-family" not in user_data("AL2", OPTIONS)
+    bottlerocket = tomllib.loads(user_data("Bottlerocket", IPV6))["settings"]["kubernetes"]
+    assert bottlerocket["cluster-dns-ip"] == ["fd12:3456:789a::a"]
+
+    nc = nodeclass(ipPrefixCount=2)
+    v6 = launch_template_data(nc, image_id="ami-1", bootstrap=IPV6, tags={}, ip_family="ipv6")
+    assert v6["NetworkInterfaces"] == [
+        {
+            "DeviceIndex": 0,
+            "Groups": ["sg-1"],
+            "Ipv4PrefixCount": 2,
+            "PrimaryIpv6": True,
+            "Ipv6AddressCount": 1,
+        }
+    ]
+    v4 = launch_template_data(nc, image_id="ami-1", bootstrap=OPTIONS, tags={}, ip_family="ipv4")
+    assert v4["NetworkInterfaces"] == [{"DeviceIndex": 0, "Groups": ["sg-1"], "Ipv4PrefixCount": 2}]
+
+
+def test_efa_interfaces_one_per_network_card_the_first_primary() -> None:
+    nc = nodeclass()
+    data = launch_template_data(nc, image_id="ami-1", bootstrap=OPTIONS, tags={}, efa_interfaces=3)
+    assert data["NetworkInterfaces"] == [
+        {"DeviceIndex": 0, "Groups": ["sg-1"], "NetworkCardIndex": 0, "InterfaceType": "efa"},
+        {"DeviceIndex": 1, "Groups": ["sg-1"], "NetworkCardIndex": 1, "InterfaceType": "efa"},
+        {"DeviceIndex": 1, "Groups": ["sg-1"], "NetworkCardIndex": 2, "InterfaceType": "efa"},
+    ]
+    v6 = launch_template_data(
+        nc, image_id="ami-1", bootstrap=IPV6, tags={}, ip_family="ipv6", efa_interfaces=2
+    )
+    assert all(i["PrimaryIpv6"] and i["Ipv6AddressCount"] == 1 for i in v6["NetworkInterfaces"])
+    plain = launch_template_data(nc, image_id="ami-1", bootstrap=OPTIONS, tags={})
+    assert plain["NetworkInterfaces"] == [{"DeviceIndex": 0, "Groups": ["sg-1"]}]
+    assert launch_template_name(data) != launch_template_name(plain)
