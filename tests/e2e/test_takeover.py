@@ -188,6 +188,8 @@ def _fleet(kubectl: Kubectl, namespace: str) -> None:
             nodeclass=POOL,
             policy="WhenEmptyOrUnderutilized",
             consolidate_after="30s",
+            # All empty nodes in one command (the default 10% of 3 is one node at a time).
+            budgets=[{"nodes": "100%"}],
             requirements=[
                 {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
                 {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
