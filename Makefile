@@ -33,8 +33,9 @@ $(VENV_STAMP): uv.lock pyproject.toml | $(UV)
 install: $(VENV_STAMP) ## Install karpy and its development tools into .venv from uv.lock
 
 .PHONY: binaries
-binaries: ## Build (or reuse) the local control plane binaries
+binaries: ## Build (or reuse) the local control plane binaries and Karpenter's kwok controller
 	@hack/k8s/build.sh >/dev/null
+	@nice -n 10 hack/karpenter/build.sh >/dev/null
 
 .PHONY: lint
 lint: $(VENV_STAMP) ## ruff, mypy --strict and the import-layer contracts

@@ -10,18 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.kwok.instances import ANNOTATION_KWOK_NODE, KWOK_NODE_FAKE
-from karpy.cloudprovider.kwok.machines import Registration
+from karpy.cloudprovider.kwok.machines import Machines, Registration
 from karpy.cloudprovider.kwok.simulator import KwokSimulator
 from karpy.kube import NODES, PODS, AlreadyExistsError, Client, KubeError
 from karpy.kube.builder import build
 from karpy.kube.manager import Manager, ManagerOptions
 
-__all__ = ["EC2Machines", "Kubelets", "node_name"]
+__all__ = ["EC2Machines", "Kubelets", "RecordingMachines", "node_name"]
 
 JSON = dict[str, Any]
 PROVIDER_ID_PREFIX = "aws:///"
@@ -61,12 +61,25 @@ class EC2Machines:
             raise
 
 
+class RecordingMachines(Machines, Protocol):
+    """A simulator's `Machines` that records the Node registrations the apiserver refused."""
+
+    errors: list[str]
+
+
 class Kubelets:
     """`with Kubelets(kubeconfig) as kubelets:` plays the instances' kubelets until the block
-    ends; `errors` lists Node registrations the apiserver refused."""
+    ends; `errors` lists Node registrations the apiserver refused. `machines` says whose
+    instances they are (EC2's by default)."""
 
-    def __init__(self, kubeconfig: str) -> None:
+    def __init__(
+        self,
+        kubeconfig: str,
+        *,
+        machines: Callable[[Client], RecordingMachines] = EC2Machines,
+    ) -> None:
         self.kubeconfig = kubeconfig
+        self.machines = machines
         self.errors: list[str] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._manager: Manager | None = None
@@ -109,7 +122,7 @@ class Kubelets:
             client=client,
             options=ManagerOptions(metrics_port=None, health_probe_port=None, handle_signals=False),
         )
-        machines = EC2Machines(client)
+        machines = self.machines(client)
         machines.errors = self.errors
         simulator = KwokSimulator(
             client=client,
