@@ -36,6 +36,8 @@ from karpy.apis.objects import get_condition, is_deleting, parse_time
 from karpy.apis.v1 import NodePool
 from karpy.apis.v1 import conditions as cond
 from karpy.controllers.disruption import metrics
+from karpy.controllers.disruption.blocker import REASONS
+from karpy.controllers.disruption.blockers import METHODS, REASON_OF, Verdict, node_verdicts
 from karpy.controllers.disruption.budgets import BudgetState, budget_states
 from karpy.controllers.disruption.candidates import (
     Candidate,
@@ -139,6 +141,7 @@ class DisruptionController:
             log.debug("waiting on cluster sync")
             return Result(requeue_after=UNSYNCED_RETRY)
         await self.clear_stale_disruptions()
+        self.publish_blockers()
         for method in self.methods:
             began = time.perf_counter()
             try:
@@ -282,6 +285,56 @@ class DisruptionController:
             self._blocked_pools(eligible, states, nodepools, method.reason)
         return eligible, {name: state.remaining for name, state in states.items()}
 
+    def verdicts(self) -> dict[str, tuple[str, list[Verdict]]]:
+        """Every managed node's verdict per method (node key -> (NodePool, verdicts)): what
+        `karpy explain node` answers, from the same functions, on the loop's state."""
+        now = self.clock.wall()
+        nodes = self.cluster.nodes()
+        nodepools = self.nodepools()
+        pdbs = PdbLimits(self.pdbs.list() if self.pdbs is not None else ())
+        budgets = {
+            reason: budget_states(nodes, nodepools, reason=reason, now=now)
+            for reason in REASON_OF.values()
+        }
+        searched: dict[str, str] = {}
+        for method in self.methods:
+            searched.update(getattr(method, "searched", {}))
+        busy = self.queue.busy()
+        out: dict[str, tuple[str, list[Verdict]]] = {}
+        for node in nodes:
+            if not node.managed or self.queue.owns(node.nodeclaim):
+                continue
+            out[node.key] = (
+                node.nodepool or "",
+                node_verdicts(
+                    node,
+                    nodepools=nodepools,
+                    pdbs=pdbs,
+                    now=now,
+                    budgets=budgets,
+                    in_flight=busy,
+                    searched=searched,
+                ),
+            )
+        return out
+
+    def publish_blockers(self) -> None:
+        """`karpy_disruption_blocked_nodes`: the nodes each method may not take now, per
+        NodePool and taxonomy reason (every label combination set, zeros included, so a
+        series drops to 0 rather than going stale)."""
+        counts: dict[tuple[str, str, str], int] = {}
+        for pool, verdicts in self.verdicts().values():
+            for v in verdicts:
+                if v.blocker is not None:
+                    key = (pool, v.method, v.blocker.reason)
+                    counts[key] = counts.get(key, 0) + 1
+        for pool in {p for p, _, _ in counts} | set(self.nodepools()):
+            for method in METHODS:
+                for reason in REASONS:
+                    metrics.BLOCKED_NODES.labels(pool, method, reason).set(
+                        counts.get((pool, method, reason), 0)
+                    )
+
     # -- crash recovery ---------------------------------------------------------------------------
 
     async def clear_stale_disruptions(self) -> None:
@@ -355,7 +408,8 @@ class DisruptionController:
                 )
             except NotCandidate as blocked:
                 if publish and blocked.publish:
-                    self._blocked(node, str(blocked))
+                    found = blocked.blocker
+                    self._blocked(node, found.message() if found else str(blocked))
         return out
 
     def _blocked(self, node: StateNode, message: str) -> None:
