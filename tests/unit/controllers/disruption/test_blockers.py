@@ -118,7 +118,7 @@ def test_a_node_free_to_go_is_a_candidate_of_consolidation() -> None:
 
 
 def test_pdb_names_the_budget() -> None:
-    guard = pdb("guard", "ns", selector=WEB, allowed=0)
+    guard = pdb("guard", "ns", selector={"matchLabels": WEB}, allowed=0)
     got = _verdicts(_node(pods=(_web(),)), _pool(), pdbs=(guard,))
     assert _blocker(got["consolidation"]) == ("pdb", "PodDisruptionBudget/ns/guard")
 
