@@ -124,7 +124,7 @@ def misfit(
                     f"Requirement/{key}",
                     f"the pod's volume needs {alt[key].describe()}; the NodePool has "
                     f"{node_reqs[key].describe()}",
-                    f"allow {key} {alt[key].describe()} in the NodePool",
+                    f"let the NodePool allow {alt[key].describe()}",
                 )
             else:
                 last = Misfit(
