@@ -21,8 +21,9 @@ import pytest
 from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
 from karpy.controllers.disruption import metrics
 from karpy.controllers.disruption.controller import DisruptionController
-from karpy.kube import NODES, PODS, EventRecorder
+from karpy.kube import PODS, EventRecorder
 from karpy.kube.resources import (
+    EVENTS,
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     PODDISRUPTIONBUDGETS,
@@ -135,10 +136,11 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
 
     # the controller, on its informers' state, publishes the same words for the same nodes
     cluster = Cluster(env.cache)
+    recorder = EventRecorder(env.client)
     controller = DisruptionController(
         client=env.client,
         cluster=cluster,
-        events=EventRecorder(env.client),
+        events=recorder,
         pdbs=await env.informer(PODDISRUPTIONBUDGETS),
     )
     await env.until(
@@ -159,6 +161,12 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
     for pool, reason in (("pool", "pdb"), ("pool", "do-not-disrupt"), ("frozen", "budget")):
         gauge = metrics.BLOCKED_NODES.labels(pool, "consolidation", reason)
         assert gauge._value.get() >= 1, (pool, reason)
+    # and its DisruptionBlocked event on the Node starts with the same word
+    controller.prepare(controller.methods[0], publish=True)
+    await recorder.flush()
+    listed = await env.client.list(EVENTS, field_selector="reason=DisruptionBlocked")
+    messages = {e["message"] for e in listed.items if e["involvedObject"]["name"] == "guarded"}
+    assert messages and all(m.startswith("pdb: ") for m in messages), messages
 
 
 async def test_explain_pod_names_the_first_misfit_of_each_nodepool(
@@ -287,4 +295,3 @@ async def test_explain_pod_names_the_first_misfit_of_each_nodepool(
             row = next(line for line in table.splitlines() if line.startswith(pool + " "))
             assert reason in row and got[pool]["object"] in row, (name, table)
     assert got["tainted"]["object"] == "Taint/team=x:NoSchedule"
-    _ = NODES
