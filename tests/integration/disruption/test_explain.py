@@ -157,7 +157,7 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
     for name, (reason, obj) in list(expected.items())[:4]:  # the search's word needs a pass
         got = next(v for v in by_name[name] if v.method == "consolidation").blocker
         assert got is not None and (got.reason, got.object) == (reason, obj), name
-    controller.publish_blockers()
+    await controller.publish_blockers()
     for pool, reason in (("pool", "pdb"), ("pool", "do-not-disrupt"), ("frozen", "budget")):
         gauge = metrics.BLOCKED_NODES.labels(pool, "consolidation", reason)
         assert gauge._value.get() >= 1, (pool, reason)
