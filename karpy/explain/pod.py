@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from karpy.apis.objects import get_condition
+from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
 from karpy.controllers.disruption.consolidation import node_price
 from karpy.explain.cluster import ClusterView
@@ -20,6 +22,22 @@ from karpy.state import pods as podutil
 from karpy.state.inputs.builder import nodepool_usage
 
 __all__ = ["explain_pod"]
+
+
+def _row(pool: str, reason: str, obj: str, detail: str, fix: str) -> JSON:
+    return {
+        "nodePool": pool,
+        "fits": False,
+        "reason": reason,
+        "object": obj,
+        "detail": detail,
+        "fix": fix,
+    }
+
+
+def _name(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
 
 JSON = dict[str, Any]
 
@@ -58,25 +76,40 @@ def _pending(view: ClusterView, pod: JSON, key: str) -> JSON:
     found = next((p for p in built.input.pods if p.key == key), None)
     usage = built.input.pool_usage or nodepool_usage(view.nodes)
     pools: list[JSON] = []
-    for template in built.input.templates:
+    templates = {t.name: t for t in built.input.templates}
+    for name in sorted(view.nodepools):
         if found is None:
             break
-        why = misfit(found, template, usage=usage.get(template.name, {}))
-        pools.append(
-            {"nodePool": template.name, "fits": why is None, **(why.to_dict() if why else {})}
-        )
-    for name in sorted(view.nodepools):
-        if not any(p["nodePool"] == name for p in pools) and view.nodepools[name].is_static:
+        raw = next((r for r in view.listed["nodepools"] if _name(r) == name), {})
+        if view.nodepools[name].is_static:
             pools.append(
-                {
-                    "nodePool": name,
-                    "fits": False,
-                    "reason": "static-nodepool",
-                    "object": f"NodePool/{name}",
-                    "detail": "a static NodePool launches no nodes for pods",
-                    "fix": "use a dynamic NodePool",
-                }
+                _row(
+                    name,
+                    "static-nodepool",
+                    f"NodePool/{name}",
+                    "a static NodePool launches no nodes for pods",
+                    "use a dynamic NodePool",
+                )
             )
+            continue
+        waiting = get_condition(raw, cond.NODEPOOL_NODECLASS_READY)
+        template = templates.get(name)
+        if template is None or (waiting is not None and waiting.get("status") == cond.STATUS_FALSE):
+            spec = ((raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+            ref = spec.get("nodeClassRef") or {}
+            detail = (waiting or {}).get("message") or "the provisioner leaves it out"
+            pools.append(
+                _row(
+                    name,
+                    "nodeclass-not-ready",
+                    f"{ref.get('kind', 'NodeClass')}/{ref.get('name', '')}",
+                    str(detail),
+                    "make the NodeClass Ready (see its status conditions)",
+                )
+            )
+            continue
+        why = misfit(found, template, usage=usage.get(name, {}))
+        pools.append({"nodePool": name, "fits": why is None, **(why.to_dict() if why else {})})
     out["nodePools"] = pools
     if found is not None:
         result = schedule(built.input)
