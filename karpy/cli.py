@@ -1,4 +1,4 @@
-"""The `karpy` command: `run`, `simulate`, `catalog`, `crds` and `version`.
+"""The `karpy` command: `run`, `simulate`, `explain`, `catalog`, `crds` and `version`.
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`;
 modules are imported only when their subcommand is chosen, so `karpy version` stays instant.
@@ -21,6 +21,10 @@ from karpy.exitcodes import FAILURE, OK, TABLE
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("karpy.operator", "run the controller (settings from flags or environment)"),
     "simulate": ("karpy.simulation.command", "show the nodes karpy would launch for a scenario"),
+    "explain": (
+        "karpy.explain.command",
+        "explain why a pod waits, why a node stays or goes, what a NodePool may disrupt",
+    ),
     "catalog": (
         "karpy.simulation.catalogcommand",
         "export the instance-type catalogue a configuration sees (--instance-types format)",

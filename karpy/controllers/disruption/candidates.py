@@ -23,6 +23,13 @@ from karpy.apis.v1.labels import (
     LABEL_CAPACITY_TYPE,
     LABEL_INSTANCE_TYPE,
 )
+from karpy.controllers.disruption.blocker import (
+    DO_NOT_DISRUPT,
+    NOMINATED,
+    NOT_INITIALIZED,
+    PDB,
+    Blocker,
+)
 from karpy.scheduling.selectors import LabelSelector, SelectorError
 from karpy.state import StateNode
 from karpy.state import pods as podutil
@@ -47,9 +54,13 @@ def quoted(text: str) -> str:
 class NotCandidate(Exception):
     """A node may not be disrupted now; the message says why, in Karpenter's words."""
 
-    def __init__(self, message: str, *, publish: bool = True) -> None:
+    def __init__(
+        self, message: str, *, publish: bool = True, blocker: Blocker | None = None
+    ) -> None:
         super().__init__(message)
         self.publish = publish
+        self.blocker = blocker
+        """The taxonomy's reason and object (None: not a reason anyone can lift)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +164,11 @@ class PdbLimits:
 
     def blocking(self, pod: Mapping[str, Any]) -> str | None:
         """Why evicting `pod` would be refused now, or None."""
+        found = self.blocker(pod)
+        return found.detail if found is not None else None
+
+    def blocker(self, pod: Mapping[str, Any]) -> Blocker | None:
+        """The PDB that refuses evicting `pod` now (its `pdb` blocker), or None."""
         meta = pod.get("metadata") or {}
         labels = meta.get("labels") or {}
         matching = [
@@ -161,14 +177,19 @@ class PdbLimits:
             if p.selector.matches(labels)
         ]
         if len(matching) > 1:
-            keys = ", ".join(sorted(p.key for p in matching))
-            return f"pod {quoted(podutil.pod_key(pod))} is selected by multiple pdbs ({keys})"
+            keys = sorted(p.key for p in matching)
+            detail = (
+                f"pod {quoted(podutil.pod_key(pod))} is selected by multiple pdbs "
+                f"({', '.join(keys)})"
+            )
+            return Blocker(PDB, "PodDisruptionBudget", keys[0], detail)
         for pdb in matching:
             if pdb.disruptions_allowed > 0:
                 continue
             if pdb.always_allow_unhealthy and not is_condition_true(pod, "Ready"):
                 continue
-            return f"pdb {quoted(pdb.key)} prevents pod evictions"
+            detail = f"pdb {quoted(pdb.key)} prevents pod evictions"
+            return Blocker(PDB, "PodDisruptionBudget", pdb.key, detail)
         return None
 
 
@@ -195,15 +216,17 @@ def candidate(
     if node.node is None:
         raise NotCandidate("nodeclaim does not have an associated node")
     if not node.initialized:
-        raise NotCandidate("node isn't initialized")
+        detail = "node isn't initialized"
+        raise NotCandidate(detail, blocker=Blocker(NOT_INITIALIZED, "Node", node.name, detail))
     if node.marked_for_deletion or node.key in in_flight:
         raise NotCandidate("node is deleting or marked for deletion")
     if node.nominated or node.planned:
-        raise NotCandidate("node is nominated for a pending pod")
+        detail = "node is nominated for a pending pod"
+        raise NotCandidate(detail, blocker=Blocker(NOMINATED, "Node", node.name, detail))
     if node.annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true":
+        detail = f'disruption is blocked through the "{ANNOTATION_DO_NOT_DISRUPT}" annotation'
         raise NotCandidate(
-            f'disruption is blocked through the "{ANNOTATION_DO_NOT_DISRUPT}" annotation',
-            publish=False,
+            detail, publish=False, blocker=Blocker(DO_NOT_DISRUPT, "Node", node.name, detail)
         )
     pool_name = node.nodepool
     if not pool_name:
@@ -215,13 +238,14 @@ def candidate(
         return Candidate(node=node, nodepool=pool)
     for pod in node.pods:
         if do_not_disrupt_active(pod, now):
+            key = podutil.pod_key(pod)
+            detail = f'pod {quoted(key)} has "{ANNOTATION_DO_NOT_DISRUPT}" annotation'
             raise NotCandidate(
-                f'pod {quoted(podutil.pod_key(pod))} has "{ANNOTATION_DO_NOT_DISRUPT}" annotation',
-                publish=False,
+                detail, publish=False, blocker=Blocker(DO_NOT_DISRUPT, "Pod", key, detail)
             )
     for pod in node.pods:
         if _evictable(pod):
-            reason = pdbs.blocking(pod)
-            if reason is not None:
-                raise NotCandidate(reason)
+            found = pdbs.blocker(pod)
+            if found is not None:
+                raise NotCandidate(found.detail, blocker=found)
     return Candidate(node=node, nodepool=pool)

@@ -9,6 +9,7 @@ from karpy.kube.metrics import REGISTRY
 
 __all__ = [
     "ALLOWED_DISRUPTIONS",
+    "BLOCKED_NODES",
     "CONSUMING_BUDGETS",
     "DECISIONS_BY_NODEPOOL_TOTAL",
     "DECISIONS_TOTAL",
@@ -73,5 +74,14 @@ CONSUMING_BUDGETS = Gauge(
     "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by "
     "NodePool.",
     ["nodepool", "reason"],
+    registry=REGISTRY,
+)
+BLOCKED_NODES = Gauge(
+    "karpy_disruption_blocked_nodes",
+    "Nodes a disruption method may not take now, by NodePool, method (emptiness, drift, "
+    "consolidation) and the blocker's reason in karpy's bounded taxonomy (do-not-disrupt, pdb, "
+    "budget, consolidate-after, not-initialized, nominated, no-cheaper-replacement, "
+    "spot-to-spot, min-values, static-nodepool); `karpy explain node` names each one.",
+    ["nodepool", "method", "reason"],
     registry=REGISTRY,
 )

@@ -155,6 +155,8 @@ def _merge(total: SearchStats, part: SearchStats) -> None:
     total.timed_out = total.timed_out or part.timed_out
     for key, why in part.unconsolidatable.items():
         total.unconsolidatable.setdefault(key, why)
+    for key, word in part.blockers.items():
+        total.blockers.setdefault(key, word)
 
 
 def independent(

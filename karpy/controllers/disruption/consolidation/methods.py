@@ -141,6 +141,9 @@ class _Consolidation:
         self.min_savings = min_savings
         self.timeout = timeout
         self.views = PodViews()
+        self.searched: dict[str, str] = {}
+        """The last search's taxonomy words for candidates it could not consolidate (node key
+        -> `no-cheaper-replacement`, `spot-to-spot`): `karpy_disruption_blocked_nodes`."""
 
     def should_disrupt(self, candidate: Candidate) -> bool:
         return should_consolidate(candidate, self.events)
@@ -257,6 +260,7 @@ class _Consolidation:
         )
         if stats.timed_out:
             CONSOLIDATION_TIMEOUTS_TOTAL.labels(self.consolidation_type).inc()
+        self.searched = dict(stats.blockers)
         self._unconsolidatable(stats, candidates)
         log.info(
             "consolidation search",
@@ -275,6 +279,9 @@ class _Consolidation:
             return
         for c in candidates:
             message = stats.unconsolidatable.get(c.key)
+            word = stats.blockers.get(c.key)
+            if message is not None and word is not None:
+                message = f"{word}: {message}"  # the taxonomy's word first, as the metric's
             if message is not None:
                 publish_unconsolidatable(
                     self.events, c.node.node, c.node.nodeclaim, message=message

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from karpy.apis.v1 import conditions as cond
+from karpy.controllers.disruption.blocker import NO_CHEAPER_REPLACEMENT
 from karpy.controllers.disruption.budgets import budget_states
 from karpy.controllers.disruption.consolidation.candidates import (
     POLICY_BALANCED,
@@ -73,6 +74,9 @@ class SearchStats:
     timed_out: bool = False
     unconsolidatable: dict[str, str] = field(default_factory=dict)
     """Single-node search: candidate key -> why it cannot be consolidated on its own."""
+    blockers: dict[str, str] = field(default_factory=dict)
+    """Single-node search: candidate key -> the taxonomy word of `unconsolidatable`'s reason,
+    when it has one (`no-cheaper-replacement`, `spot-to-spot`)."""
 
 
 def budget_remaining(
@@ -349,11 +353,14 @@ def single_node(
         if pre.hopeless([c]):
             stats.pruned += 1
             stats.unconsolidatable[c.key] = NOT_CHEAPER
+            stats.blockers[c.key] = NO_CHEAPER_REPLACEMENT
             continue
         stats.simulations += 1
         decision = _outcome(snapshot, [c])
         if isinstance(decision, Infeasible):
             stats.unconsolidatable[c.key] = decision.reason
+            if decision.blocker is not None:
+                stats.blockers[c.key] = decision.blocker
         if not isinstance(decision, Decision):
             continue
         out.append(decision)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
+from karpy.controllers.disruption.blocker import NO_CHEAPER_REPLACEMENT, SPOT_TO_SPOT
 from karpy.controllers.disruption.consolidation.candidates import ConsolidationCandidate
 from karpy.controllers.disruption.consolidation.snapshot import Snapshot
 from karpy.scheduling.engine import NewNodeClaim, SchedulingResult, schedule
@@ -93,6 +94,8 @@ class Infeasible:
 
     reason: str
     keep: str | None = None
+    blocker: str | None = None
+    """The taxonomy word (`blocker.REASONS`) when the reason is one of them."""
     """A candidate whose node is what the replacement would be (same type, zone and capacity
     type): the others may go with their pods moving onto it instead."""
 
@@ -354,7 +357,8 @@ def _replace(
     spot_to_spot = all_spot and (ct_req is None or ct_req.has(SPOT))
     if spot_to_spot and not snapshot.spot_to_spot:
         return Infeasible(
-            "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node"
+            "SpotToSpotConsolidation is disabled, can't replace a spot node with a spot node",
+            blocker=SPOT_TO_SPOT,
         )
     reqs = claim.requirements
     if ct_req is None or (ct_req.has(SPOT) and ct_req.has(ON_DEMAND)):
@@ -376,12 +380,13 @@ def _replace(
         options.append((price, it.name, it))
     options.sort(key=lambda o: (o[0], o[1]))
     if not options:
-        return Infeasible("Can't replace with a cheaper node")
+        return Infeasible("Can't replace with a cheaper node", blocker=NO_CHEAPER_REPLACEMENT)
     if spot_to_spot and len(candidates) == 1:
         if len(options) < MIN_SPOT_TO_SPOT_TYPES:
             return Infeasible(
                 f"SpotToSpotConsolidation requires {MIN_SPOT_TO_SPOT_TYPES} cheaper instance type "
-                f"options than the current candidate to consolidate, got {len(options)}"
+                f"options than the current candidate to consolidate, got {len(options)}",
+                blocker=SPOT_TO_SPOT,
             )
         options = options[:MIN_SPOT_TO_SPOT_TYPES]
     types = [o[2] for o in options]

@@ -150,6 +150,6 @@ def test_single_node_search_says_why_each_node_stays() -> None:
     single._unconsolidatable(stats, loop_candidates)
     why = {(kind, name): message for kind, name, reason, message in recorder.seen}
     assert {r for _, _, r, _ in recorder.seen} == {"Unconsolidatable"}
-    assert why[("Node", "full")] == "Can't replace with a cheaper node"
+    assert why[("Node", "full")] == "no-cheaper-replacement: Can't replace with a cheaper node"
     assert why[("NodeClaim", "full")] == why[("Node", "full")]
     assert why[("Node", "odd")].startswith("not all pods would schedule, default/o1 => ")

@@ -1,0 +1,140 @@
+"""`karpy explain pod NAME -n NS`.
+
+Pending: the provisioner's input for the cluster's pending pods, built with the builder
+`karpy run` and `karpy simulate` use; for each NodePool the first reason it cannot take the
+pod and the fix (`engine.misfit`), and the scheduler's own verdict on the whole batch (the
+NodeClaim it would launch for the pod, or its error). Bound: its node, NodeClaim, NodePool and
+offering with its price."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from karpy.apis.objects import get_condition
+from karpy.apis.v1 import conditions as cond
+from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
+from karpy.controllers.disruption.consolidation import node_price
+from karpy.explain.cluster import ClusterView
+from karpy.scheduling.engine import schedule
+from karpy.scheduling.engine.misfit import misfit
+from karpy.simulation.live import pending_plan_input
+from karpy.state import pods as podutil
+from karpy.state.inputs.builder import nodepool_usage
+
+__all__ = ["explain_pod"]
+
+
+def _row(pool: str, reason: str, obj: str, detail: str, fix: str) -> JSON:
+    return {
+        "nodePool": pool,
+        "fits": False,
+        "reason": reason,
+        "object": obj,
+        "detail": detail,
+        "fix": fix,
+    }
+
+
+def _name(obj: JSON) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+JSON = dict[str, Any]
+
+
+def _bound(view: ClusterView, pod: JSON, node_name: str) -> JSON:
+    node = view.node(node_name)
+    out: JSON = {"state": "bound", "node": node_name}
+    if node is None or not node.managed:
+        out["note"] = "the node is not one karpy or Karpenter launched"
+        return out
+    templates = {t.name: t for t in view.objects().templates}
+    price = node_price(node, templates.get(node.nodepool or ""))
+    out.update(
+        nodeClaim=node.nodeclaim_name,
+        nodePool=node.nodepool,
+        offering={
+            "instanceType": node.labels.get(LABEL_INSTANCE_TYPE),
+            "zone": node.labels.get(LABEL_TOPOLOGY_ZONE),
+            "capacityType": node.labels.get(LABEL_CAPACITY_TYPE),
+            "pricePerHour": price,
+        },
+    )
+    return out
+
+
+def _pending(view: ClusterView, pod: JSON, key: str) -> JSON:
+    out: JSON = {"state": "pending"}
+    nominated = (pod.get("status") or {}).get("nominatedNodeName")
+    if nominated:
+        out["nominatedNode"] = nominated
+    if not podutil.is_provisionable(pod):
+        out["note"] = "kube-scheduler has not marked it unschedulable: it may still place it"
+    built = pending_plan_input(view.objects())
+    if key in built.errors:
+        out["inputError"] = built.errors[key]
+    found = next((p for p in built.input.pods if p.key == key), None)
+    usage = built.input.pool_usage or nodepool_usage(view.nodes)
+    pools: list[JSON] = []
+    templates = {t.name: t for t in built.input.templates}
+    for name in sorted(view.nodepools):
+        if found is None:
+            break
+        raw = next((r for r in view.listed["nodepools"] if _name(r) == name), {})
+        if view.nodepools[name].is_static:
+            pools.append(
+                _row(
+                    name,
+                    "static-nodepool",
+                    f"NodePool/{name}",
+                    "a static NodePool launches no nodes for pods",
+                    "use a dynamic NodePool",
+                )
+            )
+            continue
+        waiting = get_condition(raw, cond.NODEPOOL_NODECLASS_READY)
+        template = templates.get(name)
+        if template is None or (waiting is not None and waiting.get("status") == cond.STATUS_FALSE):
+            spec = ((raw.get("spec") or {}).get("template") or {}).get("spec") or {}
+            ref = spec.get("nodeClassRef") or {}
+            detail = (waiting or {}).get("message") or "the provisioner leaves it out"
+            pools.append(
+                _row(
+                    name,
+                    "nodeclass-not-ready",
+                    f"{ref.get('kind', 'NodeClass')}/{ref.get('name', '')}",
+                    str(detail),
+                    "make the NodeClass Ready (see its status conditions)",
+                )
+            )
+            continue
+        why = misfit(found, template, usage=usage.get(name, {}))
+        pools.append({"nodePool": name, "fits": why is None, **(why.to_dict() if why else {})})
+    out["nodePools"] = pools
+    if found is not None:
+        result = schedule(built.input)
+        errors = built.explain(result.errors)
+        if key in errors:
+            out["scheduler"] = {"error": errors[key]}
+        else:
+            claim = next((c for c in result.node_claims if any(p.key == key for p in c.pods)), None)
+            if claim is not None:
+                out["scheduler"] = {
+                    "nodePool": claim.nodepool,
+                    "instanceTypes": [t.name for t in claim.instance_types[:5]],
+                    "pricePerHour": claim.price,
+                }
+            else:
+                node = next(
+                    (n for n, ps in result.existing.items() if any(p.key == key for p in ps)), None
+                )
+                out["scheduler"] = {"existingNode": node}
+    return out
+
+
+def explain_pod(view: ClusterView, pod: JSON) -> JSON:
+    key = podutil.pod_key(pod)
+    out: JSON = {"pod": key}
+    bound = podutil.node_name(pod)
+    out.update(_bound(view, pod, bound) if bound else _pending(view, pod, key))
+    return out

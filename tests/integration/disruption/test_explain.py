@@ -1,0 +1,297 @@
+"""`karpy explain` (the installed command) against the session's real apiserver, and the
+controller's `karpy_disruption_blocked_nodes` and events agreeing with it for the same node.
+
+Nodes: five 4-CPU nodes, each kept by one reason (a PDB, a do-not-disrupt pod, a budget of 0
+in a cron window, consolidateAfter not elapsed, a pod no cheaper type can hold). Pending pods:
+an arm64 pod with an amd64-only NodePool, a pod larger than any offering, an untolerated
+taint, a NodePool at its limit, and a pod whose volume is in another zone. Each answer's JSON
+names the reason word and the object, and its table names the same."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
+from karpy.controllers.disruption import metrics
+from karpy.controllers.disruption.controller import DisruptionController
+from karpy.kube import PODS, EventRecorder
+from karpy.kube.resources import (
+    EVENTS,
+    PERSISTENTVOLUMECLAIMS,
+    PERSISTENTVOLUMES,
+    PODDISRUPTIONBUDGETS,
+)
+from karpy.state import Cluster
+from tests.integration.disruption.support import (
+    AMD64_ON_DEMAND,
+    Env,
+    bare_pod,
+    consolidatable_node,
+    managed_node,
+    unschedulable,
+    untainted,
+)
+from tests.kit import kwok_nodeclass, nodepool, pdb
+
+pytestmark = pytest.mark.timeout(300)
+JSON = dict[str, Any]
+KARPY = str(Path(sys.executable).parent / "karpy")
+"""The installed console script, as users run it."""
+
+
+async def _explain(kubeconfig: str, *args: str, output: str = "json") -> str:
+    process = await asyncio.create_subprocess_exec(
+        KARPY,
+        "explain",
+        *args,
+        "-o",
+        output,
+        env={**os.environ, "KUBECONFIG": kubeconfig},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def _both(kubeconfig: str, *args: str) -> tuple[JSON, str]:
+    answer, table = await asyncio.gather(
+        _explain(kubeconfig, *args), _explain(kubeconfig, *args, output="table")
+    )
+    parsed: JSON = json.loads(answer)
+    return parsed, table
+
+
+def _consolidation(answer: JSON) -> JSON:
+    method: JSON = next(m for m in answer["methods"] if m["method"] == "consolidation")
+    return method
+
+
+async def _pools(env: Env) -> None:
+    await env.create(KWOKNODECLASSES, kwok_nodeclass())
+    common: JSON = {"requirements": AMD64_ON_DEMAND, "policy": "WhenEmptyOrUnderutilized"}
+    await env.create(
+        NODEPOOLS, nodepool("pool", consolidate_after="0s", budgets=[{"nodes": "100%"}], **common)
+    )
+    window = {"nodes": "0", "schedule": "* * * * *", "duration": "1h"}
+    await env.create(
+        NODEPOOLS, nodepool("frozen", consolidate_after="0s", budgets=[window], **common)
+    )
+    await env.create(NODEPOOLS, nodepool("slow", consolidate_after="1h", **common))
+
+
+async def test_explain_node_names_each_blocker_and_the_controller_agrees(
+    env: Env, kubeconfig: str, namespace: str
+) -> None:
+    await _pools(env)
+    for name in ("guarded", "pinned", "full"):
+        await consolidatable_node(env, name)
+    await consolidatable_node(env, "frozen-1", pool="frozen")
+    await managed_node(env, "slow-1", pool="slow", consolidatable=False)
+    web = {"protected": "yes"}
+    pods = [
+        bare_pod("guarded-0", namespace, "1", node="guarded", labels=web),
+        bare_pod(
+            "pinned-0",
+            namespace,
+            "1",
+            node="pinned",
+            annotations={"karpenter.sh/do-not-disrupt": "true"},
+        ),
+        bare_pod("full-0", namespace, "3500m", node="full"),
+        bare_pod("frozen-0", namespace, "1", node="frozen-1"),
+        bare_pod("slow-0", namespace, "1", node="slow-1"),
+    ]
+    for p in pods:
+        await env.client.create(PODS, p, namespace=namespace)
+    await env.client.create(
+        PODDISRUPTIONBUDGETS,
+        pdb("guard", namespace, selector={"matchLabels": web}),
+        namespace=namespace,
+    )
+    await untainted(env, ["guarded", "pinned", "full", "frozen-1", "slow-1"])
+
+    expected = {
+        "guarded": ("pdb", f"PodDisruptionBudget/{namespace}/guard"),
+        "pinned": ("do-not-disrupt", f"Pod/{namespace}/pinned-0"),
+        "frozen-1": ("budget", "NodePool/frozen"),
+        "slow-1": ("consolidate-after", "NodePool/slow"),
+        "full": ("no-cheaper-replacement", "Node/full"),
+    }
+    answers = await asyncio.gather(*(_both(kubeconfig, "node", n) for n in expected))
+    for (name, (reason, obj)), (answer, table) in zip(expected.items(), answers, strict=True):
+        blocker = _consolidation(answer).get("blocker")
+        assert blocker is not None, (name, answer)
+        assert (blocker["reason"], blocker["object"]) == (reason, obj), (name, answer)
+        row = next(line for line in table.splitlines() if line.startswith("consolidation"))
+        assert reason in row and obj in row, (name, table)
+
+    # the controller, on its informers' state, publishes the same words for the same nodes
+    cluster = Cluster(env.cache)
+    recorder = EventRecorder(env.client)
+    controller = DisruptionController(
+        client=env.client,
+        cluster=cluster,
+        events=recorder,
+        pdbs=await env.informer(PODDISRUPTIONBUDGETS),
+    )
+    await env.until(
+        lambda: cluster.synced() and len([n for n in cluster.nodes() if n.initialized]) == 5,
+        message="cluster state with the five nodes",
+    )
+    verdicts = controller.verdicts()
+    by_name = {
+        (n.node_name or ""): v
+        for n in cluster.nodes()
+        for key, (_, v) in verdicts.items()
+        if key == n.key
+    }
+    for name, (reason, obj) in list(expected.items())[:4]:  # the search's word needs a pass
+        got = next(v for v in by_name[name] if v.method == "consolidation").blocker
+        assert got is not None and (got.reason, got.object) == (reason, obj), name
+    await controller.publish_blockers()
+    for pool, reason in (("pool", "pdb"), ("pool", "do-not-disrupt"), ("frozen", "budget")):
+        gauge = metrics.BLOCKED_NODES.labels(pool, "consolidation", reason)
+        assert gauge._value.get() >= 1, (pool, reason)
+    # and its DisruptionBlocked event on the Node starts with the same word
+    controller.prepare(controller.methods[0], publish=True)
+    await recorder.flush()
+    listed = await env.client.list(EVENTS, field_selector="reason=DisruptionBlocked")
+    messages = {e["message"] for e in listed.items if e["involvedObject"]["name"] == "guarded"}
+    assert messages and all(m.startswith("pdb: ") for m in messages), messages
+
+
+async def test_explain_pod_names_the_first_misfit_of_each_nodepool(
+    env: Env, kubeconfig: str, namespace: str
+) -> None:
+    await env.create(KWOKNODECLASSES, kwok_nodeclass())
+    zone_a = [
+        *AMD64_ON_DEMAND,
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]},
+    ]
+    await env.create(NODEPOOLS, nodepool("amd", requirements=zone_a))
+    await env.create(
+        NODEPOOLS,
+        nodepool(
+            "tainted",
+            requirements=AMD64_ON_DEMAND,
+            taints=[{"key": "team", "value": "x", "effect": "NoSchedule"}],
+        ),
+    )
+    await env.create(
+        NODEPOOLS, nodepool("capped", requirements=AMD64_ON_DEMAND, limits={"cpu": "0"})
+    )
+    await unschedulable(env, namespace, "huge", "1000")
+    arm = bare_pod(
+        "arm",
+        namespace,
+        "1",
+        spec={"schedulerName": "elsewhere", "nodeSelector": {"kubernetes.io/arch": "arm64"}},
+    )
+    await env.client.create(PODS, arm, namespace=namespace)
+    await env.client.patch_status(
+        PODS,
+        "arm",
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "no nodes",
+                    }
+                ]
+            }
+        },
+        namespace=namespace,
+    )
+    pv = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"{namespace}-vol"},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": "/tmp/x"},
+            "storageClassName": "",
+            "claimRef": {"namespace": namespace, "name": "data"},
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "topology.kubernetes.io/zone",
+                                    "operator": "In",
+                                    "values": ["test-zone-b"],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            },
+        },
+    }
+    await env.client.create(PERSISTENTVOLUMES, pv)
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data", "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "volumeName": f"{namespace}-vol",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    await env.client.create(PERSISTENTVOLUMECLAIMS, pvc, namespace=namespace)
+    zonal = bare_pod(
+        "zonal",
+        namespace,
+        "1",
+        spec={"schedulerName": "elsewhere"},
+        volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}],
+    )
+    await env.client.create(PODS, zonal, namespace=namespace)
+    await env.client.patch_status(
+        PODS,
+        "zonal",
+        {
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "no nodes",
+                    }
+                ]
+            }
+        },
+        namespace=namespace,
+    )
+    cases = {
+        "arm": {"amd": "requirement"},
+        "huge": {"amd": "resources"},
+        "zonal": {"amd": "volume-zone", "tainted": "taint", "capped": "limits"},
+    }
+    answers = await asyncio.gather(
+        *(_both(kubeconfig, "pod", name, "-n", namespace) for name in cases)
+    )
+    for (name, want), (answer, table) in zip(cases.items(), answers, strict=True):
+        assert answer["state"] == "pending", answer
+        got = {p["nodePool"]: p for p in answer["nodePools"]}
+        for pool, reason in want.items():
+            assert got[pool]["reason"] == reason, (name, pool, answer)
+            row = next(line for line in table.splitlines() if line.startswith(pool + " "))
+            assert reason in row and got[pool]["object"] in row, (name, table)
+    assert got["tainted"]["object"] == "Taint/team=x:NoSchedule"
