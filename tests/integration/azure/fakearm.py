@@ -87,6 +87,7 @@ class ArmState:
     """VMs and NICs by lowercased resource id."""
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
     lro_polls: int = 1
+    price_page_size: int = 100
     throttled: int = 0
     vm_faults: list[Fault] = field(default_factory=list)
     operations: dict[str, _Operation] = field(default_factory=dict)
@@ -350,10 +351,20 @@ class FakeArm:
     # Retail prices -------------------------------------------------------------------------
 
     def _prices(self, request: web.Request) -> web.Response:
+        """One page of `price_page_size` items; the next page's link carries `$skip`, as the
+        Retail Prices API's does."""
         self.state.calls[("GET", "prices")] += 1
+        query = request.query.get("$filter", "")
         items = self.state.prices
-        if m := re.search(r"armRegionName eq '([^']+)'", request.query.get("$filter", "")):
+        if m := re.search(r"armRegionName eq '([^']+)'", query):
             items = [i for i in items if i.get("armRegionName") == m[1]]
+        skip = int(request.query.get("$skip", "0"))
+        page = items[skip : skip + self.state.price_page_size]
+        following = None
+        if skip + len(page) < len(items):
+            following = str(
+                request.url.with_query({"$filter": query, "$skip": str(skip + len(page))})
+            )
         return web.json_response(
-            {"BillingCurrency": "USD", "Items": items, "NextPageLink": None, "Count": len(items)}
+            {"BillingCurrency": "USD", "Items": page, "NextPageLink": following, "Count": len(page)}
         )
