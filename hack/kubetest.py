@@ -33,6 +33,7 @@ CLUSTER_SCOPED_TEST_KINDS = (
     "nodepools.karpenter.sh",
     "nodes",
     "ec2nodeclasses.karpenter.k8s.aws",
+    "aksnodeclasses.karpenter.azure.com",
     "kwoknodeclasses.karpenter.kwok.sh",
     "schedulingconfigs.karpenter.sh",
     "nodeoverlays.karpenter.sh",

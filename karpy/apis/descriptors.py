@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from karpy.apis.autoscaling.v1beta1 import CAPACITYBUFFER
 from karpy.apis.aws.v1.ec2nodeclass import EC2NODECLASS
+from karpy.apis.azure.v1beta1.aksnodeclass import AKSNODECLASS
 from karpy.apis.kwok.v1alpha1 import KWOKNODECLASS
 from karpy.apis.resource import CustomResource
 from karpy.apis.v1 import NODECLAIM, NODEPOOL, SCHEDULINGCONFIG
@@ -19,6 +20,7 @@ from karpy.apis.v1alpha1 import NODEOVERLAY
 from karpy.kube.resources import Resource
 
 __all__ = [
+    "AKSNODECLASSES",
     "CAPACITYBUFFERS",
     "CRD_RESOURCES",
     "EC2NODECLASSES",
@@ -48,6 +50,7 @@ NODEPOOLS: Final = of(NODEPOOL)
 NODECLAIMS: Final = of(NODECLAIM)
 KWOKNODECLASSES: Final = of(KWOKNODECLASS)
 EC2NODECLASSES: Final = of(EC2NODECLASS)
+AKSNODECLASSES: Final = of(AKSNODECLASS)
 SCHEDULINGCONFIGS: Final = of(SCHEDULINGCONFIG)
 NODEOVERLAYS: Final = of(NODEOVERLAY)
 CAPACITYBUFFERS: Final = of(CAPACITYBUFFER)

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from karpy.apis.autoscaling.v1beta1.capacitybuffer import CAPACITYBUFFER
 from karpy.apis.aws.v1.ec2nodeclass import EC2NODECLASS
+from karpy.apis.azure.v1beta1.aksnodeclass import AKSNODECLASS
 from karpy.apis.errors import FieldError, ValidationError
 from karpy.apis.kwok.v1alpha1.kwoknodeclass import KWOKNODECLASS
 from karpy.apis.resource import CustomResource
@@ -20,6 +21,7 @@ RESOURCES: Final[tuple[CustomResource[Any], ...]] = (
     NODEPOOL,
     NODECLAIM,
     EC2NODECLASS,
+    AKSNODECLASS,
     KWOKNODECLASS,
     SCHEDULINGCONFIG,
     NODEOVERLAY,

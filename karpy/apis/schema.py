@@ -81,7 +81,8 @@ class Schema:
     default: Any = UNSET
     emit_default: bool = True
     rules: tuple[Rule, ...] = ()
-    list_type: Literal["atomic", "set"] | None = None
+    list_type: Literal["atomic", "set", "map"] | None = None
+    list_map_keys: tuple[str, ...] | None = None
     int_or_string: bool = False
     opaque: bool = False
 
@@ -265,6 +266,10 @@ def _apply(out: JSON, marker: Schema) -> None:
         ("maxProperties", marker.max_properties),
         ("format", marker.format),
         ("x-kubernetes-list-type", marker.list_type),
+        (
+            "x-kubernetes-list-map-keys",
+            list(marker.list_map_keys) if marker.list_map_keys else None,
+        ),
     )
     for key, value in keys:
         if value is not None:

@@ -42,6 +42,7 @@ CRD_NAMES = (  # in deletion order: claims before pools
     "nodeclaims.karpenter.sh",
     "nodepools.karpenter.sh",
     "ec2nodeclasses.karpenter.k8s.aws",
+    "aksnodeclasses.karpenter.azure.com",
     "kwoknodeclasses.karpenter.kwok.sh",
     "schedulingconfigs.karpenter.sh",
     "nodeoverlays.karpenter.sh",
@@ -434,6 +435,6 @@ def test_status_is_a_subresource(crds: None, kubectl: Kubectl) -> None:
 
 
 def test_every_resource_is_covered() -> None:
-    kinds = {NODEPOOL.kind, NODECLAIM.kind, EC2NODECLASS.kind, KWOKNODECLASS.kind}
+    kinds = {NODEPOOL.kind, NODECLAIM.kind, EC2NODECLASS.kind, KWOKNODECLASS.kind, "AKSNodeClass"}
     extensions = {SCHEDULINGCONFIG.kind, NODEOVERLAY.kind, "CapacityBuffer"}
     assert kinds | extensions == {c.kind for c in CASES}

@@ -463,9 +463,9 @@ def test_crds_ship_in_both_charts_as_generated(helm: Helm) -> None:
     generated = {
         p.name: yaml.safe_load(p.read_text()) for p in (REPO / "manifests" / "crds").glob("*.yaml")
     }
-    assert (
-        len(generated) == 7
-    )  # Karpenter's five (with NodeOverlay), SchedulingConfig, CapacityBuffer
+    # Karpenter's five (with NodeOverlay), the Azure provider's AKSNodeClass, SchedulingConfig,
+    # CapacityBuffer
+    assert len(generated) == 8
     names = {doc["metadata"]["name"] for doc in generated.values()}
     crd_chart = helm.template(chart=CRD_CHART)
     assert {d["metadata"]["name"] for d in crd_chart} == names

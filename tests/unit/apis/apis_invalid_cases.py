@@ -38,6 +38,15 @@ def ec2nodeclass(name: str = "ec2") -> Obj:
     return kit.ec2nodeclass(name)
 
 
+def aksnodeclass(name: str = "aks") -> Obj:
+    return {
+        "apiVersion": "karpenter.azure.com/v1beta1",
+        "kind": "AKSNodeClass",
+        "metadata": {"name": name},
+        "spec": {"imageFamily": "Ubuntu2204", "osDiskSizeGB": 128},
+    }
+
+
 def kwoknodeclass(name: str = "kwok") -> Obj:
     return kit.kwok_nodeclass(name, delay="5s")
 
@@ -73,6 +82,7 @@ BASES: dict[str, Callable[[str], Obj]] = {
     "NodePool": nodepool,
     "NodeClaim": nodeclaim,
     "EC2NodeClass": ec2nodeclass,
+    "AKSNodeClass": aksnodeclass,
     "KWOKNodeClass": kwoknodeclass,
     "SchedulingConfig": schedulingconfig,
     "NodeOverlay": nodeoverlay,
@@ -1152,10 +1162,156 @@ CAPACITYBUFFER_CASES = [
     ),
 ]
 
+
+def _dns_zone(zone: str, destination: str, **changes: Any) -> Obj:
+    override: Obj = {
+        "zone": zone,
+        "queryLogging": "Error",
+        "protocol": "PreferUDP",
+        "forwardDestination": destination,
+        "forwardPolicy": "Sequential",
+        "maxConcurrent": 1000,
+        "cacheDuration": "1h",
+        "serveStaleDuration": "1h",
+        "serveStale": "Verify",
+    }
+    override.update(changes)
+    return override
+
+
+def _local_dns(vnet: list[Obj] | None = None, kube: list[Obj] | None = None) -> Obj:
+    return {
+        "mode": "Required",
+        "vnetDNSOverrides": vnet
+        if vnet is not None
+        else [_dns_zone(".", "VnetDNS"), _dns_zone("cluster.local", "ClusterCoreDNS")],
+        "kubeDNSOverrides": kube
+        if kube is not None
+        else [_dns_zone(".", "ClusterCoreDNS"), _dns_zone("cluster.local", "ClusterCoreDNS")],
+    }
+
+
+# AKSNodeClass (karpenter.azure.com/v1beta1): the upstream Azure provider's CRD rules and messages.
+AKS_CASES = [
+    Case(
+        "aks-unknown-image-family",
+        "AKSNodeClass",
+        _set("spec.imageFamily", "Debian"),
+        "spec.imageFamily",
+        'Unsupported value: "Debian"',
+    ),
+    Case(
+        "aks-os-disk-too-small",
+        "AKSNodeClass",
+        _set("spec.osDiskSizeGB", 29),
+        "spec.osDiskSizeGB",
+        "should be greater than or equal to 30",
+    ),
+    Case(
+        "aks-max-pods-too-many",
+        "AKSNodeClass",
+        _set("spec.maxPods", 251),
+        "spec.maxPods",
+        "should be less than or equal to 250",
+    ),
+    Case(
+        "aks-subnet-not-a-subnet-id",
+        "AKSNodeClass",
+        _set("spec.vnetSubnetID", "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Network"),
+        "spec.vnetSubnetID",
+        "should match",
+    ),
+    Case(
+        "aks-fips-on-ubuntu2204",
+        "AKSNodeClass",
+        _set("spec.fipsMode", "FIPS"),
+        "spec",
+        "FIPS is not yet supported for Ubuntu2204 or Ubuntu2404",
+    ),
+    Case(
+        "aks-linux-config-on-windows",
+        "AKSNodeClass",
+        _set("spec", {"imageFamily": "Windows2022", "linuxOSConfig": {}}),
+        "spec",
+        "linuxOSConfig is not supported for Windows image families",
+    ),
+    Case(
+        "aks-swap-without-fail-swap-on-false",
+        "AKSNodeClass",
+        _set("spec.linuxOSConfig", {"swapFileSize": "2Gi"}),
+        "spec",
+        "kubelet.failSwapOn must be set to false when linuxOSConfig.swapFileSize is specified",
+    ),
+    Case(
+        "aks-image-gc-thresholds-inverted",
+        "AKSNodeClass",
+        _set("spec.kubelet", {"imageGCHighThresholdPercent": 50, "imageGCLowThresholdPercent": 60}),
+        "spec.kubelet",
+        "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
+    ),
+    Case(
+        "aks-tag-key-with-percent",
+        "AKSNodeClass",
+        _set("spec.tags", {"cost%center": "a"}),
+        "spec.tags",
+        "tags keys must not contain '<', '>', '%', '&', or '?'",
+    ),
+    Case(
+        "aks-sysctl-rmem-default-over-max",
+        "AKSNodeClass",
+        _set(
+            "spec.linuxOSConfig",
+            {"sysctls": {"netCoreRmemDefault": 300000, "netCoreRmemMax": 250000}},
+        ),
+        "spec.linuxOSConfig.sysctls",
+        "netCoreRmemDefault must be <= netCoreRmemMax",
+    ),
+    Case(
+        "aks-sysctl-port-range-reversed",
+        "AKSNodeClass",
+        _set("spec.linuxOSConfig", {"sysctls": {"netIPv4IPLocalPortRange": "40000 33000"}}),
+        "spec.linuxOSConfig.sysctls",
+        "netIPv4IPLocalPortRange first port must be <= last port",
+    ),
+    Case(
+        "aks-local-dns-missing-zone",
+        "AKSNodeClass",
+        _set("spec.localDNS", _local_dns(kube=[_dns_zone(".", "ClusterCoreDNS")])),
+        "spec.localDNS.kubeDNSOverrides",
+        "must contain required zones '.' and 'cluster.local'",
+    ),
+    Case(
+        "aks-local-dns-cluster-local-to-vnet",
+        "AKSNodeClass",
+        _set(
+            "spec.localDNS",
+            _local_dns(vnet=[_dns_zone(".", "VnetDNS"), _dns_zone("cluster.local", "VnetDNS")]),
+        ),
+        "spec.localDNS.vnetDNSOverrides[1]",
+        "'cluster.local' cannot be forwarded to VnetDNS",
+    ),
+    Case(
+        "aks-local-dns-stale-verify-over-tcp",
+        "AKSNodeClass",
+        _set(
+            "spec.localDNS",
+            _local_dns(
+                kube=[
+                    _dns_zone(".", "ClusterCoreDNS", protocol="ForceTCP"),
+                    _dns_zone("cluster.local", "ClusterCoreDNS"),
+                ]
+            ),
+        ),
+        "spec.localDNS.kubeDNSOverrides[0]",
+        "serveStale Verify cannot be used with protocol ForceTCP",
+    ),
+]
+
 CASES: list[Case] = [
     *NODEPOOL_CASES,
     *NODECLAIM_CASES,
     *EC2_CASES,
+    *AKS_CASES,
     *KWOK_CASES,
     *SCHEDULINGCONFIG_CASES,
     *NODEOVERLAY_CASES,

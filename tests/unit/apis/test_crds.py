@@ -21,6 +21,7 @@ FILES = {
     "karpenter.sh_nodepools.yaml",
     "karpenter.sh_nodeclaims.yaml",
     "karpenter.k8s.aws_ec2nodeclasses.yaml",
+    "karpenter.azure.com_aksnodeclasses.yaml",
     "karpenter.kwok.sh_kwoknodeclasses.yaml",
     "karpenter.sh_schedulingconfigs.yaml",  # karpy's extension
     "karpenter.sh_nodeoverlays.yaml",
@@ -60,6 +61,7 @@ def test_rendering_is_deterministic() -> None:
         "nodepools.karpenter.sh",
         "nodeclaims.karpenter.sh",
         "ec2nodeclasses.karpenter.k8s.aws",
+        "aksnodeclasses.karpenter.azure.com",
         "kwoknodeclasses.karpenter.kwok.sh",
         "schedulingconfigs.karpenter.sh",
         "nodeoverlays.karpenter.sh",
@@ -91,6 +93,9 @@ def test_names_scope_and_categories() -> None:
         if resource.kind == "CapacityBuffer":  # the cluster-autoscaler API: namespaced, no category
             assert spec["scope"] == "Namespaced"
             assert spec["names"]["shortNames"] == ["cb"]
+        elif resource.kind == "AKSNodeClass":  # the Azure provider's CRD adds AKS's "nap"
+            assert spec["scope"] == "Cluster"
+            assert spec["names"]["categories"] == ["karpenter", "nap"]
         else:
             assert spec["scope"] == "Cluster"
             assert spec["names"]["categories"] == ["karpenter"]

@@ -52,6 +52,7 @@ def test_the_table_covers_every_kind_and_updates() -> None:
         "NodePool",
         "NodeClaim",
         "EC2NodeClass",
+        "AKSNodeClass",
         "KWOKNodeClass",
         "SchedulingConfig",
         "NodeOverlay",

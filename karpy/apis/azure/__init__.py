@@ -1,0 +1,1 @@
+"""The Azure provider's API group `karpenter.azure.com`."""

@@ -1,0 +1,370 @@
+"""A small Azure Resource Manager over HTTPS on 127.0.0.1, for the Azure provider's tests.
+
+No Azure emulator can be installed here (moto covers AWS only), so this answers the ARM
+operations the provider uses, as the ARM REST reference describes them, to the real async SDK
+clients (`azure-mgmt-compute`, `-network`, `-resourcegraph`) pointed at it through `base_url`:
+
+- Resource SKUs: `GET /subscriptions/{s}/providers/Microsoft.Compute/skus` (`$filter=location eq`);
+- VMs and NICs: `PUT`/`GET`/`DELETE` on `/subscriptions/{s}/resourceGroups/{rg}/providers/
+  Microsoft.Compute/virtualMachines/{name}` and `.../Microsoft.Network/networkInterfaces/{name}`,
+  `GET` of the resource group's list. PUT answers 201 and DELETE 202, both with an
+  `Azure-AsyncOperation` header; the operation reads `InProgress` for `lro_polls` polls, then
+  `Succeeded` (or `Failed` with the injected error), so the SDK's pollers run unmodified;
+- Resource Graph: `POST /providers/Microsoft.ResourceGraph/resources` with the small query
+  subset the provider writes (`Resources | where type =~ '<type>'` and
+  `tags['<key>'] == '<value>'` clauses);
+- Retail prices: `GET /api/retail/prices` (`$filter=armRegionName eq '<r>'`), one page.
+
+HTTPS, because the SDK's bearer-token policy refuses plain HTTP: a self-signed certificate for
+127.0.0.1 made at start (clients pass `connection_verify=False`). Tokens are not checked.
+
+Faults are injected at this seam and counted: `throttle(n)` answers the next n requests 429 with
+`Retry-After`; `fail_vm_create(code, ...)` fails the next VM creations with an ARM error
+(`SkuNotAvailable`, `OperationNotAllowed` for quota at once with 409; `AllocationFailed`,
+`ZonalAllocationFailed` through the long-running operation, as ARM reports them).
+`calls` counts requests by (method, kind).
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import itertools
+import re
+import ssl
+import tempfile
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+JSON = dict[str, Any]
+
+_RG = r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers"
+_KINDS = {
+    "Microsoft.Compute/virtualMachines": "vm",
+    "Microsoft.Network/networkInterfaces": "nic",
+}
+# An async operation error ARM reports through the operation, not the PUT.
+ASYNC_ERRORS = frozenset(
+    {"AllocationFailed", "ZonalAllocationFailed", "OverconstrainedAllocationRequest"}
+)
+
+
+@dataclass
+class Fault:
+    """One injected VM-create failure."""
+
+    code: str
+    message: str
+    status: int = 409
+
+
+@dataclass
+class _Operation:
+    polls_left: int
+    error: Fault | None = None
+    on_success: Any = None
+
+
+@dataclass
+class ArmState:
+    """Everything the fake holds; tests read and seed it directly."""
+
+    skus: dict[str, list[JSON]] = field(default_factory=dict)
+    """Resource SKU records by location."""
+    prices: list[JSON] = field(default_factory=list)
+    """Retail price items."""
+    resources: dict[str, JSON] = field(default_factory=dict)
+    """VMs and NICs by lowercased resource id."""
+    calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    lro_polls: int = 1
+    price_page_size: int = 100
+    throttled: int = 0
+    vm_faults: list[Fault] = field(default_factory=list)
+    operations: dict[str, _Operation] = field(default_factory=dict)
+
+    def throttle(self, count: int) -> None:
+        self.throttled += count
+
+    def fail_vm_create(self, code: str, message: str = "", *, times: int = 1) -> None:
+        status = 200 if code in ASYNC_ERRORS else 409
+        for _ in range(times):
+            self.vm_faults.append(Fault(code, message or f"injected {code}", status))
+
+    def of_kind(self, kind: str) -> list[JSON]:
+        return [r for r in self.resources.values() if _KINDS.get(r["type"]) == kind]
+
+
+def _self_signed(directory: Path) -> ssl.SSLContext:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fake-arm")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "arm.crt", directory / "arm.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_path, key_path)
+    return context
+
+
+def _error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return web.json_response(
+        {"error": {"code": code, "message": message}}, status=status, headers=headers
+    )
+
+
+class FakeArm:
+    """The server; `async with FakeArm() as arm:` serves on `arm.url` until the block ends."""
+
+    def __init__(self) -> None:
+        self.state = ArmState()
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._ids = itertools.count(1)
+        self._tmp = tempfile.TemporaryDirectory(prefix="fakearm-")
+
+    async def __aenter__(self) -> FakeArm:
+        app = web.Application(middlewares=[self._middleware])
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(
+            self._runner, "127.0.0.1", 0, ssl_context=_self_signed(Path(self._tmp.name))
+        )
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"https://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self._tmp.cleanup()
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if self.state.throttled > 0:
+            self.state.throttled -= 1
+            self.state.calls[(request.method, "throttled")] += 1
+            return _error(429, "TooManyRequests", "throttled by the fake", {"Retry-After": "1"})
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = unquote(request.path)
+        if m := re.fullmatch(r"/subscriptions/[^/]+/providers/Microsoft\.Compute/skus", path):
+            return self._skus(request)
+        if m := re.fullmatch(r"/operations/(?P<id>\d+)", path):
+            return self._operation(request, m["id"])
+        if path == "/providers/Microsoft.ResourceGraph/resources":
+            return await self._graph(request)
+        if path == "/api/retail/prices":
+            return self._prices(request)
+        for type_, kind in _KINDS.items():
+            if m := re.fullmatch(_RG + "/" + re.escape(type_) + r"(?:/(?P<name>[^/]+))?", path):
+                return await self._resource(request, kind, type_, m)
+        return _error(404, "NotFound", f"the fake ARM does not serve {request.method} {path}")
+
+    # Resource SKUs -------------------------------------------------------------------------
+
+    def _skus(self, request: web.Request) -> web.Response:
+        self.state.calls[("GET", "skus")] += 1
+        location = None
+        if m := re.search(r"location eq '([^']+)'", request.query.get("$filter", "")):
+            location = m[1].lower()
+        items = [
+            sku
+            for loc, skus in self.state.skus.items()
+            if location is None or loc.lower() == location
+            for sku in skus
+        ]
+        return web.json_response({"value": items})
+
+    # VMs and NICs --------------------------------------------------------------------------
+
+    async def _resource(
+        self, request: web.Request, kind: str, type_: str, m: re.Match[str]
+    ) -> web.Response:
+        name = m["name"]
+        self.state.calls[(request.method, kind)] += 1
+        if name is None:
+            if request.method != "GET":
+                return _error(405, "MethodNotAllowed", request.method)
+            prefix = (
+                f"/subscriptions/{m['sub']}/resourcegroups/{m['rg']}/providers/{type_}/".lower()
+            )
+            return web.json_response(
+                {"value": [r for key, r in self.state.resources.items() if key.startswith(prefix)]}
+            )
+        rid = f"/subscriptions/{m['sub']}/resourceGroups/{m['rg']}/providers/{type_}/{name}"
+        key = rid.lower()
+        existing = self.state.resources.get(key)
+        if request.method == "GET":
+            if existing is None:
+                return _error(
+                    404, "ResourceNotFound", f"The Resource '{type_}/{name}' was not found."
+                )
+            return web.json_response(existing)
+        if request.method == "DELETE":
+            if existing is None:
+                return web.Response(status=204)
+            existing["properties"]["provisioningState"] = "Deleting"
+
+            def gone() -> None:
+                self.state.resources.pop(key, None)
+
+            return self._accepted(
+                request, _Operation(self.state.lro_polls, on_success=gone), status=202
+            )
+        if request.method == "PUT":
+            body: JSON = await request.json()
+            fault = None
+            if kind == "vm" and existing is None and self.state.vm_faults:
+                fault = self.state.vm_faults.pop(0)
+                if fault.code not in ASYNC_ERRORS:
+                    return _error(fault.status, fault.code, fault.message)
+            resource = self._store(rid, kind, type_, name, body, existing)
+
+            def settle() -> None:
+                resource["properties"]["provisioningState"] = "Succeeded"
+
+            op = _Operation(self.state.lro_polls, error=fault, on_success=settle)
+            if fault is not None:
+
+                def failed() -> None:
+                    resource["properties"]["provisioningState"] = "Failed"
+
+                op.on_success = failed
+            return self._accepted(request, op, status=200 if existing else 201, body=resource)
+        return _error(405, "MethodNotAllowed", request.method)
+
+    def _store(
+        self, rid: str, kind: str, type_: str, name: str, body: JSON, existing: JSON | None
+    ) -> JSON:
+        properties = dict(body.get("properties") or {})
+        properties["provisioningState"] = "Updating" if existing else "Creating"
+        resource: JSON = {
+            "id": rid,
+            "name": name,
+            "type": type_,
+            "location": body.get("location", ""),
+            "tags": body.get("tags") or {},
+            "properties": properties,
+        }
+        for extra in ("zones", "identity"):
+            if extra in body:
+                resource[extra] = body[extra]
+        if kind == "vm":
+            properties.setdefault("vmId", f"00000000-0000-0000-0000-{next(self._ids):012d}")
+        if kind == "nic":
+            for index, config in enumerate(properties.get("ipConfigurations") or ()):
+                config.setdefault("properties", {})["privateIPAddress"] = (
+                    f"10.224.0.{next(self._ids) % 250 + 4}"
+                )
+                config["properties"].setdefault("primary", index == 0)
+        self.state.resources[rid.lower()] = resource
+        return resource
+
+    def _accepted(
+        self, request: web.Request, op: _Operation, *, status: int, body: JSON | None = None
+    ) -> web.Response:
+        op_id = str(next(self._ids))
+        self.state.operations[op_id] = op
+        url = f"{request.scheme}://{request.host}/operations/{op_id}?api-version=2024-01-01"
+        headers = {"Azure-AsyncOperation": url, "Retry-After": "0"}
+        if status == 202:
+            headers["Location"] = url
+            return web.Response(status=202, headers=headers)
+        return web.json_response(body, status=status, headers=headers)
+
+    def _operation(self, request: web.Request, op_id: str) -> web.Response:
+        self.state.calls[("GET", "operation")] += 1
+        op = self.state.operations.get(op_id)
+        if op is None:
+            return _error(404, "NotFound", f"no operation {op_id}")
+        if op.polls_left > 0:
+            op.polls_left -= 1
+            return web.json_response({"status": "InProgress"}, headers={"Retry-After": "0"})
+        if op.on_success is not None:
+            op.on_success()
+            op.on_success = None
+        if op.error is not None:
+            return web.json_response(
+                {"status": "Failed", "error": {"code": op.error.code, "message": op.error.message}}
+            )
+        return web.json_response({"status": "Succeeded"})
+
+    # Resource Graph ------------------------------------------------------------------------
+
+    async def _graph(self, request: web.Request) -> web.Response:
+        self.state.calls[("POST", "graph")] += 1
+        body: JSON = await request.json()
+        query = str(body.get("query", ""))
+        rows = list(self.state.resources.values())
+        if m := re.search(r"type\s*=~\s*'([^']+)'", query):
+            rows = [r for r in rows if r["type"].lower() == m[1].lower()]
+        for tag, value in re.findall(
+            r"tags\[['\"]([^'\"]+)['\"]\]\s*==\s*['\"]([^'\"]*)['\"]", query
+        ):
+            rows = [r for r in rows if r["tags"].get(tag) == value]
+        data = [dict(r, type=r["type"].lower()) for r in rows]
+        return web.json_response(
+            {
+                "totalRecords": len(data),
+                "count": len(data),
+                "resultTruncated": "false",
+                "data": data,
+            }
+        )
+
+    # Retail prices -------------------------------------------------------------------------
+
+    def _prices(self, request: web.Request) -> web.Response:
+        """One page of `price_page_size` items; the next page's link carries `$skip`, as the
+        Retail Prices API's does."""
+        self.state.calls[("GET", "prices")] += 1
+        query = request.query.get("$filter", "")
+        items = self.state.prices
+        if m := re.search(r"armRegionName eq '([^']+)'", query):
+            items = [i for i in items if i.get("armRegionName") == m[1]]
+        skip = int(request.query.get("$skip", "0"))
+        page = items[skip : skip + self.state.price_page_size]
+        following = None
+        if skip + len(page) < len(items):
+            following = str(
+                request.url.with_query({"$filter": query, "$skip": str(skip + len(page))})
+            )
+        return web.json_response(
+            {"BillingCurrency": "USD", "Items": page, "NextPageLink": following, "Count": len(page)}
+        )
