@@ -21,14 +21,17 @@ DEFAULT = 20.0
 """Seconds assumed for a file not in `WEIGHTS` (most unit and integration files are shorter)."""
 
 WEIGHTS: dict[str, float] = {
-    "tests/e2e/test_drift_failure.py": 370.0,
-    "tests/e2e/test_consolidation.py": 290.0,
-    "tests/e2e/test_disruption.py": 250.0,
-    "tests/e2e/test_capacitybuffer.py": 136.0,
-    "tests/e2e/test_kubelets.py": 115.0,
-    "tests/e2e/test_drain_order.py": 103.0,
-    "tests/e2e/test_aws.py": 90.0,
-    "tests/e2e/test_static.py": 80.0,
+    "tests/e2e/test_takeover.py": 500.0,
+    "tests/e2e/test_drift_failure.py": 380.0,
+    "tests/e2e/test_disruption.py": 296.0,
+    "tests/e2e/test_consolidation.py": 291.0,
+    "tests/e2e/test_static.py": 291.0,
+    "tests/e2e/test_kubelets.py": 220.0,
+    "tests/e2e/test_drift.py": 197.0,
+    "tests/e2e/test_drain_order.py": 140.0,
+    "tests/integration/disruption/test_explain.py": 110.0,
+    "tests/e2e/test_capacitybuffer.py": 78.0,
+    "tests/e2e/test_aws.py": 59.0,
 }
 """Seconds per test file, by path relative to the repository."""
 
