@@ -35,6 +35,7 @@ install: $(VENV_STAMP) ## Install karpy and its development tools into .venv fro
 .PHONY: binaries
 binaries: ## Build (or reuse) the local control plane binaries
 	@hack/k8s/build.sh >/dev/null
+	@hack/prometheus/build.sh >/dev/null
 
 .PHONY: lint
 lint: $(VENV_STAMP) ## ruff, mypy --strict and the import-layer contracts
