@@ -131,10 +131,10 @@ class NodeUsage:
 def node_usages(nodes: Iterable[JSON], pods: Iterable[JSON]) -> list[NodeUsage]:
     """Each node with the requests and limits of the non-terminal pods bound to it."""
     usages = {str((n.get("metadata") or {}).get("name", "")): NodeUsage(n) for n in nodes}
-    for usage in usages.values():
+    for empty in usages.values():
         # as Karpenter's RequestsForPods, requests count the pods too (resource_type="pods")
-        usage.pod_requests["pods"] = 0.0
-        usage.daemon_requests["pods"] = 0.0
+        empty.pod_requests["pods"] = 0.0
+        empty.daemon_requests["pods"] = 0.0
     for pod in pods:
         usage = usages.get(str((pod.get("spec") or {}).get("nodeName") or ""))
         if usage is None or (pod.get("status") or {}).get("phase") in _TERMINAL:
