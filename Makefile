@@ -33,9 +33,10 @@ $(VENV_STAMP): uv.lock pyproject.toml | $(UV)
 install: $(VENV_STAMP) ## Install karpy and its development tools into .venv from uv.lock
 
 .PHONY: binaries
-binaries: ## Build (or reuse) the local control plane binaries and Karpenter's kwok controller
+binaries: ## Build (or reuse) the local control plane binaries, Karpenter's kwok controller and Prometheus
 	@hack/k8s/build.sh >/dev/null
 	@nice -n 10 hack/karpenter/build.sh >/dev/null
+	@nice -n 10 hack/prometheus/build.sh >/dev/null
 
 .PHONY: lint
 lint: $(VENV_STAMP) ## ruff, mypy --strict and the import-layer contracts

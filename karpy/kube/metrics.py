@@ -9,8 +9,12 @@ registry.
 
 from __future__ import annotations
 
+import math
+import threading
+import time
 import weakref
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple, Protocol
 
 from prometheus_client import (
@@ -21,10 +25,12 @@ from prometheus_client import (
     Counter,
     Gauge,
     Histogram,
+    Summary,
     disable_created_metrics,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 __all__ = [
     "ACTIVE_WORKERS",
@@ -36,6 +42,8 @@ __all__ = [
     "RECONCILE_TOTAL",
     "REGISTRY",
     "REST_CLIENT_REQUESTS",
+    "SUMMARY_MAX_AGE",
+    "SUMMARY_QUANTILES",
     "TERMINAL_RECONCILE_ERRORS",
     "WORKQUEUE_ADDS",
     "WORKQUEUE_DEPTH",
@@ -43,6 +51,7 @@ __all__ = [
     "WORKQUEUE_RETRIES",
     "WORKQUEUE_WORK_DURATION",
     "InFlightSource",
+    "QuantileSummary",
     "RegisteredMetric",
     "register_in_flight",
     "registered_metrics",
@@ -151,6 +160,58 @@ EVENT_LOOP_LAG = Gauge(
     "Largest delay of the asyncio event loop observed over the last sampling window",
     registry=REGISTRY,
 )
+
+# Karpenter's `metrics.SummaryObjectives()` quantiles, over client_golang's default window
+# (`DefMaxAge`: observations of the last ten minutes).
+SUMMARY_QUANTILES: tuple[float, ...] = (0.0, 0.5, 0.9, 0.99, 1.0)
+SUMMARY_MAX_AGE = 600.0
+_SUMMARY_MAX_SAMPLES = 4096
+
+
+class QuantileSummary(Summary):
+    """A summary that exports quantiles, as Go's client does and dashboards query
+    (`{quantile="0.99"}`); prometheus_client's own exports only `_count` and `_sum`.
+
+    Each child keeps its observations of the last `SUMMARY_MAX_AGE` seconds (at most the
+    latest 4,096) and ranks them exactly at scrape time; with none in the window every quantile
+    is NaN, as Go's summary reports.
+    """
+
+    def _metric_init(self) -> None:
+        super()._metric_init()
+        self._window: deque[tuple[float, float]] = deque(maxlen=_SUMMARY_MAX_SAMPLES)
+        self._window_lock = threading.Lock()
+
+    def observe(self, amount: float) -> None:
+        super().observe(amount)
+        with self._window_lock:
+            self._window.append((time.monotonic(), amount))
+
+    def _child_samples(self) -> Iterable[Sample]:
+        horizon = time.monotonic() - SUMMARY_MAX_AGE
+        with self._window_lock:
+            while self._window and self._window[0][0] < horizon:
+                self._window.popleft()
+            values = sorted(v for _, v in self._window)
+        quantiles = [
+            Sample("", {"quantile": _format_quantile(q)}, _rank(values, q), None, None)
+            for q in SUMMARY_QUANTILES
+        ]
+        return (*quantiles, *super()._child_samples())
+
+
+def _rank(ordered: Sequence[float], q: float) -> float:
+    """The q-quantile of sorted values: the smallest value with at least q of them at or
+    below it (the minimum for 0, the maximum for 1); NaN for none."""
+    if not ordered:
+        return math.nan
+    index = max(0, math.ceil(q * len(ordered)) - 1)
+    return ordered[min(index, len(ordered) - 1)]
+
+
+def _format_quantile(q: float) -> str:
+    # Go formats 0 and 1 as "0" and "1"; prometheus_client's float text would say "0.0"
+    return f"{q:g}"
 
 
 class InFlightSource(Protocol):

@@ -17,6 +17,7 @@ __all__ = [
     "EVALUATION_DURATION",
     "FAILED_VALIDATIONS_TOTAL",
     "QUEUE_FAILURES_TOTAL",
+    "SAVINGS_TOTAL",
 ]
 
 DECISIONS_TOTAL = Counter(
@@ -65,7 +66,8 @@ EVALUATION_DURATION = Histogram(
     "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
     "Duration of the disruption decision evaluation process in seconds. Labeled by method and "
     "consolidation type.",
-    ["method", "consolidation_type"],
+    # Karpenter's help says "method"; its label is the method's reason (lower case)
+    ["reason", "consolidation_type"],
     buckets=DURATION_BUCKETS,
     registry=REGISTRY,
 )
@@ -83,5 +85,14 @@ BLOCKED_NODES = Gauge(
     "budget, consolidate-after, not-initialized, nominated, no-cheaper-replacement, "
     "spot-to-spot, min-values, static-nodepool); `karpy explain node` names each one.",
     ["nodepool", "method", "reason"],
+    registry=REGISTRY,
+)
+# karpy's own: what consolidation saves, so a dashboard can show savings over time.
+SAVINGS_TOTAL = Counter(
+    "karpy_disruption_savings_total",
+    "Hourly price removed by started consolidation commands (the candidates' price minus their "
+    "replacements'), in the catalogue's currency per hour, by reason and consolidation type. "
+    "Commands whose saving is not priced (emptiness, drift) add nothing.",
+    ["reason", "consolidation_type"],
     registry=REGISTRY,
 )

@@ -131,11 +131,15 @@ class NodeUsage:
 def node_usages(nodes: Iterable[JSON], pods: Iterable[JSON]) -> list[NodeUsage]:
     """Each node with the requests and limits of the non-terminal pods bound to it."""
     usages = {str((n.get("metadata") or {}).get("name", "")): NodeUsage(n) for n in nodes}
+    for empty in usages.values():
+        # as Karpenter's RequestsForPods, requests count the pods too (resource_type="pods")
+        empty.pod_requests["pods"] = 0.0
+        empty.daemon_requests["pods"] = 0.0
     for pod in pods:
         usage = usages.get(str((pod.get("spec") or {}).get("nodeName") or ""))
         if usage is None or (pod.get("status") or {}).get("phase") in _TERMINAL:
             continue
-        requests, limits = _requests(pod), _limits(pod)
+        requests, limits = {**_requests(pod), "pods": 1.0}, _limits(pod)
         _add(usage.pod_requests, requests)
         _add(usage.pod_limits, limits)
         if _is_daemon(pod):

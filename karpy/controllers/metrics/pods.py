@@ -14,10 +14,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from prometheus_client import Gauge, Histogram, Summary
+from prometheus_client import Gauge, Histogram
 
 from karpy.controllers.metrics.upstream import DURATION_BUCKETS, KARPENTER_METRICS
-from karpy.kube.metrics import REGISTRY
+from karpy.kube.metrics import REGISTRY, QuantileSummary
 
 __all__ = ["PodTimings"]
 
@@ -25,8 +25,8 @@ _HELP: Final = {m.name: m.help for m in KARPENTER_METRICS}
 _TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 
 
-def _summary(name: str) -> Summary:
-    return Summary(name, _HELP[name], registry=REGISTRY)
+def _summary(name: str) -> QuantileSummary:
+    return QuantileSummary(name, _HELP[name], registry=REGISTRY)
 
 
 def _histogram(name: str) -> Histogram:

@@ -405,14 +405,14 @@ KARPENTER_METRICS: Final[tuple[KarpenterMetric, ...]] = (
     _m(
         "karpenter_scheduler_queue_depth",
         "gauge",
-        ("controller", "schedulingID"),
+        ("controller", "scheduling_id"),
         "The number of pods currently waiting to be scheduled.",
         _SCHEDULER,
     ),
     _m(
         "karpenter_scheduler_unfinished_work_seconds",
         "gauge",
-        ("controller", "schedulingID"),
+        ("controller", "scheduling_id"),
         "How many seconds of work has been done that is in progress and hasn't been observed by "
         "scheduling_duration_seconds.",
         _SCHEDULER,
@@ -436,7 +436,7 @@ KARPENTER_METRICS: Final[tuple[KarpenterMetric, ...]] = (
     _m(
         "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
         "histogram",
-        ("method", "consolidation_type"),
+        ("reason", "consolidation_type"),
         "Duration of the disruption decision evaluation process in seconds. Labeled by method "
         "and consolidation type.",
         _DISRUPTION,

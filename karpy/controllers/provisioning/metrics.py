@@ -10,6 +10,8 @@ __all__ = [
     "IGNORED_PODS",
     "NODECLAIMS_CREATED",
     "OPTIMALITY_GAP",
+    "PLAN_COST",
+    "PLAN_LOWER_BOUND",
     "QUEUE_DEPTH",
     "SCHEDULING_DURATION",
     "UNFINISHED_WORK",
@@ -33,14 +35,14 @@ SCHEDULING_DURATION = Histogram(
 QUEUE_DEPTH = Gauge(
     "karpenter_scheduler_queue_depth",
     "The number of pods currently waiting to be scheduled.",
-    ["controller", "schedulingID"],
+    ["controller", "scheduling_id"],
     registry=REGISTRY,
 )
 UNFINISHED_WORK = Gauge(
     "karpenter_scheduler_unfinished_work_seconds",
     "How many seconds of work has been done that is in progress and hasn't been observed by "
     "scheduling_duration_seconds.",
-    ["controller", "schedulingID"],
+    ["controller", "scheduling_id"],
     registry=REGISTRY,
 )
 UNSCHEDULABLE_PODS = Gauge(
@@ -61,5 +63,17 @@ OPTIMALITY_GAP = Histogram(
     "Gap between a provisioning plan's cost and the best lower bound the exact planner proved, "
     "as a fraction of the cost, per batch small enough for the exact planner.",
     buckets=(0.0, 0.001, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0),
+    registry=REGISTRY,
+)
+PLAN_COST = Gauge(
+    "karpy_scheduler_plan_cost",
+    "Hourly price of the NodeClaims the latest provisioning plan launches, at the offerings it "
+    "chose (0 when it launches none).",
+    registry=REGISTRY,
+)
+PLAN_LOWER_BOUND = Gauge(
+    "karpy_scheduler_plan_lower_bound",
+    "The best lower bound on the hourly price of any plan for the latest provisioning batch "
+    "(equal to karpy_scheduler_plan_cost when the plan is proven cheapest).",
     registry=REGISTRY,
 )

@@ -203,6 +203,8 @@ class Provisioner:
         laps.lap("simulate")
         if result.gap is not None:
             metrics.OPTIMALITY_GAP.observe(result.gap)
+        metrics.PLAN_COST.set(result.cost)
+        metrics.PLAN_LOWER_BOUND.set(max(result.lower_bound, result.best_bound or 0.0))
         log.debug(
             "provisioning plan optimality",
             pods=len(batch.pods),

@@ -231,6 +231,10 @@ class OrchestrationQueue:
             metrics.DECISIONS_BY_NODEPOOL_TOTAL.labels(
                 pool, command.decision, command.reason.lower(), command.consolidation_type
             ).inc()
+        if command.savings is not None and command.savings > 0:
+            metrics.SAVINGS_TOTAL.labels(command.reason.lower(), command.consolidation_type).inc(
+                command.savings
+            )
         persisted = {
             ANNOTATION_COMMAND: command_id,
             ANNOTATION_REPLACEMENTS: str(len(command.replacements)),

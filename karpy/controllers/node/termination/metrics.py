@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import Counter, Gauge, Histogram, Summary
+from prometheus_client import Counter, Gauge, Histogram
 
-from karpy.kube.metrics import REGISTRY
+from karpy.kube.metrics import REGISTRY, QuantileSummary
 
 __all__ = [
     "EVICTION_QUEUE_DEPTH",
@@ -27,7 +27,7 @@ NODES_TERMINATED: Final = Counter(
     ["nodepool", "zone"],
     registry=REGISTRY,
 )
-NODE_TERMINATION_DURATION: Final = Summary(
+NODE_TERMINATION_DURATION: Final = QuantileSummary(
     "karpenter_nodes_termination_duration_seconds",
     "The time taken between a node's deletion request and the removal of its finalizer",
     ["nodepool"],

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import Counter, Summary
+from prometheus_client import Counter
 
-from karpy.kube.metrics import REGISTRY
+from karpy.kube.metrics import REGISTRY, QuantileSummary
 
 __all__ = [
     "INSTANCE_TERMINATION_DURATION",
@@ -21,13 +21,13 @@ NODECLAIMS_TERMINATED: Final = Counter(
     ["nodepool", "capacity_type", "zone"],
     registry=REGISTRY,
 )
-NODECLAIM_TERMINATION_DURATION: Final = Summary(
+NODECLAIM_TERMINATION_DURATION: Final = QuantileSummary(
     "karpenter_nodeclaims_termination_duration_seconds",
     "Duration of NodeClaim termination in seconds.",
     ["nodepool"],
     registry=REGISTRY,
 )
-INSTANCE_TERMINATION_DURATION: Final = Summary(
+INSTANCE_TERMINATION_DURATION: Final = QuantileSummary(
     "karpenter_nodeclaims_instance_termination_duration_seconds",
     "Duration of CloudProvider Instance termination in seconds.",
     ["nodepool"],
