@@ -155,8 +155,19 @@ class PrometheusServer:
         return result
 
     def alerts(self) -> dict[str, str]:
-        """Alert name -> state (`pending`, `firing`) of the active alerts."""
-        return {a["labels"]["alertname"]: a["state"] for a in self._get("/api/v1/alerts")["alerts"]}
+        """Alert name -> state (`pending`, `firing`) of the active alerts (`firing` if any of
+        the alert's series fires)."""
+        out: dict[str, str] = {}
+        for a in self.active_alerts():
+            name = a["labels"]["alertname"]
+            if out.get(name) != "firing":
+                out[name] = a["state"]
+        return out
+
+    def active_alerts(self) -> list[dict[str, Any]]:
+        """The active alerts as the API lists them (`labels`, `state`, `value`, ...)."""
+        alerts: list[dict[str, Any]] = self._get("/api/v1/alerts")["alerts"]
+        return alerts
 
     def targets_up(self) -> bool:
         active = self._get("/api/v1/targets")["activeTargets"]

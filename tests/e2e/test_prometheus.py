@@ -10,9 +10,10 @@ every second while a workload scales up, is consolidated and scales down, then
 - the chart's alert rules pass `promtool check rules`, and the alerts whose condition the
   scenario makes true fire: pods only a NodePool without its NodeClass could take
   (KarpenterPodsUnschedulable), launches the cloud provider refuses at first
-  (KarpenterNodeClaimsNotLaunching, KarpenterCloudProviderErrors) and, once karpy stops,
-  KarpenterNotLeading. The interruption-queue alert needs an SQS queue and the budgets alert
-  hours; promtool checks them.
+  (KarpenterNodeClaimsNotLaunching, KarpenterCloudProviderErrors), an empty node behind a
+  budget of 0 (KarpenterDisruptionBudgetsBlocking, never for the NodePool without nodes) and,
+  once karpy stops, KarpenterNotLeading. The interruption-queue alert needs the AWS
+  provider's SQS queue; promtool checks it.
 """
 
 # Karpenter's queries are kept verbatim, one string each, however long.
@@ -50,6 +51,7 @@ RATE = "20s"
 # (5 ms doubling): 11 failures per NodeClaim last about 5 s, the last ones more than a scrape
 # apart, so the errors counter grows between scrapes (rate > 0), the launch alerts' condition.
 CREATE_ERRORS = 22
+BUDGETS_ALERT = "KarpenterDisruptionBudgetsBlocking"
 
 # Grafana's variables: every label filter matches all, the distribution is by NodePool, and
 # the reconcile-latency panel looks at the provisioner (Karpenter v1's name for it).
@@ -255,6 +257,11 @@ def _excused(dashboard: str, title: str, expr: str) -> bool:
     )
 
 
+def _budgets(kubectl: Kubectl, pool: str, nodes: str) -> None:
+    patch = {"spec": {"disruption": {"budgets": [{"nodes": nodes}]}}}
+    kubectl("patch", "nodepool", pool, "--type=merge", f"--patch={json.dumps(patch)}")
+
+
 def _numbers(result: list[dict[str, Any]]) -> bool:
     """Some series with some number (NaN, which Grafana draws as nothing, does not count)."""
     for series in result:
@@ -280,6 +287,7 @@ def _rendered_rules(tmp_path: Path) -> list[dict[str, Any]]:
             "unschedulableFor": "5s",
             "errorsFor": "1s",
             "notLeadingFor": "5s",
+            "budgetsBlockingFor": "5s",
             "window": "2m",
         },
     }
@@ -366,9 +374,15 @@ def test_dashboards_and_alerts_against_a_real_prometheus(
     wait_bound(kubectl, namespace, 5, selector="app in (big,web)", timeout=300)
 
     seen: dict[str, str] = {}
+    blocked_pools: set[str] = set()
 
     def firing(*names: str) -> bool:
-        seen.update(prom.alerts())
+        for alert in prom.active_alerts():
+            name = alert["labels"]["alertname"]
+            if name == BUDGETS_ALERT:
+                blocked_pools.add(alert["labels"].get("nodepool", ""))
+            if seen.get(name) != "firing":
+                seen[name] = alert["state"]
         return all(seen.get(n) == "firing" for n in names)
 
     # the failed launches are inside the rules' 2m window, the stranded pod waits past 5s
@@ -392,9 +406,24 @@ def test_dashboards_and_alerts_against_a_real_prometheus(
         )
 
     wait_for(consolidated, timeout=300, message="a consolidation with a saving")
-    # scale down: the pool empties
+    # scale down, first behind a budget that allows nothing: the empty node is eligible but
+    # blocked; the NodePool without nodes (ORPHAN, whose 10% budget allows 0) is not reported
+    _budgets(kubectl, POOL, "0")
     scale(kubectl, namespace, "web", 0)
+
+    def blocked() -> bool:
+        firing()
+        return any(
+            a["labels"]["alertname"] == BUDGETS_ALERT
+            and a["labels"].get("nodepool") == POOL
+            and a["state"] == "firing"
+            for a in prom.active_alerts()
+        )
+
+    wait_for(blocked, timeout=120, message=f"{BUDGETS_ALERT} for {POOL}")
+    _budgets(kubectl, POOL, "100%")
     wait_for(lambda: not pool_nodes(kubectl, POOL), timeout=180, message="the pool empties")
+    assert ORPHAN not in blocked_pools, f"{BUDGETS_ALERT} for a NodePool without nodes"
 
     def unanswered() -> list[str]:
         window = time.monotonic() - started + 5
