@@ -12,8 +12,8 @@ every second while a workload scales up, is consolidated and scales down, then
   (KarpenterPodsUnschedulable), launches the cloud provider refuses at first
   (KarpenterNodeClaimsNotLaunching, KarpenterCloudProviderErrors), an empty node behind a
   budget of 0 (KarpenterDisruptionBudgetsBlocking, never for the NodePool without nodes) and,
-  once karpy stops, KarpenterNotLeading. The interruption-queue alert needs the AWS
-  provider's SQS queue; promtool checks it.
+  once karpy stops, KarpenterNotLeading; and, in a second test, the AWS provider (against
+  moto) polling an interruption queue that does not exist (KarpenterInterruptionQueueErrors).
 """
 
 # Karpenter's queries are kept verbatim, one string each, however long.
@@ -32,12 +32,14 @@ from typing import Any
 import pytest
 import yaml
 from kubetest import Kubectl
+from moto.server import ThreadedMotoServer
 
 from tests.e2e.conftest import KarpyFactory, PoolFactory
 from tests.e2e.faulty_karpy import FAULTS_ENV
 from tests.e2e.karpy_process import REPO, KarpyProcess
 from tests.e2e.prometheus import PrometheusServer, prometheus_bin_dir, promtool_check_rules
 from tests.e2e.support import deployment, pool_nodes, scale, wait_bound, wait_for
+from tests.e2e.test_aws import CREDENTIALS, REGION
 from tests.kit import nodepool
 
 pytestmark = pytest.mark.timeout(900)
@@ -444,3 +446,47 @@ def test_dashboards_and_alerts_against_a_real_prometheus(
 
     karpy.stop()
     wait_for(lambda: firing("KarpenterNotLeading"), timeout=60, message="no-leader alert")
+
+
+@pytest.fixture
+def moto() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+
+
+def test_interruption_queue_errors_alert_fires(
+    prometheus_dir: Path, karpy_factory: KarpyFactory, moto: str, tmp_path: Path
+) -> None:
+    """The AWS provider with an interruption queue that does not exist: every GetQueueUrl
+    fails, retried after 1 s, 2 s, 4 s..., so the error counter grows between scrapes and
+    KarpenterInterruptionQueueErrors fires."""
+    karpy = karpy_factory(
+        {
+            "PROVIDER": "aws",
+            "CLUSTER_NAME": "demo",
+            "CLUSTER_ENDPOINT": "https://127.0.0.1:6443",  # no EKS cluster to discover
+            "INTERRUPTION_QUEUE": "no-such-queue",
+            "AWS_REGION": REGION,
+            "AWS_ENDPOINT_URL": moto,
+            "AWS_CONFIG_FILE": "/dev/null",
+            **CREDENTIALS,
+        }
+    )
+    prom = PrometheusServer(
+        workdir=tmp_path / "prometheus",
+        targets=[f"127.0.0.1:{karpy.metrics_port}"],
+        rule_groups=_rendered_rules(tmp_path),
+    ).start()
+    try:
+        wait_for(
+            lambda: prom.alerts().get("KarpenterInterruptionQueueErrors") == "firing",
+            timeout=60,
+            message="KarpenterInterruptionQueueErrors firing",
+        )
+    finally:
+        prom.stop()
