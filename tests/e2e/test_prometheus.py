@@ -13,7 +13,9 @@ every second while a workload scales up, is consolidated and scales down, then
   (KarpenterNodeClaimsNotLaunching, KarpenterCloudProviderErrors), an empty node behind a
   budget of 0 (KarpenterDisruptionBudgetsBlocking, never for the NodePool without nodes) and,
   once karpy stops, KarpenterNotLeading; and, in a second test, the AWS provider (against
-  moto) polling an interruption queue that does not exist (KarpenterInterruptionQueueErrors).
+  moto) polling an interruption queue that does not exist yet
+  (KarpenterInterruptionQueueErrors), then handling a message from it: the karpy dashboard's
+  interruption panel, which the kwok provider cannot fill.
 """
 
 # Karpenter's queries are kept verbatim, one string each, however long.
@@ -25,10 +27,12 @@ import json
 import math
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 import yaml
 from kubetest import Kubectl
@@ -39,8 +43,9 @@ from tests.e2e.faulty_karpy import FAULTS_ENV
 from tests.e2e.karpy_process import REPO, KarpyProcess
 from tests.e2e.prometheus import PrometheusServer, prometheus_bin_dir, promtool_check_rules
 from tests.e2e.support import deployment, pool_nodes, scale, wait_bound, wait_for
-from tests.e2e.test_aws import CREDENTIALS, REGION
+from tests.e2e.test_aws import CREDENTIALS, REGION, _lower
 from tests.kit import nodepool
+from tests.kit.interruption import body, spot_interruption
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -54,6 +59,7 @@ RATE = "20s"
 # apart, so the errors counter grows between scrapes (rate > 0), the launch alerts' condition.
 CREATE_ERRORS = 22
 BUDGETS_ALERT = "KarpenterDisruptionBudgetsBlocking"
+QUEUE = "interruptions"
 
 # Grafana's variables: every label filter matches all, the distribution is by NodePool, and
 # the reconcile-latency panel looks at the provisioner (Karpenter v1's name for it).
@@ -208,10 +214,11 @@ KARPENTER_REWRITES = {
 }
 # Queries that cannot have data in this scenario: (dashboard or upstream file, panel title,
 # the start of the query or "" for all of the panel's) -> why.
+INTERRUPTION_PANEL = ("karpy", "Interruption handling latency")
 NO_DATA_HERE: dict[tuple[str, str, str], str] = {
-    ("karpy", "Interruption handling latency", ""): (
+    (*INTERRUPTION_PANEL, ""): (
         "interruption messages come from the AWS provider's SQS queue; the kwok provider has "
-        "none (tests/e2e/test_aws_interruption.py covers the metrics)"
+        "none (test_interruption_queue_alert_and_panel checks the panel with the AWS provider)"
     ),
     ("karpenter-capacity-dashboard.json", "Node Summary", "label_replace("): (
         "Uptime queries node-exporter's node_time_seconds and node_boot_time_seconds, which "
@@ -448,29 +455,52 @@ def test_dashboards_and_alerts_against_a_real_prometheus(
     wait_for(lambda: firing("KarpenterNotLeading"), timeout=60, message="no-leader alert")
 
 
+def _reset(endpoint: str) -> None:
+    request = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
 @pytest.fixture
 def moto() -> Iterator[str]:
+    """A moto server from a clean state, left clean (servers in one process share moto's
+    backends, so this test's queue would outlive it)."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    _reset(endpoint)
     try:
-        yield f"http://{host}:{port}"
+        yield endpoint
     finally:
+        _reset(endpoint)
         server.stop()
 
 
-def test_interruption_queue_errors_alert_fires(
+# The interruption panel's query that the AWS test cannot fill either -> why.
+NO_DATA_WITH_AWS: dict[tuple[str, str, str], str] = {
+    (*INTERRUPTION_PANEL, "sum by (action_type)"): (
+        "an action needs a NodeClaim on an EC2 instance, which needs the simulated kubelets "
+        "(tests/e2e/test_aws_interruption.py covers karpenter_interruption_actions_performed_total)"
+    ),
+}
+
+
+def test_interruption_queue_alert_and_panel(
     prometheus_dir: Path, karpy_factory: KarpyFactory, moto: str, tmp_path: Path
 ) -> None:
-    """The AWS provider with an interruption queue that does not exist: every GetQueueUrl
+    """The AWS provider with an interruption queue that does not exist yet: every GetQueueUrl
     fails, retried after 1 s, 2 s, 4 s..., so the error counter grows between scrapes and
-    KarpenterInterruptionQueueErrors fires."""
+    KarpenterInterruptionQueueErrors fires. Then the queue appears, karpy's next retry finds
+    it and handles a spot interruption warning, and the karpy dashboard's interruption panel
+    has data."""
+    started = time.monotonic()
     karpy = karpy_factory(
         {
             "PROVIDER": "aws",
             "CLUSTER_NAME": "demo",
             "CLUSTER_ENDPOINT": "https://127.0.0.1:6443",  # no EKS cluster to discover
-            "INTERRUPTION_QUEUE": "no-such-queue",
+            "INTERRUPTION_QUEUE": QUEUE,
             "AWS_REGION": REGION,
             "AWS_ENDPOINT_URL": moto,
             "AWS_CONFIG_FILE": "/dev/null",
@@ -488,5 +518,24 @@ def test_interruption_queue_errors_alert_fires(
             timeout=60,
             message="KarpenterInterruptionQueueErrors firing",
         )
+        sqs = boto3.client("sqs", endpoint_url=moto, region_name=REGION, **_lower(CREDENTIALS))
+        url = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody=body(spot_interruption("i-0123456789abcdef0")))
+        panel = [
+            expr
+            for dashboard, title, expr in _queries()
+            if (dashboard, title) == INTERRUPTION_PANEL
+            and not any(expr.startswith(prefix) for _, _, prefix in NO_DATA_WITH_AWS)
+        ]
+        assert len(panel) == 2, panel
+
+        def unanswered() -> list[str]:
+            window = time.monotonic() - started + 5
+            return [e for e in panel if not _numbers(prom.query_range(e, window))]
+
+        try:
+            wait_for(lambda: not unanswered(), timeout=120, message="the interruption panel")
+        except AssertionError:
+            pytest.fail("queries without data:\n" + "\n".join(unanswered()))
     finally:
         prom.stop()
