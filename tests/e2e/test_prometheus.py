@@ -212,9 +212,9 @@ KARPENTER_REWRITES = {
     'quantile="0"': 'quantile="0.0"',
     'quantile="1"': 'quantile="1.0"',
 }
+INTERRUPTION_PANEL = ("karpy", "Interruption handling latency")
 # Queries that cannot have data in this scenario: (dashboard or upstream file, panel title,
 # the start of the query or "" for all of the panel's) -> why.
-INTERRUPTION_PANEL = ("karpy", "Interruption handling latency")
 NO_DATA_HERE: dict[tuple[str, str, str], str] = {
     (*INTERRUPTION_PANEL, ""): (
         "interruption messages come from the AWS provider's SQS queue; the kwok provider has "
