@@ -29,6 +29,7 @@ WEIGHTS: dict[str, float] = {
     "tests/e2e/test_kubelets.py": 220.0,
     "tests/e2e/test_drift.py": 197.0,
     "tests/e2e/test_drain_order.py": 140.0,
+    "tests/e2e/test_prometheus.py": 160.0,
     "tests/integration/disruption/test_explain.py": 110.0,
     "tests/e2e/test_capacitybuffer.py": 78.0,
     "tests/e2e/test_aws.py": 59.0,
