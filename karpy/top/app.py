@@ -124,7 +124,7 @@ class TopApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("connecting...", id="status")
+        yield Static("listing the cluster...", id="status")
         yield DataTable(id="nodes", zebra_stripes=True, cursor_type="row")
         yield DataTable(id="pools", cursor_type="none")
         yield Static("", id="cluster")
@@ -160,6 +160,11 @@ class TopApp(App[None]):
     def refresh_view(self) -> None:
         """Rebuild the tables if the fleet, the prices, the bound or the options changed."""
         if not self.synced:
+            waiting = "listing the cluster..."
+            problem = self.feed.problem()
+            if problem:
+                waiting += f" {problem[:200]}"
+            self.query_one("#status", Static).update(Text(waiting))
             return
         types = self.fleet.instance_types()
         if not types <= self.priced or not self._prices_requested:
@@ -177,6 +182,7 @@ class TopApp(App[None]):
             self.filter,
             self.sort,
             self.reverse,
+            self.feed.problem(),
         )
         if state == self._shown:
             return
@@ -254,9 +260,12 @@ class TopApp(App[None]):
         self.query_one("#cluster", Static).update(line)
         order = f"{self.sort}{' reversed' if self.reverse else ''}"
         status = f"{view.filter.describe()} · sorted by {order} · {len(view.rows)} nodes"
-        if self.logs is not None and self.logs.lines:
-            status += f" · {self.logs.lines[-1][:120]}"
-        self.query_one("#status", Static).update(status)
+        problem = self.feed.problem()
+        if problem:
+            status += f" · {problem[:160]}"
+        elif self.logs is not None and self.logs.lines:
+            status += f" · {self.logs.lines[-1][:160]}"
+        self.query_one("#status", Static).update(Text(status))
 
     # -- actions ----------------------------------------------------------------------------------
 

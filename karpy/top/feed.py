@@ -32,6 +32,10 @@ class Feed(Protocol):
         """Deliver events to `sink` until cancelled."""
         ...
 
+    def problem(self) -> str | None:
+        """Why the feed is not current now (a failing list or watch), or None."""
+        ...
+
 
 def _handler(kind: str, sink: Sink) -> HandlerFuncs:
     return HandlerFuncs(
@@ -54,12 +58,21 @@ class WatchFeed:
         self.kubeconfig = kubeconfig
         self.context = context
         self.kinds = tuple(kinds)
+        self._cache: Cache | None = None
+
+    def problem(self) -> str | None:
+        """The last error of the first informer whose list or watch is failing."""
+        for informer in self._cache.informers if self._cache is not None else ():
+            error = informer.reflector.last_error
+            if error is not None:
+                return f"{informer.resource.display}: {error} (retrying)"
+        return None
 
     async def run(self, sink: Sink) -> None:
         async with await Client.connect(
             kubeconfig=self.kubeconfig, context=self.context, user_agent="karpy-top"
         ) as client:
-            cache = Cache(client)
+            cache = self._cache = Cache(client)
             for kind in self.kinds:
                 cache.informer(kind).add_handler(_handler(kind.plural, sink))
             stop = asyncio.Event()

@@ -29,6 +29,9 @@ class ScriptedFeed:
         self.objects = objects
         self.later: asyncio.Queue[tuple[str, str, JSON]] = asyncio.Queue()
 
+    def problem(self) -> str | None:
+        return None
+
     async def run(self, sink: Sink) -> None:
         for kind, obj in self.objects:
             sink(kind, ADDED, obj)
