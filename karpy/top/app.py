@@ -95,7 +95,7 @@ class TopApp(App[None]):
         sort: str = "name",
         reverse: bool = False,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
-        prices: Callable[[set[str]], PriceBook] = price_book,
+        prices: Callable[[set[str], set[str]], PriceBook] = price_book,
         bound: Callable[[dict[str, list[JSON]]], tuple[float | None, str | None]] = lower_bound,
         log_stream: LogLines | None = None,
     ) -> None:
@@ -110,6 +110,7 @@ class TopApp(App[None]):
         self._bound = bound
         self.prices = PriceBook()
         self.priced: set[str] = set()
+        self.priced_zones: set[str] = set()
         self._prices_requested = False
         self._prices_loaded = False
         self.synced = False
@@ -169,12 +170,15 @@ class TopApp(App[None]):
                 waiting += f" {problem[:200]}"
             self.query_one("#status", Static).update(Text(waiting))
             return
-        types = self.fleet.instance_types()
-        if not types <= self.priced or not self._prices_requested:
-            # the EC2 snapshot takes most of a second to read: once, off the loop
+        types, zones = self.fleet.instance_types(), self.fleet.zones()
+        if not types <= self.priced or not zones <= self.priced_zones or not self._prices_requested:
+            # an EC2 snapshot takes most of a second to read: once, off the loop
             self.priced |= types
+            self.priced_zones |= zones
             self._prices_requested = True
-            self.run_worker(self._load_prices(set(self.priced)), group="prices")
+            self.run_worker(
+                self._load_prices(set(self.priced), set(self.priced_zones)), group="prices"
+            )
         if not self._prices_loaded:
             return  # the first view waits for its prices rather than flash unpriced rows
         self._maybe_bound()
@@ -211,8 +215,8 @@ class TopApp(App[None]):
         self.view = view
         self._draw(view)
 
-    async def _load_prices(self, types: set[str]) -> None:
-        self.prices = await asyncio.to_thread(self._price_book, types)
+    async def _load_prices(self, types: set[str], zones: set[str]) -> None:
+        self.prices = await asyncio.to_thread(self._price_book, types, zones)
         self._prices_loaded = True
 
     def _maybe_bound(self) -> None:

@@ -88,7 +88,7 @@ def _once(args: argparse.Namespace, chosen: Filter) -> int:
     if why:
         print(f"warning: no plan lower bound: {why}", file=sys.stderr)
     view = fleet.view(
-        prices=price_book(fleet.instance_types()),
+        prices=price_book(fleet.instance_types(), fleet.zones()),
         now=datetime.now(UTC),
         filter=chosen,
         sort=args.sort,

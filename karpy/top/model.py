@@ -186,6 +186,14 @@ class Fleet:
                     names.add(str(name))
         return sorted(names)
 
+    def zones(self) -> set[str]:
+        """Zones named by the nodes' and NodeClaims' labels."""
+        return {
+            str(((o.get("metadata") or {}).get("labels") or {}).get(LABEL_TOPOLOGY_ZONE) or "")
+            for kind in (NODES, NODECLAIMS)
+            for o in self.items(kind)
+        } - {""}
+
     def instance_types(self) -> set[str]:
         """Instance types named by the nodes' and NodeClaims' labels."""
         return {

@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from kubetest import node_status
 
 from karpy.scheduling.selectors import SelectorError
 from karpy.top.estimate import lower_bound, price_book
@@ -21,7 +23,10 @@ from karpy.top.model import (
     parse_selector,
 )
 from karpy.top.table import render_table
+from tests.kit import node
 from tests.unit.top.fleet import C4_ON_DEMAND, NOW, fleet_objects, worker
+
+JSON = dict[str, Any]
 
 
 def _fleet() -> Fleet:
@@ -32,7 +37,7 @@ def _fleet() -> Fleet:
 
 
 def _view(fleet: Fleet, **kw: object) -> FleetView:
-    return fleet.view(prices=price_book(fleet.instance_types()), now=NOW, **kw)  # type: ignore[arg-type]
+    return fleet.view(prices=price_book(fleet.instance_types(), fleet.zones()), now=NOW, **kw)  # type: ignore[arg-type]
 
 
 def test_a_row_per_node_and_launching_nodeclaim_with_price_requests_and_state() -> None:
@@ -179,3 +184,34 @@ def test_bars_and_ages() -> None:
     ages = [timedelta(seconds=45), timedelta(minutes=12), timedelta(hours=5), timedelta(days=3)]
     assert [age_text(a) for a in ages] == ["45s", "12m", "5h", "3d"]
     assert age_text(timedelta(hours=30)) == "30h" and age_text(None) == "-"
+
+
+def _ec2_node(name: str, zone: str) -> JSON:
+    """A node as Karpenter on EKS labels it (no karpy status anywhere)."""
+    return node(
+        name,
+        labels={
+            "karpenter.sh/nodepool": "default",
+            "node.kubernetes.io/instance-type": "m5.large",
+            "karpenter.sh/capacity-type": "on-demand",
+            "topology.kubernetes.io/zone": zone,
+        },
+        status=node_status(ready=True, cpu="1930m", memory="7Gi"),
+    )
+
+
+def test_ec2_nodes_are_priced_from_the_snapshot_of_their_region() -> None:
+    from karpy.cloudprovider.aws.snapshot import load_snapshot
+
+    fleet = Fleet()
+    fleet.apply("nodes", "ADDED", _ec2_node("oregon", "us-west-2b"))
+    fleet.apply("nodes", "ADDED", _ec2_node("ireland", "eu-west-1a"))
+    rows = {r.name: r for r in _view(fleet).rows}
+    m5 = next(t for t in load_snapshot("us-west-2") if t.name == "m5.large")
+    expected = next(
+        o.price for o in m5.offerings if (o.zone, o.capacity_type) == ("us-west-2b", "on-demand")
+    )
+    assert rows["oregon"].price == pytest.approx(expected) and rows["oregon"].price_exact
+    # no shipped snapshot for eu-west-1: the type's price elsewhere, marked as an estimate
+    assert rows["ireland"].price is not None and not rows["ireland"].price_exact
+    assert render_table(_view(fleet)).count("~") == 1
