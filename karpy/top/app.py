@@ -6,13 +6,15 @@ something changed, in a worker thread, and drawn on the loop. The plan lower bou
 worker thread too (`asyncio.to_thread`): a replay of every running pod can take seconds on a
 large cluster, and the view keeps answering meanwhile.
 
-Keys: `s` next sort, `r` reverse, `p` next NodePool, `/` label selector, `q` quit.
+Keys: `s` next sort, `r` reverse, `p` next NodePool, `/` label selector, `u` underused
+(all, then under 25 %, 50 %, 75 %), `q` quit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import io
 import time
 from collections.abc import Callable
@@ -84,6 +86,7 @@ class TopApp(App[None]):
         Binding("r", "reverse", "reverse"),
         Binding("p", "next_pool", "nodepool"),
         Binding("slash", "selector", "selector"),
+        Binding("u", "underused", "underused"),
         Binding("q", "quit", "quit"),
     ]
 
@@ -307,7 +310,20 @@ class TopApp(App[None]):
         else:
             at = names.index(current[0]) + 1
             chosen = frozenset({names[at]}) if at < len(names) else frozenset()
-        self.filter = Filter(nodepools=chosen, selector=self.filter.selector)
+        self.filter = dataclasses.replace(self.filter, nodepools=chosen)
+        self.refresh_view()
+
+    def action_underused(self) -> None:
+        """All nodes, then those used less than 25 %, 50 %, 75 %."""
+        steps = [None, 0.25, 0.5, 0.75]
+        at = (
+            steps.index(self.filter.utilisation_below)
+            if self.filter.utilisation_below in steps
+            else 0
+        )
+        self.filter = dataclasses.replace(
+            self.filter, utilisation_below=steps[(at + 1) % len(steps)]
+        )
         self.refresh_view()
 
     def action_selector(self) -> None:
@@ -322,7 +338,7 @@ class TopApp(App[None]):
         except SelectorError as err:
             self.query_one("#status", Static).update(Text(str(err), style="red"))
             return
-        self.filter = Filter(nodepools=self.filter.nodepools, selector=selector)
+        self.filter = dataclasses.replace(self.filter, selector=selector)
         message.input.remove_class("shown")
         self.query_one("#nodes", DataTable).focus()
         self.refresh_view()

@@ -23,6 +23,26 @@ __all__ = ["add_arguments", "options_of", "run"]
 SORT_CHOICES = ("name", "nodepool", "cost", "utilisation", "cpu", "memory", "age")
 
 
+def _percent(text: str) -> float:
+    try:
+        value = float(text.rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a percentage, such as 50") from None
+    if not 0 < value <= 100:
+        raise argparse.ArgumentTypeError(f"{text!r}: between 0 (excluded) and 100")
+    return value / 100
+
+
+def _dollars(text: str) -> float:
+    try:
+        value = float(text.lstrip("$"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: an hourly price, such as 0.5") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: not negative")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--once",
@@ -50,6 +70,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="only nodes whose labels match this selector (kubectl's syntax)",
     )
     parser.add_argument(
+        "--utilisation-below",
+        type=_percent,
+        metavar="PERCENT",
+        help="only nodes whose requests use less than PERCENT of their CPU and of their memory",
+    )
+    parser.add_argument(
+        "--cost-above",
+        type=_dollars,
+        metavar="DOLLARS",
+        help="only nodes costing at least DOLLARS per hour",
+    )
+    parser.add_argument(
         "--sort",
         choices=SORT_CHOICES,
         default="name",
@@ -66,7 +98,12 @@ def options_of(args: argparse.Namespace) -> Filter:
     from karpy.top.model import Filter, parse_selector
 
     selector = parse_selector(args.selector) if args.selector.strip() else None
-    return Filter(nodepools=frozenset(args.nodepool), selector=selector)
+    return Filter(
+        nodepools=frozenset(args.nodepool),
+        selector=selector,
+        utilisation_below=args.utilisation_below,
+        cost_above=args.cost_above,
+    )
 
 
 def _once(args: argparse.Namespace, chosen: Filter) -> int:

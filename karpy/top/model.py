@@ -438,13 +438,20 @@ def node_row(
 @dataclass(frozen=True, slots=True)
 class Filter:
     """Rows of these NodePools (all when empty) whose labels match the selector (all when
-    None)."""
+    None), used less than `utilisation_below` (a fraction; the larger of CPU and memory) and
+    costing at least `cost_above` $/h (an unpriced node never does)."""
 
     nodepools: frozenset[str] = frozenset()
     selector: LabelSelector | None = None
+    utilisation_below: float | None = None
+    cost_above: float | None = None
 
     def matches(self, row: NodeRow) -> bool:
         if self.nodepools and (row.nodepool or "") not in self.nodepools:
+            return False
+        if self.utilisation_below is not None and row.utilisation >= self.utilisation_below:
+            return False
+        if self.cost_above is not None and (row.price is None or row.price < self.cost_above):
             return False
         return self.selector is None or self.selector.matches(row.labels)
 
@@ -454,6 +461,10 @@ class Filter:
             parts.append("nodepool in (" + ",".join(sorted(self.nodepools)) + ")")
         if self.selector is not None and self.selector.exprs:
             parts.append(str(self.selector))
+        if self.utilisation_below is not None:
+            parts.append(f"utilisation < {self.utilisation_below:.0%}")
+        if self.cost_above is not None:
+            parts.append(f"$/h >= {self.cost_above:g}")
         return ", ".join(parts) or "all nodes"
 
 

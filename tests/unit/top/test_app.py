@@ -111,6 +111,13 @@ async def test_rows_totals_filter_and_a_node_added_through_the_feed() -> None:
         await _until(pilot, lambda: _names(app) == ["batch-a"], "the spot node only")
         app.filter = Filter()
 
+        # `u`: nodes used less than 25 %
+        await pilot.press("u")
+        await _until(
+            pilot, lambda: _names(app) == ["batch-b", "loose", "web-b"], "the underused nodes"
+        )
+        app.filter = Filter()
+
         # sort by cost: dearest first, the spot node last
         app.sort = "cost"
         await _until(

@@ -125,6 +125,17 @@ def test_filter_by_nodepool_and_sorts() -> None:
         _view(fleet, sort="price")
 
 
+def test_filter_by_utilisation_and_cost() -> None:
+    fleet = _fleet()
+    underused = _view(fleet, filter=Filter(utilisation_below=0.25))
+    assert [r.name for r in underused.rows] == ["batch-b", "loose", "web-b"]
+    assert underused.filter.describe() == "utilisation < 25%"
+    dear = _view(fleet, filter=Filter(cost_above=0.1))
+    assert [r.name for r in dear.rows] == ["batch-b", "loose", "web-a", "web-b"]  # not the spot one
+    both = Filter(nodepools=frozenset({"web"}), utilisation_below=0.5, cost_above=0.1)
+    assert [r.name for r in _view(fleet, filter=both).rows] == ["web-b"]
+
+
 def test_watch_events_change_the_rows() -> None:
     fleet = _fleet()
     before = fleet.version
