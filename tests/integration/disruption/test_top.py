@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
 from karpy.kube import PODS
@@ -35,9 +35,12 @@ def _price(name: str, capacity_type: str, zone: str) -> float:
 
 
 async def _top(kubeconfig: str, *args: str) -> str:
+    return await _karpy(kubeconfig, "top", *args)
+
+
+async def _karpy(kubeconfig: str, *args: str) -> str:
     process = await asyncio.create_subprocess_exec(
         KARPY,
-        "top",
         *args,
         env={**os.environ, "KUBECONFIG": kubeconfig},
         stdout=asyncio.subprocess.PIPE,
@@ -88,12 +91,16 @@ async def test_once_json_and_table_on_the_cluster(
     # 3.5 CPUs of pods need less than what runs them now, and more than nothing
     assert 0 < cluster["lowerBoundPerHour"] <= cluster["perHour"]
 
-    # filters and sorts; without a terminal `karpy top` prints one table and exits
-    by_cost, by_type, table = await asyncio.gather(
+    # filters and sorts; without a terminal `karpy top` prints one table and exits; and the
+    # lower bound is the one `karpy simulate` reports for the same pods
+    by_cost, by_type, table, simulated = await asyncio.gather(
         _top(kubeconfig, "-o", "json", "--sort", "cost", "--reverse"),
         _top(kubeconfig, "-o", "json", "-l", "node.kubernetes.io/instance-type=" + C4),
         _top(kubeconfig),
+        _karpy(kubeconfig, "simulate", "--disruption", "--from-cluster", "-o", "json"),
     )
+    summary = json.loads(simulated)["summary"]
+    assert cluster["lowerBoundPerHour"] == pytest.approx(summary["lowerBound"], abs=1e-6)
     assert [n["name"] for n in json.loads(by_cost)["nodes"]] == ["top-b", "top-a"]
     assert [n["name"] for n in json.loads(by_type)["nodes"]] == ["top-a"]
     lines = table.splitlines()
@@ -111,9 +118,10 @@ async def test_the_live_view_follows_the_watch(env: Env, kubeconfig: str, namesp
         return [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
 
     async def until(check: Any, what: str) -> None:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while not check():
-            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            status = app.query_one("#status", Static).content
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {names()} {status}"
             await pilot.pause(0.1)
 
     async with app.run_test(size=(200, 50)) as pilot:
