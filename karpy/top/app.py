@@ -266,8 +266,8 @@ class TopApp(App[None]):
             selected = nodes.coordinate_to_cell_key(nodes.cursor_coordinate).row_key.value
         nodes.clear()
         for row in view.rows:
-            nodes.add_row(*self._row_cells(row, view), key=row.name)
-        if selected is not None and selected in {r.name for r in view.rows}:
+            nodes.add_row(*self._row_cells(row, view), key=row.key)
+        if selected is not None and selected in {r.key for r in view.rows}:
             nodes.move_cursor(row=nodes.get_row_index(selected))
         pools = self.query_one("#pools", DataTable)
         pools.clear()

@@ -3,7 +3,7 @@ row per node, totals per NodePool and for the cluster, filters and sorts.
 
 `--once` and the Textual app both read it, so a script and a person see the same figures. The
 rows are the controller's own join of Nodes and NodeClaims (`karpy.state.inputs.state_nodes`):
-a NodeClaim whose Node has not registered yet is a row too (`Launching`).
+a launched NodeClaim whose Node has not registered yet is a row too (`Launching`).
 
 Prices: each node's offering (instance type, capacity type, zone labels, Karpenter's labels, so
 a Karpenter cluster works too) in karpy's catalogues, kwok's and the shipped EC2 snapshot
@@ -288,6 +288,9 @@ def parse_selector(text: str) -> LabelSelector:
 class NodeRow:
     """One node (or a NodeClaim whose Node has not registered)."""
 
+    key: str
+    """Unique among rows: the providerID, else the name (two rows may share a name: a
+    terminating NodeClaim and a new Node that reuses its host name)."""
     name: str
     nodeclaim: str | None
     nodepool: str | None
@@ -413,6 +416,7 @@ def node_row(
     )
     source = node.node if node.node is not None else node.nodeclaim
     return NodeRow(
+        key=node.key,
         name=node.name,
         nodeclaim=node.nodeclaim_name,
         nodepool=node.nodepool,

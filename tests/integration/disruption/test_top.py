@@ -137,6 +137,6 @@ async def test_the_live_view_follows_the_watch(env: Env, kubeconfig: str, namesp
             },
         )
         await until(lambda: "top-c" in names(), "the node created after the start")
-        row = app.query_one("#nodes", DataTable).get_row("top-c")
+        row = app.query_one("#nodes", DataTable).get_row("static://top-c")
         assert str(row[1]) == "-" and str(row[3]) == "spot"
         assert str(row[5]) == f"{_price(C4, 'spot', 'test-zone-b'):.4f}"

@@ -128,7 +128,7 @@ async def test_rows_totals_filter_and_a_node_added_through_the_feed() -> None:
         for kind, obj in [*managed("web-c", "web", zone="test-zone-c"), worker("w9", "1", "web-c")]:
             await feed.later.put((kind, ADDED, obj))
         await _until(pilot, lambda: "web-c" in _names(app), "the new node")
-        row = app.query_one("#nodes", DataTable).get_row("web-c")
+        row = app.query_one("#nodes", DataTable).get_row("kwok://web-c")  # rows by providerID
         assert "1/4 25%" in str(row[6]) and str(row[8]) == "1"
         # web's status.cost no longer covers a node it did not count: it is still karpy's
         # figure (status), and the cluster has six nodes

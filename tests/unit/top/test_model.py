@@ -24,7 +24,7 @@ from karpy.top.model import (
 )
 from karpy.top.table import render_table
 from tests.kit import node
-from tests.unit.top.fleet import C4_ON_DEMAND, NOW, fleet_objects, worker
+from tests.unit.top.fleet import C4_ON_DEMAND, NOW, fleet_objects, managed, worker
 
 JSON = dict[str, Any]
 
@@ -64,6 +64,20 @@ def test_a_row_per_node_and_launching_nodeclaim_with_price_requests_and_state() 
     loose = rows["loose"]
     assert loose.nodepool is None and loose.states == ("NotReady",)
     assert loose.price == pytest.approx(C4_ON_DEMAND) and not loose.price_exact
+
+
+def test_rows_are_keyed_by_provider_id_and_unlaunched_nodeclaims_are_not_rows() -> None:
+    # rows are the controller's join: a NodeClaim counts once it has a providerID
+    fleet = _fleet()
+    (_, claim), (_, node_obj) = managed("web-c", "web")
+    del claim["status"]["providerID"]
+    fleet.apply("nodeclaims", "ADDED", claim)
+    rows = _view(fleet).rows
+    assert "web-c" not in {r.name for r in rows}
+    assert len({r.key for r in rows}) == len(rows) == 5
+    fleet.apply("nodes", "ADDED", node_obj)
+    (row,) = [r for r in _view(fleet).rows if r.name == "web-c"]
+    assert row.key == "kwok://web-c" and row.nodeclaim is None  # not joined yet
 
 
 def test_a_disrupting_node_says_so() -> None:
