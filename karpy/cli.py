@@ -1,4 +1,4 @@
-"""The `karpy` command: `run`, `simulate`, `explain`, `catalog`, `crds` and `version`.
+"""The `karpy` command: `run`, `simulate`, `explain`, `top`, `catalog`, `crds` and `version`.
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`;
 modules are imported only when their subcommand is chosen, so `karpy version` stays instant.
@@ -24,6 +24,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "explain": (
         "karpy.explain.command",
         "explain why a pod waits, why a node stays or goes, what a NodePool may disrupt",
+    ),
+    "top": (
+        "karpy.top.command",
+        "the fleet at a glance: each node's type, price, requests and state, what it all costs",
     ),
     "catalog": (
         "karpy.simulation.catalogcommand",
