@@ -122,12 +122,36 @@ def _table(out: TextIO, kind: str, answer: JSON) -> None:
         )
         _rows(
             out,
-            ("BUDGET REASON", "ALLOWED", "DISRUPTING", "REMAINING"),
+            ("BUDGET REASON", "ALLOWED", "DISRUPTING", "REMAINING", "NEXT CHANGE", "THEN ALLOWED"),
             [
-                (r, b["allowed"], b["disrupting"], b["remaining"])
+                (
+                    r,
+                    b["allowed"],
+                    b["disrupting"],
+                    b["remaining"],
+                    b.get("nextChangeAt"),
+                    b.get("allowedAfterChange"),
+                )
                 for r, b in answer["budgets"].items()
             ],
         )
+        if answer.get("windows"):
+            _rows(
+                out,
+                ("WINDOW SCHEDULE", "DURATION", "NODES", "REASONS", "OPEN", "OPENS", "CLOSES"),
+                [
+                    (
+                        w["schedule"],
+                        w["duration"],
+                        w["nodes"],
+                        ",".join(w["reasons"]),
+                        w.get("error") or ("yes" if w.get("open") else "no"),
+                        w.get("opensAt"),
+                        w.get("closesAt") or ("stays open" if "opensAt" in w else None),
+                    )
+                    for w in answer["windows"]
+                ],
+            )
         blocked = [
             (r, m, n)
             for r, per in sorted(answer["blocked"].items())

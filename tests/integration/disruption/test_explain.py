@@ -13,15 +13,18 @@ import asyncio
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
+from karpy.apis.v1 import Budget
 from karpy.controllers.disruption import metrics
 from karpy.controllers.disruption.controller import DisruptionController
-from karpy.kube import PODS, EventRecorder
+from karpy.controllers.nodepool.budgets import NodePoolBudgetsController
+from karpy.kube import PODS, EventRecorder, FakeClock
 from karpy.kube.resources import (
     EVENTS,
     PERSISTENTVOLUMECLAIMS,
@@ -295,3 +298,68 @@ async def test_explain_pod_names_the_first_misfit_of_each_nodepool(
             row = next(line for line in table.splitlines() if line.startswith(pool + " "))
             assert reason in row and got[pool]["object"] in row, (name, table)
     assert got["tainted"]["object"] == "Taint/team=x:NoSchedule"
+
+
+async def test_nodepool_budget_summary_in_status_and_explain_shows_the_windows(
+    env: Env, kubeconfig: str
+) -> None:
+    await env.create(KWOKNODECLASSES, kwok_nodeclass())
+    office_hours = {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}
+    new_year = {"nodes": "0", "schedule": "0 0 1 1 *", "duration": "1h"}
+    budgets = [{"nodes": "50%"}, office_hours, {**new_year, "reasons": ["Drifted"]}]
+    await env.create(
+        NODEPOOLS,
+        nodepool("windowed", requirements=AMD64_ON_DEMAND, consolidate_after="0s", budgets=budgets),
+    )
+    for name in ("windowed-1", "windowed-2"):
+        await managed_node(env, name, pool="windowed")
+    cluster = Cluster(env.cache)
+    await env.until(
+        lambda: (
+            cluster.synced()
+            and len([n for n in cluster.nodes() if n.initialized and n.nodepool == "windowed"]) == 2
+        ),
+        message="cluster state with the two nodes",
+    )
+    pools = await env.informer(NODEPOOLS)
+    clock = FakeClock(wall_start=datetime(2026, 11, 30, 8, 0, tzinfo=UTC))  # a Monday
+    controller = NodePoolBudgetsController(
+        client=env.client, nodepools=pools, nodes=cluster.nodes, synced=cluster.synced, clock=clock
+    )
+    await env.cached(pools, "windowed", lambda p: True)
+    result = await controller.reconcile("windowed")
+    assert result is not None and result.requeue_after == 10.0
+    written = (await env.get(NODEPOOLS, "windowed"))["status"]["disruption"]["budgets"]
+    # the CRD keeps the field; 50% of 2 nodes until the office-hours window opens at 9:00
+    assert {b["reason"]: b for b in written}["Empty"] == {
+        "reason": "Empty",
+        "allowed": 1,
+        "disrupting": 0,
+        "nextChangeAt": "2026-11-30T09:00:00Z",
+        "allowedAfterChange": 0,
+    }
+    clock.advance(3600 * 2 - 5)  # 9:59:55: in the window, which closes at 17:00
+    await env.cached(pools, "windowed", lambda p: "disruption" in (p.get("status") or {}))
+    await controller.reconcile("windowed")
+    written = (await env.get(NODEPOOLS, "windowed"))["status"]["disruption"]["budgets"]
+    drifted = {b["reason"]: b for b in written}["Drifted"]
+    assert (drifted["allowed"], drifted["nextChangeAt"], drifted["allowedAfterChange"]) == (
+        0,
+        "2026-11-30T17:00:00Z",
+        1,
+    )
+
+    # `explain nodepool` (the real clock) shows each window's open and close times
+    answer, table = await _both(kubeconfig, "nodepool", "windowed")
+    now = datetime.now(UTC)
+    windows = {w["schedule"]: w for w in answer["windows"]}
+    for budget in (office_hours, new_year):
+        window = Budget.model_validate(budget).window(now)
+        assert window is not None and window[1] is not None
+        shown = windows[budget["schedule"]]
+        opens, closes = (t.strftime("%Y-%m-%dT%H:%M:%SZ") for t in window)
+        assert (shown["opensAt"], shown["closesAt"]) == (opens, closes), answer
+        row = next(line for line in table.splitlines() if line.startswith(budget["schedule"]))
+        assert opens in row and closes in row, table
+    assert windows[new_year["schedule"]]["reasons"] == ["Drifted"]
+    assert "nextChangeAt" in answer["budgets"]["Underutilized"], answer
