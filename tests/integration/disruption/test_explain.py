@@ -1,8 +1,9 @@
 """`karpy explain` (the installed command) against the session's real apiserver, and the
 controller's `karpy_disruption_blocked_nodes` and events agreeing with it for the same node.
 
-Nodes: five 4-CPU nodes, each kept by one reason (a PDB, a do-not-disrupt pod, a budget of 0
-in a cron window, consolidateAfter not elapsed, a pod no cheaper type can hold). Pending pods:
+Nodes: six 4-CPU nodes, each kept by one reason (a PDB, a do-not-disrupt pod, a budget of 0
+in a cron window, consolidateAfter not elapsed, a pod no cheaper type can hold, cheaper types
+too few for the NodePool's minValues). Pending pods:
 an arm64 pod with an amd64-only NodePool, a pod larger than any offering, an untolerated
 taint, a NodePool at its limit, and a pod whose volume is in another zone. Each answer's JSON
 names the reason word and the object, and its table names the same."""
@@ -89,6 +90,18 @@ async def _pools(env: Env) -> None:
         NODEPOOLS, nodepool("frozen", consolidate_after="0s", budgets=[window], **common)
     )
     await env.create(NODEPOOLS, nodepool("slow", consolidate_after="1h", **common))
+    # three cheaper types would hold its node's pod: minValues 4 keeps the node
+    exists = {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 4}
+    await env.create(
+        NODEPOOLS,
+        nodepool(
+            "picky",
+            consolidate_after="0s",
+            budgets=[{"nodes": "100%"}],
+            policy="WhenEmptyOrUnderutilized",
+            requirements=[*AMD64_ON_DEMAND, exists],
+        ),
+    )
 
 
 async def test_explain_node_names_each_blocker_and_the_controller_agrees(
@@ -99,6 +112,7 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
         await consolidatable_node(env, name)
     await consolidatable_node(env, "frozen-1", pool="frozen")
     await managed_node(env, "slow-1", pool="slow", consolidatable=False)
+    await consolidatable_node(env, "picky-1", pool="picky")
     web = {"protected": "yes"}
     pods = [
         bare_pod("guarded-0", namespace, "1", node="guarded", labels=web),
@@ -112,6 +126,13 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
         bare_pod("full-0", namespace, "3500m", node="full"),
         bare_pod("frozen-0", namespace, "1", node="frozen-1"),
         bare_pod("slow-0", namespace, "1", node="slow-1"),
+        bare_pod(
+            "picky-0",
+            namespace,
+            "1",
+            node="picky-1",
+            spec={"nodeSelector": {"karpenter.sh/nodepool": "picky"}},
+        ),
     ]
     for p in pods:
         await env.client.create(PODS, p, namespace=namespace)
@@ -120,7 +141,7 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
         pdb("guard", namespace, selector={"matchLabels": web}),
         namespace=namespace,
     )
-    await untainted(env, ["guarded", "pinned", "full", "frozen-1", "slow-1"])
+    await untainted(env, ["guarded", "pinned", "full", "frozen-1", "slow-1", "picky-1"])
 
     expected = {
         "guarded": ("pdb", f"PodDisruptionBudget/{namespace}/guard"),
@@ -128,6 +149,7 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
         "frozen-1": ("budget", "NodePool/frozen"),
         "slow-1": ("consolidate-after", "NodePool/slow"),
         "full": ("no-cheaper-replacement", "Node/full"),
+        "picky-1": ("min-values", "Node/picky-1"),
     }
     answers = await asyncio.gather(*(_both(kubeconfig, "node", n) for n in expected))
     for (name, (reason, obj)), (answer, table) in zip(expected.items(), answers, strict=True):
@@ -147,8 +169,8 @@ async def test_explain_node_names_each_blocker_and_the_controller_agrees(
         pdbs=await env.informer(PODDISRUPTIONBUDGETS),
     )
     await env.until(
-        lambda: cluster.synced() and len([n for n in cluster.nodes() if n.initialized]) == 5,
-        message="cluster state with the five nodes",
+        lambda: cluster.synced() and len([n for n in cluster.nodes() if n.initialized]) == 6,
+        message="cluster state with the six nodes",
     )
     verdicts = controller.verdicts()
     by_name = {
