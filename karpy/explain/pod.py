@@ -2,7 +2,10 @@
 
 Pending: the provisioner's input for the cluster's pending pods, built with the builder
 `karpy run` and `karpy simulate` use; for each NodePool the first reason it cannot take the
-pod and the fix (`engine.misfit`), and the scheduler's own verdict on the whole batch (the
+pod and the fix (`engine.misfit`, in the scheduler's order), a SchedulingConfig that rules the
+NodePool out (`schedulingconfig`, from the builder's `Explainer`), and what the scheduler
+itself found for that NodePool when those checks pass (topology spread or pod affinity:
+`SchedulingResult.pool_errors`); then the scheduler's own verdict on the whole batch (the
 NodeClaim it would launch for the pod, or its error). Bound: its node, NodeClaim, NodePool and
 offering with its price."""
 
@@ -16,10 +19,11 @@ from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL
 from karpy.controllers.disruption.consolidation import node_price
 from karpy.explain.cluster import ClusterView
 from karpy.scheduling.engine import schedule
-from karpy.scheduling.engine.misfit import misfit
+from karpy.scheduling.engine.misfit import Misfit, from_scheduler, misfit
 from karpy.simulation.live import pending_plan_input
 from karpy.state import pods as podutil
 from karpy.state.inputs.builder import nodepool_usage
+from karpy.state.inputs.configs import Ruling
 
 __all__ = ["explain_pod"]
 
@@ -75,10 +79,12 @@ def _pending(view: ClusterView, pod: JSON, key: str) -> JSON:
         out["inputError"] = built.errors[key]
     found = next((p for p in built.input.pods if p.key == key), None)
     usage = built.input.pool_usage or nodepool_usage(view.nodes)
+    result = schedule(built.input) if found is not None else None
     pools: list[JSON] = []
     templates = {t.name: t for t in built.input.templates}
+    rulings = built.explainer.rulings(found) if built.explainer and found else {}
     for name in sorted(view.nodepools):
-        if found is None:
+        if found is None or result is None:
             break
         raw = next((r for r in view.listed["nodepools"] if _name(r) == name), {})
         if view.nodepools[name].is_static:
@@ -91,6 +97,10 @@ def _pending(view: ClusterView, pod: JSON, key: str) -> JSON:
                     "use a dynamic NodePool",
                 )
             )
+            continue
+        ruled = rulings.get(name)
+        if ruled and ruled[0].left_out:
+            pools.append(_config_row(ruled[0], fix="make the SchedulingConfig and NodePool agree"))
             continue
         waiting = get_condition(raw, cond.NODEPOOL_NODECLASS_READY)
         template = templates.get(name)
@@ -109,10 +119,19 @@ def _pending(view: ClusterView, pod: JSON, key: str) -> JSON:
             )
             continue
         why = misfit(found, template, usage=usage.get(name, {}))
+        if ruled and (why is None or why.reason in ("requirement", "volume-zone")):
+            fix = f"let SchedulingConfig {ruled[0].config} allow what the pod asks"
+            pools.append(_config_row(ruled[0], fix=fix))
+            continue
+        if why is None:
+            said = result.pool_errors.get(key, {}).get(name)
+            if said is not None:
+                why = from_scheduler(said) or Misfit(
+                    "scheduler", f"NodePool/{name}", said, "see the scheduler's message"
+                )
         pools.append({"nodePool": name, "fits": why is None, **(why.to_dict() if why else {})})
     out["nodePools"] = pools
-    if found is not None:
-        result = schedule(built.input)
+    if result is not None:
         errors = built.explain(result.errors)
         if key in errors:
             out["scheduler"] = {"error": errors[key]}
@@ -130,6 +149,16 @@ def _pending(view: ClusterView, pod: JSON, key: str) -> JSON:
                 )
                 out["scheduler"] = {"existingNode": node}
     return out
+
+
+def _config_row(ruling: Ruling, *, fix: str) -> JSON:
+    return _row(
+        ruling.nodepool,
+        "schedulingconfig",
+        f"SchedulingConfig/{ruling.config}",
+        ruling.message(),
+        fix,
+    )
 
 
 def explain_pod(view: ClusterView, pod: JSON) -> JSON:

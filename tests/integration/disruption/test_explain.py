@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS
+from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS, SCHEDULINGCONFIGS
 from karpy.apis.v1 import Budget
 from karpy.controllers.disruption import metrics
 from karpy.controllers.disruption.controller import DisruptionController
@@ -42,7 +42,7 @@ from tests.integration.disruption.support import (
     unschedulable,
     untainted,
 )
-from tests.kit import kwok_nodeclass, nodepool, pdb
+from tests.kit import kwok_nodeclass, nodepool, pdb, schedulingconfig
 
 pytestmark = pytest.mark.timeout(300)
 JSON = dict[str, Any]
@@ -304,10 +304,40 @@ async def test_explain_pod_names_the_first_misfit_of_each_nodepool(
         },
         namespace=namespace,
     )
+    # pod affinity to pods that do not exist; a SchedulingConfig that keeps spot off a NodePool
+    # of another NodeClass that allows it
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "topologyKey": "topology.kubernetes.io/zone",
+                    "labelSelector": {"matchLabels": {"app": "db"}},
+                }
+            ]
+        }
+    }
+    await _pending_pod(env, namespace, "near-db", {"affinity": affinity})
+    await env.create(KWOKNODECLASSES, kwok_nodeclass("other"))
+    either = {
+        "key": "karpenter.sh/capacity-type",
+        "operator": "In",
+        "values": ["spot", "on-demand"],
+    }
+    await env.create(
+        NODEPOOLS, nodepool("spotty", nodeclass="other", requirements=[AMD64_ON_DEMAND[0], either])
+    )
+    on_demand = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+    await env.create(
+        SCHEDULINGCONFIGS, schedulingconfig("no-spot", nodeclass="other", requirements=[on_demand])
+    )
+    spot = {"nodeSelector": {"karpenter.sh/capacity-type": "spot"}}
+    await _pending_pod(env, namespace, "spot", spot)
     cases = {
         "arm": {"amd": "requirement"},
         "huge": {"amd": "resources"},
         "zonal": {"amd": "volume-zone", "tainted": "taint", "capped": "limits"},
+        "near-db": {"amd": "pod-affinity"},
+        "spot": {"spotty": "schedulingconfig", "amd": "requirement"},
     }
     answers = await asyncio.gather(
         *(_both(kubeconfig, "pod", name, "-n", namespace) for name in cases)
@@ -319,7 +349,30 @@ async def test_explain_pod_names_the_first_misfit_of_each_nodepool(
             assert got[pool]["reason"] == reason, (name, pool, answer)
             row = next(line for line in table.splitlines() if line.startswith(pool + " "))
             assert reason in row and got[pool]["object"] in row, (name, table)
-    assert got["tainted"]["object"] == "Taint/team=x:NoSchedule"
+        if name == "near-db":
+            assert got["amd"]["object"] == "PodAffinity/topology.kubernetes.io/zone", answer
+        if name == "spot":
+            assert got["spotty"]["object"] == "SchedulingConfig/no-spot", answer
+        if name == "zonal":
+            assert got["tainted"]["object"] == "Taint/team=x:NoSchedule"
+
+
+async def _pending_pod(env: Env, namespace: str, name: str, spec: JSON) -> None:
+    """A pod another scheduler owns, marked Unschedulable as kube-scheduler marks pods."""
+    await env.client.create(
+        PODS,
+        bare_pod(name, namespace, "1", spec={"schedulerName": "elsewhere", **spec}),
+        namespace=namespace,
+    )
+    unschedulable = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": "no nodes",
+    }
+    await env.client.patch_status(
+        PODS, name, {"status": {"conditions": [unschedulable]}}, namespace=namespace
+    )
 
 
 async def test_nodepool_budget_summary_in_status_and_explain_shows_the_windows(

@@ -3,12 +3,14 @@ such, the others by their first misfit."""
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 from karpy.explain.cluster import view_of
+from karpy.explain.command import _table
 from karpy.explain.pod import explain_pod
 from karpy.simulation.live import KINDS
-from tests.kit import nodepool, pod
+from tests.kit import node, nodepool, pod, schedulingconfig
 
 JSON = dict[str, Any]
 ARM: JSON = {"nodeSelector": {"kubernetes.io/arch": "arm64"}}
@@ -50,3 +52,122 @@ def test_nodeclass_not_ready_and_requirement() -> None:
     )
     assert got["amd"]["reason"] == "requirement"
     assert got["amd"]["object"] == "Requirement/kubernetes.io/arch"
+
+
+def _row_of(answer: JSON, nodepool: str) -> str:
+    """The table's row of a NodePool (`karpy explain pod -o table`)."""
+    out = io.StringIO()
+    _table(out, "pod", answer)
+    return next(line for line in out.getvalue().splitlines() if line.startswith(nodepool + " "))
+
+
+def _listed(**kinds: list[JSON]) -> dict[str, list[JSON]]:
+    listed: dict[str, list[JSON]] = {k.plural: [] for k in KINDS}
+    listed.update(kinds)
+    return listed
+
+
+ZONE = "topology.kubernetes.io/zone"
+AMD64 = {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}
+TAINT = {"key": "full", "value": "yes", "effect": "NoSchedule"}
+
+
+def _zone_node(name: str, zone: str) -> JSON:
+    """A Node no pending pod tolerates, whose zone still counts for spreads."""
+    resources = {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    return node(
+        name,
+        labels={ZONE: zone, "kubernetes.io/hostname": name, "kubernetes.io/arch": "amd64"},
+        taints=[TAINT],
+        status={
+            "capacity": resources,
+            "allocatable": resources,
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    )
+
+
+def test_topology_spread_names_the_constraint_and_its_key() -> None:
+    zone_a = nodepool(
+        "zone-a",
+        requirements=[AMD64, {"key": ZONE, "operator": "In", "values": ["test-zone-a"]}],
+    )
+    spread = {
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ]
+    }
+    web = {"app": "web"}
+    running = pod("web-0", "ns", node="a-1", labels=web, requests={"cpu": "1"})
+    pending = pod(
+        "web-1", "ns", labels=web, requests={"cpu": "1"}, spec=spread, status=UNSCHEDULABLE
+    )
+    view = view_of(
+        _listed(
+            nodepools=[zone_a],
+            nodes=[_zone_node("a-1", "test-zone-a"), _zone_node("b-1", "test-zone-b")],
+            pods=[running, pending],
+        )
+    )
+    answer = explain_pod(view, pending)
+    row = answer["nodePools"][0]
+    assert (row["nodePool"], row["fits"], row["reason"], row["object"]) == (
+        "zone-a",
+        False,
+        "topology-spread",
+        f"TopologySpreadConstraint/{ZONE}",
+    ), answer
+    assert "maxSkew 1" in row["detail"] and "maxSkew" in row["fix"]
+    assert _row_of(answer, "zone-a").split()[2:4] == [row["reason"], row["object"]]
+
+
+def test_pod_affinity_without_its_targets_names_the_term() -> None:
+    amd = nodepool("amd", requirements=[AMD64])
+    affinity = {
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": ZONE, "labelSelector": {"matchLabels": {"app": "db"}}}
+                ]
+            }
+        }
+    }
+    pending = pod("near-db", "ns", requests={"cpu": "1"}, spec=affinity, status=UNSCHEDULABLE)
+    answer = explain_pod(view_of(_listed(nodepools=[amd], pods=[pending])), pending)
+    row = answer["nodePools"][0]
+    assert (row["reason"], row["object"]) == ("pod-affinity", f"PodAffinity/{ZONE}"), answer
+    assert "app" in row["detail"] and "db" in row["detail"]
+    assert _row_of(answer, "amd").split()[2:4] == [row["reason"], row["object"]]
+
+
+def test_schedulingconfig_that_rules_a_nodepool_out_is_named() -> None:
+    # `any` allows arm64 itself, the config does not; `arm` asks arm64 and the config leaves
+    # it out of every plan
+    any_arch = nodepool("any", requirements=[])
+    arm_only = nodepool(
+        "arm", requirements=[{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]
+    )
+    config = schedulingconfig("default", requirements=[AMD64])
+    pending = pod("arm", "ns", requests={"cpu": "1"}, spec=ARM, status=UNSCHEDULABLE)
+    view = view_of(
+        _listed(nodepools=[any_arch, arm_only], schedulingconfigs=[config], pods=[pending])
+    )
+    answer = explain_pod(view, pending)
+    got = {p["nodePool"]: p for p in answer["nodePools"]}
+    for name in ("any", "arm"):
+        assert (got[name]["reason"], got[name]["object"]) == (
+            "schedulingconfig",
+            "SchedulingConfig/default",
+        ), answer
+    assert "kubernetes.io/arch" in got["any"]["detail"]
+    assert "is not used" in got["arm"]["detail"]
+    for name in ("any", "arm"):
+        assert _row_of(answer, name).split()[2:4] == [
+            "schedulingconfig",
+            "SchedulingConfig/default",
+        ]
