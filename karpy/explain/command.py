@@ -62,6 +62,28 @@ def _table(out: TextIO, kind: str, answer: JSON) -> None:
                 "consolidation",
             ),
         )
+        command = answer.get("command")
+        if command:
+            out.write(
+                f"command: {command['method']} ({command['decision']}), reason "
+                f"{command['reason']}, started {command['started']}"
+                + (
+                    f", saves {command['savingsPerHour']}/h"
+                    if command.get("savingsPerHour") is not None
+                    else ""
+                )
+                + "\n"
+            )
+            for r in command["replacements"]:
+                what = r.get("instanceType") or ",".join(r.get("instanceTypes") or ()) or "-"
+                price = r.get("pricePerHour")
+                out.write(
+                    f"  replacement {r['nodeClaim']}: {what}"
+                    + (f" {r.get('zone')} {r.get('capacityType')}" if r.get("instanceType") else "")
+                    + (f" {price}/h" if price is not None else "")
+                    + (" initialized" if r.get("initialized") else " not initialized")
+                    + "\n"
+                )
         rows = []
         for m in answer["methods"]:
             b = m.get("blocker") or {}

@@ -21,17 +21,24 @@ from typing import Any
 import pytest
 
 from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS, SCHEDULINGCONFIGS
-from karpy.apis.v1 import Budget
+from karpy.apis.v1 import Budget, validate_nodepool
+from karpy.apis.v1.labels import LABEL_INSTANCE_TYPE
 from karpy.controllers.disruption import metrics
+from karpy.controllers.disruption.candidates import Candidate
 from karpy.controllers.disruption.controller import DisruptionController
+from karpy.controllers.disruption.events import DedupingEvents
+from karpy.controllers.disruption.methods import Command
+from karpy.controllers.disruption.orchestration import OrchestrationQueue
 from karpy.controllers.nodepool.budgets import NodePoolBudgetsController
-from karpy.kube import PODS, EventRecorder, FakeClock
+from karpy.kube import PODS, EventRecorder, FakeClock, RealClock
 from karpy.kube.resources import (
     EVENTS,
     PERSISTENTVOLUMECLAIMS,
     PERSISTENTVOLUMES,
     PODDISRUPTIONBUDGETS,
 )
+from karpy.scheduling.engine.model import NewNodeClaim
+from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.state import Cluster
 from tests.integration.disruption.support import (
     AMD64_ON_DEMAND,
@@ -438,3 +445,59 @@ async def test_nodepool_budget_summary_in_status_and_explain_shows_the_windows(
         assert opens in row and closes in row, table
     assert windows[new_year["schedule"]]["reasons"] == ["Drifted"]
     assert "nextChangeAt" in answer["budgets"]["Underutilized"], answer
+
+
+async def test_explain_node_names_the_command_disrupting_it(env: Env, kubeconfig: str) -> None:
+    await env.create(KWOKNODECLASSES, kwok_nodeclass())
+    await env.create(NODEPOOLS, nodepool(requirements=AMD64_ON_DEMAND))
+    await managed_node(env, "old", hold=True)
+    cluster = Cluster(env.cache)
+    await env.until(
+        lambda: cluster.synced() and cluster.node_for_nodeclaim("old") is not None,
+        message="cluster state with the node",
+    )
+    queue = OrchestrationQueue(
+        client=env.client,
+        cluster=cluster,
+        events=DedupingEvents(EventRecorder(env.client), clock=RealClock()),
+    )
+    node = cluster.node_for_nodeclaim("old")
+    assert node is not None
+    types = ("c-1x-amd64-linux", "c-2x-amd64-linux")
+    replacement = NewNodeClaim(
+        nodepool="pool",
+        requirements=Requirements(
+            [Requirement(LABEL_INSTANCE_TYPE, complement=False, values=types)]
+        ),
+        instance_types=[],
+        requests={},
+        pods=[],
+        offering=None,
+        labels={},
+    )
+    pool = validate_nodepool(cluster.nodepool_informer.get("pool") or {})
+    command = Command(
+        candidates=(Candidate(node=node, nodepool=pool),),
+        replacements=(replacement,),
+        reason="Underutilized",
+        consolidation_type="single",
+        savings=0.0125,
+    )
+    assert await queue.start(command)
+
+    answer, table = await _both(kubeconfig, "node", "old")
+    got = answer["command"]
+    assert (got["method"], got["decision"], got["reason"], got["savingsPerHour"]) == (
+        "consolidation/single",
+        "replace",
+        "Underutilized",
+        0.0125,
+    ), answer
+    # in a command: no method takes it again
+    assert not any(m["candidate"] for m in answer["methods"]), answer
+    (made,) = got["replacements"]
+    assert made["instanceTypes"] == list(types) and made["initialized"] is False, answer
+    line = next(x for x in table.splitlines() if x.startswith("command: "))
+    assert "consolidation/single (replace)" in line and "Underutilized" in line, table
+    assert "0.0125/h" in line, table
+    assert f"replacement {made['nodeClaim']}: {','.join(types)}" in table, table
