@@ -1,12 +1,11 @@
 """NodePool controllers: validation, NodeClass readiness, registration health, counter, hash
-annotations and the `Ready` roll-up (Karpenter's `nodepool.*` controllers), and karpy's
-budget summary in `status.disruption`."""
+annotations and the `Ready` roll-up (Karpenter's `nodepool.*` controllers). The budget
+summary in `status.disruption` is the disruption package's (`nodepool.budgets`)."""
 
 from __future__ import annotations
 
 from karpy.apis.descriptors import NODECLAIMS, NODEPOOLS
 from karpy.controllers.context import ControllerContext
-from karpy.controllers.nodepool.budgets import NodePoolBudgetsController
 from karpy.controllers.nodepool.counter import NodePoolCounterController
 from karpy.controllers.nodepool.hashcontroller import NodePoolHashController
 from karpy.controllers.nodepool.readiness import NodePoolReadinessController
@@ -41,15 +40,6 @@ def register(ctx: ControllerContext) -> None:
             client=ctx.client,
             nodepools=nodepools,
             resources_for=ctx.cluster.nodepool_resources,
-            synced=ctx.cluster.synced,
-            clock=ctx.clock,
-        ),
-    )
-    ctx.add(
-        NodePoolBudgetsController(
-            client=ctx.client,
-            nodepools=nodepools,
-            nodes=ctx.cluster.nodes,
             synced=ctx.cluster.synced,
             clock=ctx.clock,
         ),

@@ -24,12 +24,12 @@ from karpy.apis.descriptors import KWOKNODECLASSES, NODEPOOLS, SCHEDULINGCONFIGS
 from karpy.apis.v1 import Budget, validate_nodepool
 from karpy.apis.v1.labels import LABEL_INSTANCE_TYPE
 from karpy.controllers.disruption import metrics
+from karpy.controllers.disruption.budgetstatus import NodePoolBudgetsController
 from karpy.controllers.disruption.candidates import Candidate
 from karpy.controllers.disruption.controller import DisruptionController
 from karpy.controllers.disruption.events import DedupingEvents
 from karpy.controllers.disruption.methods import Command
 from karpy.controllers.disruption.orchestration import OrchestrationQueue
-from karpy.controllers.nodepool.budgets import NodePoolBudgetsController
 from karpy.kube import PODS, EventRecorder, FakeClock, RealClock
 from karpy.kube.resources import (
     EVENTS,
