@@ -119,6 +119,25 @@ def _table(out: TextIO, kind: str, answer: JSON) -> None:
                 "scheduler",
             ),
         )
+        plan = answer.get("plan")
+        if plan and "alternatives" in plan:
+            proven = "proven optimal" if plan["provenOptimal"] else "not proven optimal"
+            gap = f", gap {plan['gap']}" if plan.get("gap") is not None else ""
+            out.write(
+                f"plan: batch {plan.get('batch')} of {plan.get('pods')} pod(s) and "
+                f"{plan.get('nodeClaims')} NodeClaim(s), cost {plan.get('cost')}/h, lower bound "
+                f"{plan.get('lowerBound')}/h, {proven}{gap}\n"
+            )
+            _rows(
+                out,
+                ("ALTERNATIVE", "ZONE", "CAPACITY", "PRICE/H"),
+                [
+                    (a["instanceType"], a["zone"], a["capacityType"], a["pricePerHour"])
+                    for a in plan["alternatives"]
+                ],
+            )
+        elif plan:
+            out.write(f"plan: {plan}\n")
         pools = answer.get("nodePools") or []
         if pools:
             _rows(

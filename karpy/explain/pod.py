@@ -7,16 +7,20 @@ NodePool out (`schedulingconfig`, from the builder's `Explainer`), and what the 
 itself found for that NodePool when those checks pass (topology spread or pod affinity:
 `SchedulingResult.pool_errors`); then the scheduler's own verdict on the whole batch (the
 NodeClaim it would launch for the pod, or its error). Bound: its node, NodeClaim, NodePool and
-offering with its price."""
+offering with its price, and the plan that launched the NodeClaim as the provisioner recorded
+it (`karpy.sh/provisioning-plan`: batch, proven optimal or its gap, the alternatives priced)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from karpy.apis.objects import get_condition
 from karpy.apis.v1 import conditions as cond
 from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
 from karpy.controllers.disruption.consolidation import node_price
+from karpy.controllers.disruption.orchestration.marks import ANNOTATION_REPLACEMENT_FOR, annotation
+from karpy.controllers.provisioning.nodeclaims import ANNOTATION_PLAN
 from karpy.explain.cluster import ClusterView
 from karpy.scheduling.engine import schedule
 from karpy.scheduling.engine.misfit import Misfit, from_scheduler, misfit
@@ -64,7 +68,36 @@ def _bound(view: ClusterView, pod: JSON, node_name: str) -> JSON:
             "pricePerHour": price,
         },
     )
+    plan = _plan(node.nodeclaim)
+    if plan is not None:
+        out["plan"] = plan
+    elif annotation(node.nodeclaim, ANNOTATION_REPLACEMENT_FOR):
+        out["note"] = "a disruption command launched its node to replace others"
     return out
+
+
+def _plan(claim: JSON | None) -> JSON | None:
+    """The plan that launched the NodeClaim, as the provisioner recorded it: its batch, whether
+    it was proven optimal, and the alternatives it priced (the first is the cheapest
+    compatible offering, the one the NodeClaim asks for first)."""
+    raw = annotation(claim, ANNOTATION_PLAN)
+    if raw is None:
+        return None
+    try:
+        plan = json.loads(raw)
+    except ValueError:
+        return {"error": f"unreadable {ANNOTATION_PLAN} annotation"}
+    if not isinstance(plan, dict):
+        return {"error": f"unreadable {ANNOTATION_PLAN} annotation"}
+    alternatives = [
+        {"instanceType": o[0], "zone": o[1], "capacityType": o[2], "pricePerHour": o[3]}
+        for o in plan.pop("options", None) or ()
+        if isinstance(o, list) and len(o) == 4
+    ]
+    plan["provenOptimal"] = bool(plan.pop("optimal", False))
+    plan["instanceTypes"] = plan.pop("types", len(alternatives))
+    plan["alternatives"] = alternatives
+    return plan
 
 
 def _pending(view: ClusterView, pod: JSON, key: str) -> JSON:

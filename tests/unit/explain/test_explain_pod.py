@@ -11,6 +11,7 @@ from karpy.explain.command import _table
 from karpy.explain.pod import explain_pod
 from karpy.simulation.live import KINDS
 from tests.kit import node, nodepool, pod, schedulingconfig
+from tests.kit import nodeclaim as kit_nodeclaim
 
 JSON = dict[str, Any]
 ARM: JSON = {"nodeSelector": {"kubernetes.io/arch": "arm64"}}
@@ -171,3 +172,69 @@ def test_schedulingconfig_that_rules_a_nodepool_out_is_named() -> None:
             "schedulingconfig",
             "SchedulingConfig/default",
         ]
+
+
+def test_bound_pod_names_the_plan_that_launched_its_node() -> None:
+    from karpy.cloudprovider.kwok.catalog import kwok_instance_types
+    from karpy.controllers.provisioning.nodeclaims import ANNOTATION_PLAN, plan_annotation
+    from karpy.scheduling.engine.model import NewNodeClaim
+    from karpy.scheduling.requirements import Requirements
+
+    catalog = {t.name: t for t in kwok_instance_types()}
+    # the plan lists its types cheapest first
+    types = [catalog[n] for n in ("c-1x-amd64-linux", "m-1x-amd64-linux", "c-2x-amd64-linux")]
+    reqs = Requirements.from_node_selector_terms(
+        [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]
+    )
+    planned = NewNodeClaim(
+        nodepool="pool",
+        requirements=reqs,
+        instance_types=types,
+        requests={},
+        pods=[],
+        offering=types[0].cheapest_offering(reqs),
+        labels={},
+    )
+    batch = {"batch": "b-1", "pods": 3, "nodeClaims": 1, "cost": 0.03, "lowerBound": 0.03}
+    value = plan_annotation(planned, {**batch, "optimal": True, "gap": 0.0})
+    assert len(value) < 400  # small: it rides on every NodeClaim the provisioner launches
+    labels = {
+        "node.kubernetes.io/instance-type": "c-1x-amd64-linux",
+        "topology.kubernetes.io/zone": "test-zone-a",
+        "karpenter.sh/capacity-type": "on-demand",
+    }
+    claim = kit_nodeclaim(
+        "pool-abc",
+        annotations={ANNOTATION_PLAN: value},
+        labels=labels,
+        status={"providerID": "kwok://n1", "nodeName": "n1", "conditions": []},
+    )
+    bound_node = node(
+        "n1",
+        provider_id="kwok://n1",
+        labels={**labels, "karpenter.sh/nodepool": "pool", "karpenter.sh/registered": "true"},
+        status={"conditions": [{"type": "Ready", "status": "True"}]},
+    )
+    bound = pod("web", "ns", node="n1", requests={"cpu": "1"})
+    view = view_of(
+        _listed(nodepools=[nodepool()], nodeclaims=[claim], nodes=[bound_node], pods=[bound])
+    )
+    answer = explain_pod(view, bound)
+    assert (answer["state"], answer["nodeClaim"]) == ("bound", "pool-abc"), answer
+    plan = answer["plan"]
+    assert (plan["batch"], plan["provenOptimal"], plan["gap"], plan["instanceTypes"]) == (
+        "b-1",
+        True,
+        0.0,
+        3,
+    )
+    cheapest = plan["alternatives"][0]
+    assert cheapest["instanceType"] == "c-1x-amd64-linux"
+    assert [a["pricePerHour"] for a in plan["alternatives"]] == sorted(
+        a["pricePerHour"] for a in plan["alternatives"]
+    )
+    out = io.StringIO()
+    _table(out, "pod", answer)
+    text = out.getvalue()
+    assert "plan: batch b-1 of 3 pod(s)" in text and "proven optimal" in text, text
+    assert any(line.startswith("c-1x-amd64-linux") for line in text.splitlines()), text
