@@ -1,9 +1,12 @@
 """The cluster as `explain` reads it: one list of each kind, then the same state the
-controller's informers feed (state nodes, validated NodePools, PDBs, budgets)."""
+controller's informers feed (state nodes, validated NodePools, PDBs, budgets). A node whose
+NodeClaim carries a disruption command is marked for deletion, as the controller's state marks
+the nodes of the commands it runs (no method takes it; budgets count it as disrupting)."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -14,6 +17,7 @@ from karpy.apis.v1 import NodePool, validate_nodepool
 from karpy.controllers.disruption.blockers import REASON_OF
 from karpy.controllers.disruption.budgets import BudgetState, budget_states
 from karpy.controllers.disruption.candidates import PdbLimits
+from karpy.controllers.disruption.orchestration.marks import ANNOTATION_COMMAND, annotation
 from karpy.simulation.catalogchoice import choose_catalog
 from karpy.simulation.live import list_cluster, nodeclass_kinds, objects_from_cluster
 from karpy.simulation.scenario import ScenarioObjects
@@ -70,7 +74,13 @@ def view_of(listed: Mapping[str, list[JSON]], *, now: datetime | None = None) ->
     """The state built from listed objects (kind plural -> items)."""
     now = now or datetime.now(UTC)
     warnings: list[str] = []
-    nodes = state_nodes(nodes=listed["nodes"], nodeclaims=listed["nodeclaims"], pods=listed["pods"])
+    nodes = [
+        # a node in a disruption command is marked for deletion, as the controller marks it
+        dataclasses.replace(n, marked=True) if annotation(n.nodeclaim, ANNOTATION_COMMAND) else n
+        for n in state_nodes(
+            nodes=listed["nodes"], nodeclaims=listed["nodeclaims"], pods=listed["pods"]
+        )
+    ]
     pools = _pools(listed["nodepools"], warnings)
     return ClusterView(
         listed=dict(listed),

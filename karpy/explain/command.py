@@ -62,6 +62,28 @@ def _table(out: TextIO, kind: str, answer: JSON) -> None:
                 "consolidation",
             ),
         )
+        command = answer.get("command")
+        if command:
+            out.write(
+                f"command: {command['method']} ({command['decision']}), reason "
+                f"{command['reason']}, started {command['started']}"
+                + (
+                    f", saves {command['savingsPerHour']}/h"
+                    if command.get("savingsPerHour") is not None
+                    else ""
+                )
+                + "\n"
+            )
+            for r in command["replacements"]:
+                what = r.get("instanceType") or ",".join(r.get("instanceTypes") or ()) or "-"
+                price = r.get("pricePerHour")
+                out.write(
+                    f"  replacement {r['nodeClaim']}: {what}"
+                    + (f" {r.get('zone')} {r.get('capacityType')}" if r.get("instanceType") else "")
+                    + (f" {price}/h" if price is not None else "")
+                    + (" initialized" if r.get("initialized") else " not initialized")
+                    + "\n"
+                )
         rows = []
         for m in answer["methods"]:
             b = m.get("blocker") or {}
@@ -97,6 +119,25 @@ def _table(out: TextIO, kind: str, answer: JSON) -> None:
                 "scheduler",
             ),
         )
+        plan = answer.get("plan")
+        if plan and "alternatives" in plan:
+            proven = "proven optimal" if plan["provenOptimal"] else "not proven optimal"
+            gap = f", gap {plan['gap']}" if plan.get("gap") is not None else ""
+            out.write(
+                f"plan: batch {plan.get('batch')} of {plan.get('pods')} pod(s) and "
+                f"{plan.get('nodeClaims')} NodeClaim(s), cost {plan.get('cost')}/h, lower bound "
+                f"{plan.get('lowerBound')}/h, {proven}{gap}\n"
+            )
+            _rows(
+                out,
+                ("ALTERNATIVE", "ZONE", "CAPACITY", "PRICE/H"),
+                [
+                    (a["instanceType"], a["zone"], a["capacityType"], a["pricePerHour"])
+                    for a in plan["alternatives"]
+                ],
+            )
+        elif plan:
+            out.write(f"plan: {plan}\n")
         pools = answer.get("nodePools") or []
         if pools:
             _rows(
@@ -122,12 +163,36 @@ def _table(out: TextIO, kind: str, answer: JSON) -> None:
         )
         _rows(
             out,
-            ("BUDGET REASON", "ALLOWED", "DISRUPTING", "REMAINING"),
+            ("BUDGET REASON", "ALLOWED", "DISRUPTING", "REMAINING", "NEXT CHANGE", "THEN ALLOWED"),
             [
-                (r, b["allowed"], b["disrupting"], b["remaining"])
+                (
+                    r,
+                    b["allowed"],
+                    b["disrupting"],
+                    b["remaining"],
+                    b.get("nextChangeAt"),
+                    b.get("allowedAfterChange"),
+                )
                 for r, b in answer["budgets"].items()
             ],
         )
+        if answer.get("windows"):
+            _rows(
+                out,
+                ("WINDOW SCHEDULE", "DURATION", "NODES", "REASONS", "OPEN", "OPENS", "CLOSES"),
+                [
+                    (
+                        w["schedule"],
+                        w["duration"],
+                        w["nodes"],
+                        ",".join(w["reasons"]),
+                        w.get("error") or ("yes" if w.get("open") else "no"),
+                        w.get("opensAt"),
+                        w.get("closesAt") or ("stays open" if "opensAt" in w else None),
+                    )
+                    for w in answer["windows"]
+                ],
+            )
         blocked = [
             (r, m, n)
             for r, per in sorted(answer["blocked"].items())

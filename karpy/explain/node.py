@@ -1,5 +1,7 @@
 """`karpy explain node NAME` (a Node or NodeClaim name): for each disruption method whether the
-node is a candidate or its first blocker, its expiry, its drift and a disruption under way.
+node is a candidate or its first blocker, its expiry, its drift and a disruption under way: the
+command that disrupts it (method, reason, replacements, savings), from what the orchestration
+queue persists on its NodeClaim, for as long as the NodeClaim exists.
 
 The verdicts are `blockers.node_verdicts`, the controller's own; when consolidation may take the
 node, the single-node search the controller runs is run on the cluster as read, and what it
@@ -11,12 +13,27 @@ from datetime import timedelta
 from typing import Any
 
 from karpy.apis.duration import DurationError, parse_duration
-from karpy.apis.objects import get_condition, parse_time
+from karpy.apis.objects import get_condition, is_condition_true, parse_time
 from karpy.apis.v1 import conditions as cond
-from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
+from karpy.apis.v1.labels import (
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_TOPOLOGY_ZONE,
+)
 from karpy.controllers.disruption.blockers import CONSOLIDATION, node_verdicts
 from karpy.controllers.disruption.consolidation import consolidation_candidates, node_price
 from karpy.controllers.disruption.consolidation.search import single_node
+from karpy.controllers.disruption.orchestration.marks import (
+    ANNOTATION_COMMAND,
+    ANNOTATION_METHOD,
+    ANNOTATION_REPLACEMENT_FOR,
+    ANNOTATION_REPLACEMENTS,
+    ANNOTATION_SAVINGS,
+    ANNOTATION_STARTED,
+    annotation,
+)
+from karpy.controllers.metrics.cost import claim_price
 from karpy.explain.cluster import ClusterView
 from karpy.simulation.disruption import Replay
 from karpy.state import StateNode
@@ -123,4 +140,59 @@ def explain_node(view: ClusterView, node: StateNode) -> JSON:
             "reason": disrupting.get("reason"),
             "message": disrupting.get("message"),
         }
+    command = _command(view, node)
+    if command is not None:
+        out["command"] = command
     return out
+
+
+def _command(view: ClusterView, node: StateNode) -> JSON | None:
+    """The disruption command under way on the node, as the orchestration queue persisted it
+    on the NodeClaim: method, reason, when it started, the savings it expects and each
+    replacement NodeClaim it launched (type, zone, capacity type and price once launched, the
+    types it may launch as before)."""
+    claim = node.nodeclaim or {}
+    command_id = annotation(claim, ANNOTATION_COMMAND)
+    if command_id is None:
+        return None
+    reason = get_condition(claim, cond.NODECLAIM_DISRUPTION_REASON)
+    savings = annotation(claim, ANNOTATION_SAVINGS)
+    out: JSON = {
+        "id": command_id,
+        "method": annotation(claim, ANNOTATION_METHOD),
+        "reason": (reason or {}).get("reason"),
+        "started": annotation(claim, ANNOTATION_STARTED),
+        "savingsPerHour": float(savings) if savings else None,
+    }
+    promised = annotation(claim, ANNOTATION_REPLACEMENTS)
+    out["decision"] = "replace" if promised not in (None, "0") else "delete"
+    types = {t.name: t.instance_types for t in view.objects().templates}
+    replacements = []
+    for other in view.listed["nodeclaims"]:
+        if annotation(other, ANNOTATION_REPLACEMENT_FOR) != command_id:
+            continue
+        labels = (other.get("metadata") or {}).get("labels") or {}
+        launched = labels.get(LABEL_INSTANCE_TYPE)
+        entry: JSON = {"nodeClaim": (other.get("metadata") or {}).get("name")}
+        if launched:
+            entry.update(
+                instanceType=launched,
+                zone=labels.get(LABEL_TOPOLOGY_ZONE),
+                capacityType=labels.get(LABEL_CAPACITY_TYPE),
+                pricePerHour=claim_price(other, types.get(labels.get(LABEL_NODEPOOL, ""), ())),
+            )
+        else:
+            entry["instanceTypes"] = _allowed_types(other)[:5]
+        entry["initialized"] = is_condition_true(other, cond.NODECLAIM_INITIALIZED)
+        replacements.append(entry)
+    out["replacements"] = replacements
+    if promised and promised.isdigit() and int(promised) > len(replacements):
+        out["replacementsMissing"] = int(promised) - len(replacements)
+    return out
+
+
+def _allowed_types(claim: JSON) -> list[str]:
+    for req in (claim.get("spec") or {}).get("requirements") or ():
+        if req.get("key") == LABEL_INSTANCE_TYPE and req.get("operator") == "In":
+            return [str(v) for v in req.get("values") or ()]
+    return []

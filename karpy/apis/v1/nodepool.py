@@ -30,6 +30,7 @@ from karpy.apis.v1.common import (
     ObjectMeta,
     ResourceList,
     Taint,
+    Time,
     duration_of,
     nillable_duration_of,
 )
@@ -44,6 +45,8 @@ BUDGET_SCHEDULE_PATTERN: Final = (
 BUDGET_DURATION_PATTERN: Final = r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"
 # An inactive budget, or one allowing everything, allows "unbounded" disruptions.
 UNBOUNDED: Final = 2**31 - 1
+WINDOW_HORIZON: Final = 200
+"""How many overlapping cron hits `Budget.window` follows before it calls a window open."""
 
 ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
 DisruptionReason = Literal["Underutilized", "Empty", "Drifted"]
@@ -126,6 +129,29 @@ class Budget(K8sModel):
         next_hit: datetime = croniter(self.schedule, current - window).get_next(datetime)
         return next_hit <= current
 
+    def window(self, now: datetime) -> tuple[datetime, datetime | None] | None:
+        """The cron window that holds `now`, or else the next one: when it opens and when it
+        closes (None when hits keep overlapping past `WINDOW_HORIZON` hits: it stays open).
+        None for a budget without a schedule (always active). Raises ValueError or KeyError
+        for a schedule croniter cannot read."""
+        if self.schedule is None or self.duration is None:
+            return None
+        from croniter import croniter
+
+        current = now.astimezone(UTC) if now.tzinfo else now.replace(tzinfo=UTC)
+        length = duration_of(self.duration) or timedelta(0)
+        # the first hit after `now - duration`: at or before `now` it opened the window that
+        # holds `now`; after it, there is no such window and it opens the next one
+        hits = croniter(self.schedule, current - length)
+        opens: datetime = hits.get_next(datetime)
+        closes = opens + length
+        for _ in range(WINDOW_HORIZON):
+            following: datetime = hits.get_next(datetime)
+            if following > closes:
+                return opens, closes
+            closes = following + length  # the next hit starts before this window closes
+        return opens, None
+
     def allowed_disruptions(self, now: datetime, num_nodes: int) -> int:
         """Nodes this budget allows disrupting now (percentages round up); UNBOUNDED when
         inactive. A malformed schedule fails closed (0)."""
@@ -202,6 +228,29 @@ class NodePoolSpec(K8sModel):
     """A fixed number of nodes (static NodePool, alpha)."""
 
 
+class BudgetStatus(K8sModel):
+    """karpy only: what a NodePool's budgets allow for one disruption reason now."""
+
+    reason: DisruptionReason
+    """The disruption reason."""
+    allowed: Int64
+    """How many of the NodePool's nodes may be disrupting for the reason now (the tightest
+    active budget; at most the node count)."""
+    disrupting: Int64
+    """How many of its nodes are disrupting now (being deleted or not Ready)."""
+    next_change_at: Time | None = None
+    """When a budget's cron window next opens or closes and changes `allowed`."""
+    allowed_after_change: Int64 | None = None
+    """What the budgets allow from `nextChangeAt` on (for the same node count)."""
+
+
+class NodePoolDisruptionStatus(K8sModel):
+    """karpy only: the NodePool's disruption budgets as they stand."""
+
+    budgets: Annotated[list[BudgetStatus], Schema(max_items=3)] | None = None
+    """Per disruption reason: allowed disruptions and when a cron window changes them."""
+
+
 class NodePoolStatus(K8sModel):
     """The observed state of a NodePool."""
 
@@ -213,6 +262,9 @@ class NodePoolStatus(K8sModel):
     """The NodeClass generation last seen by the readiness controller."""
     conditions: list[Condition] | None = None
     """ValidationSucceeded, NodeClassReady, NodeRegistrationHealthy and Ready."""
+    disruption: NodePoolDisruptionStatus | None = None
+    """karpy only: per disruption reason, what the budgets allow now and when that changes
+    (written by the `nodepool.budgets` controller)."""
     cost: str | None = None
     """karpy only: the summed hourly price of the NodePool's launched NodeClaims' offerings,
     NodeOverlay prices included (as `karpenter_nodepools_cost_total`), as a decimal string

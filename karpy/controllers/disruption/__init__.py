@@ -1,10 +1,13 @@
 """`disruption`: the singleton loop that voluntarily removes nodes through its methods
 (emptiness, drift, consolidation), within NodePool disruption budgets, after Karpenter's
-validation delay; and `disruption.queue`, which runs the commands."""
+validation delay; `disruption.queue`, which runs the commands; and `nodepool.budgets`, which
+publishes each NodePool's budgets in its status."""
 
 from __future__ import annotations
 
+from karpy.apis.descriptors import NODEPOOLS
 from karpy.controllers.context import ControllerContext
+from karpy.controllers.disruption.budgetstatus import NodePoolBudgetsController
 from karpy.controllers.disruption.consolidation.methods import (
     MultiNodeConsolidation,
     SingleNodeConsolidation,
@@ -79,3 +82,12 @@ def register(ctx: ControllerContext) -> None:
     )
     ctx.add(controller)
     ctx.add(QueueController(queue))
+    ctx.add(
+        NodePoolBudgetsController(
+            client=ctx.client,
+            nodepools=ctx.informer(NODEPOOLS),
+            nodes=ctx.cluster.nodes,
+            synced=ctx.cluster.synced,
+            clock=ctx.clock,
+        ),
+    )

@@ -1,5 +1,6 @@
 """NodePool controllers: validation, NodeClass readiness, registration health, counter, hash
-annotations and the `Ready` roll-up (Karpenter's `nodepool.*` controllers)."""
+annotations and the `Ready` roll-up (Karpenter's `nodepool.*` controllers). The budget
+summary in `status.disruption` is the disruption package's (`nodepool.budgets`)."""
 
 from __future__ import annotations
 

@@ -9,8 +9,9 @@ to any of its instance types, Karpenter's overlay annotations say so.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from karpy.apis.v1 import group_of_ref, labels
 from karpy.apis.v1.nodepool import API_VERSION as NODEPOOL_API_VERSION
@@ -23,7 +24,13 @@ from karpy.controllers.nodepool.hash import hash_annotations
 from karpy.scheduling.engine.model import NewNodeClaim
 from karpy.scheduling.resources import format_resources
 
-__all__ = ["nodeclaim_for", "requirements_for"]
+__all__ = [
+    "ANNOTATION_PLAN",
+    "PLAN_OPTIONS",
+    "nodeclaim_for",
+    "plan_annotation",
+    "requirements_for",
+]
 
 JSON = dict[str, Any]
 _ALLOWED_KARPENTER_KEYS = labels.ALLOWED_KARPENTER_LABELS
@@ -103,3 +110,25 @@ def nodeclaim_for(claim: NewNodeClaim, nodepool: Mapping[str, Any]) -> JSON:
         },
         "spec": body,
     }
+
+
+ANNOTATION_PLAN: Final = "karpy.sh/provisioning-plan"
+"""karpy only, on the NodeClaims the provisioner launches: the plan that chose it (compact
+JSON, read by `karpy explain pod`): its batch id, the batch's pods, NodeClaims, cost and lower
+bound, whether the plan was proven optimal (and its gap), and the NodeClaim's cheapest instance
+types with their prices (the first is the cheapest compatible one; at most `PLAN_OPTIONS`)."""
+PLAN_OPTIONS: Final = 5
+
+
+def plan_annotation(claim: NewNodeClaim, batch: Mapping[str, Any]) -> str:
+    """The `karpy.sh/provisioning-plan` value of a planned NodeClaim: `batch` (the batch-wide
+    fields) plus its first options in the plan's order (cheapest first), each `[instance type,
+    zone, capacity type, price]` of the type's cheapest offering the NodeClaim allows."""
+    options: list[list[Any]] = []
+    for it in claim.instance_types[:PLAN_OPTIONS]:
+        o = it.cheapest_offering(claim.requirements)
+        if o is not None:
+            options.append([it.name, o.zone, o.capacity_type, round(o.price, 6)])
+    return json.dumps(
+        {**batch, "types": len(claim.instance_types), "options": options}, separators=(",", ":")
+    )

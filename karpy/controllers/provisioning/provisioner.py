@@ -34,7 +34,11 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.controllers.provisioning import metrics
 from karpy.controllers.provisioning.batcher import Batcher
 from karpy.controllers.provisioning.buffers import write_provisioning
-from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
+from karpy.controllers.provisioning.nodeclaims import (
+    ANNOTATION_PLAN,
+    nodeclaim_for,
+    plan_annotation,
+)
 from karpy.controllers.provisioning.nomination import awaiting_node, nominate_placements
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
 from karpy.kube.client import Client
@@ -214,7 +218,17 @@ class Provisioner:
             gap=None if result.gap is None else round(result.gap, 6),
             exact=result.exact,
         )
-        names = await self.apply(batch, result)
+        plan = {
+            "batch": scheduling_id,
+            "pods": len(batch.pods),
+            "nodeClaims": len(result.node_claims),
+            "cost": round(result.cost, 6),
+            "lowerBound": round(max(result.lower_bound, result.best_bound or 0.0), 6),
+            "optimal": result.optimal,
+        }
+        if result.gap is not None:
+            plan["gap"] = round(result.gap, 6)
+        names = await self.apply(batch, result, plan=plan)
         laps.lap("apply")
         await self._write_buffer_status(batch, result)
         log.debug(
@@ -365,10 +379,13 @@ class Provisioner:
 
     # -- 4: act -----------------------------------------------------------------------------------
 
-    async def apply(self, batch: _Batch, result: SchedulingResult) -> list[str]:
+    async def apply(
+        self, batch: _Batch, result: SchedulingResult, *, plan: Mapping[str, Any] | None = None
+    ) -> list[str]:
         """Nominate the pods placed on existing nodes and create the new NodeClaims. The API
         calls of both run at once: nominations to a hundred nodes must not hold the launches
-        back (each is a round trip, slow on a busy API server)."""
+        back (each is a round trip, slow on a busy API server). `plan`: the batch-wide fields
+        of each NodeClaim's `karpy.sh/provisioning-plan` annotation."""
         by_key = {podutil.pod_key(p): p for p in batch.pods}
         if result.node_claims:
             log.info(
@@ -395,7 +412,7 @@ class Provisioner:
 
         async def create(claim: NewNodeClaim) -> str | None:
             async with semaphore:
-                return await self.create(claim, by_key, usage=usage)
+                return await self.create(claim, by_key, usage=usage, plan=plan)
 
         async def nominate() -> None:
             if placements:
@@ -457,9 +474,11 @@ class Provisioner:
         pods: Mapping[str, JSON],
         *,
         usage: Mapping[str, ResourceMap] | None = None,
+        plan: Mapping[str, Any] | None = None,
     ) -> str | None:
         """Create one NodeClaim, unless its NodePool is gone or already over its limits (by
-        `usage`, the NodePools' resources read for the batch, or read now)."""
+        `usage`, the NodePools' resources read for the batch, or read now); with `plan`, it
+        records the plan that chose it (`karpy.sh/provisioning-plan`)."""
         nodepool = self.cluster.nodepool_informer.get(claim.nodepool)
         if nodepool is None or (nodepool.get("metadata") or {}).get("deletionTimestamp"):
             log.info("nodepool is gone; not creating nodeclaim", NodePool={"name": claim.nodepool})
@@ -488,6 +507,8 @@ class Provisioner:
                     self._failed(pod, f"nodepool {claim.nodepool} has exceeded its limits")
             return None
         body = nodeclaim_for(claim, nodepool)
+        if plan is not None:
+            body["metadata"]["annotations"][ANNOTATION_PLAN] = plan_annotation(claim, plan)
         try:
             created = await self.client.create(NODECLAIMS, body)
         except OutcomeUnknownError as err:

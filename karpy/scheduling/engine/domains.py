@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from karpy.apis.v1.labels import LABEL_HOSTNAME
 from karpy.scheduling.engine.existing import NodeView
@@ -24,7 +24,23 @@ from karpy.scheduling.pods import AffinityTerm, PodView, SpreadConstraint
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.taints import Toleration, untolerated
 
-__all__ = ["ClassTopology", "DomainScore", "SpreadTerm", "Topology"]
+__all__ = [
+    "AFFINITY_UNMET",
+    "ANTI_AFFINITY",
+    "INVERSE_ANTI_AFFINITY",
+    "SPREAD_VIOLATED",
+    "ClassTopology",
+    "DomainScore",
+    "SpreadTerm",
+    "Topology",
+]
+
+# How `Topology.domain_ok` starts each reason, followed by the topology key: `misfit` reads the
+# word of a NodePool's reason from them.
+SPREAD_VIOLATED: Final = "topology spread on"
+AFFINITY_UNMET: Final = "pod affinity on"
+ANTI_AFFINITY: Final = "pod anti-affinity on"
+INVERSE_ANTI_AFFINITY: Final = "anti-affinity of other pods on"
 
 
 class SpreadTerm(NamedTuple):
@@ -288,20 +304,20 @@ class Topology:
             eligible = self.eligible_domains(key, reqs, s, eff.tolerations)
             low = g.min_count(eligible, s.min_domains)
             if g.count(domain) + (1 if self_match else 0) - low > s.max_skew:
-                return f"topology spread on {key} (maxSkew {s.max_skew}) would be violated"
+                return f"{SPREAD_VIOLATED} {key} (maxSkew {s.max_skew}) would be violated"
         for g in topo.affinity.get(key, ()):
             # as Karpenter: only a pod its own term selects may open a domain, and only when
             # no candidate domain holds a selected pod yet; any other pod waits for its targets
             if g.count(domain) == 0 and (
                 g.id not in topo.self_affinity or any(g.count(d) > 0 for d in candidates)
             ):
-                return f"pod affinity on {key} requires a domain with pods matching {g.selector}"
+                return f"{AFFINITY_UNMET} {key} requires a domain with pods matching {g.selector}"
         for g in topo.anti.get(key, ()):
             if g.count(domain) > 0:
-                return f"pod anti-affinity on {key} with pods matching {g.selector}"
+                return f"{ANTI_AFFINITY} {key} with pods matching {g.selector}"
         for g in topo.inverse.get(key, ()):
             if g.owners.get(domain, 0) > 0:
-                return f"anti-affinity of other pods on {key} excludes this pod"
+                return f"{INVERSE_ANTI_AFFINITY} {key} excludes this pod"
         return None
 
     def domain_score(self, topo: ClassTopology, key: str, domain: str) -> DomainScore:

@@ -5,8 +5,9 @@ meets them (`new_capacity`): the NodePool's taints, the pod's node requirements 
 NodePool's (a key with no common value), the instance types left by both (the pod's volume
 zones among them), then resources (no type is large enough: the largest is named), the
 NodePool's limits, and offerings all under an insufficient-capacity mark. None means the
-NodePool could take the pod as far as these say (spread, affinity and what else is pending
-are the scheduler's, whose own message the caller shows).
+NodePool could take the pod as far as these say: spread and pod (anti-)affinity depend on the
+other pods and are the scheduler's; `from_scheduler` reads the word of the reason the scheduler
+gave a NodePool (`SchedulingResult.pool_errors`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from karpy.apis.v1.labels import LABEL_TOPOLOGY_ZONE
+from karpy.scheduling.engine.domains import (
+    AFFINITY_UNMET,
+    ANTI_AFFINITY,
+    INVERSE_ANTI_AFFINITY,
+    SPREAD_VIOLATED,
+)
 from karpy.scheduling.engine.model import NodePoolTemplate
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import PodView
@@ -23,7 +30,7 @@ from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import ResourceMap, format_resources
 from karpy.scheduling.taints import untolerated
 
-__all__ = ["MISFIT_REASONS", "Misfit", "misfit"]
+__all__ = ["MISFIT_REASONS", "Misfit", "from_scheduler", "misfit"]
 
 MISFIT_REASONS: Final = (
     "taint",
@@ -32,6 +39,35 @@ MISFIT_REASONS: Final = (
     "resources",
     "limits",
     "ice",
+    "topology-spread",
+    "pod-affinity",
+)
+_TOPOLOGY: Final = (
+    (
+        SPREAD_VIOLATED,
+        "topology-spread",
+        "TopologySpreadConstraint",
+        "let the NodePool offer more {key} domains, raise maxSkew, or use "
+        "whenUnsatisfiable: ScheduleAnyway",
+    ),
+    (
+        AFFINITY_UNMET,
+        "pod-affinity",
+        "PodAffinity",
+        "run a pod the term selects in a {key} domain the NodePool offers, or relax the term",
+    ),
+    (
+        ANTI_AFFINITY,
+        "pod-affinity",
+        "PodAntiAffinity",
+        "let the NodePool offer a {key} domain without the pods the term selects, or relax it",
+    ),
+    (
+        INVERSE_ANTI_AFFINITY,
+        "pod-affinity",
+        "PodAntiAffinity",
+        "let the NodePool offer a {key} domain the other pods' anti-affinity allows",
+    ),
 )
 
 
@@ -174,3 +210,13 @@ def misfit(
             continue
         return None
     return last
+
+
+def from_scheduler(reason: str) -> Misfit | None:
+    """The misfit the scheduler's reason for a NodePool names, when it is topology spread or pod
+    (anti-)affinity (the object is the term's kind and topology key); None for any other."""
+    for prefix, word, kind, fix in _TOPOLOGY:
+        if reason.startswith(prefix + " "):
+            key = reason[len(prefix) + 1 :].split(" ", 1)[0]
+            return Misfit(word, f"{kind}/{key}", reason, fix.format(key=key))
+    return None

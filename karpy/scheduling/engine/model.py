@@ -220,6 +220,9 @@ class SchedulingResult:
     optimal: bool = False
     best_bound: float | None = None
     exact: str = ""
+    # pod key -> NodePool -> why that NodePool could not take it (pods in `errors` that got as
+    # far as the NodePools; the last pass's reasons)
+    pool_errors: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def gap(self) -> float | None:

@@ -9,8 +9,9 @@ and packed for the whole batch later (assignment.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import NamedTuple
 
 from karpy.apis.v1.labels import LABEL_NODEPOOL
@@ -47,10 +48,12 @@ class PoolFit(NamedTuple):
 
 
 class Leftover(NamedTuple):
-    """Pods not placed, and why (empty when every pod was placed)."""
+    """Pods not placed, and why (empty when every pod was placed); `by_pool`: each NodePool's
+    own reason (what `karpy explain pod` names per NodePool)."""
 
     pods: list[PodView]
     reason: str
+    by_pool: Mapping[str, str] = MappingProxyType({})
 
 
 class _Candidate(NamedTuple):
@@ -105,7 +108,7 @@ class NewCapacity:
             else:
                 candidates.append(_Candidate(pool, fit))
         if not candidates:
-            return Leftover(pods, _join(reasons))
+            return Leftover(pods, _join(reasons), dict(reasons))
         if not topo.keys:
             first = candidates[0]
             self.add_unit(cls, eff, first.pool.index, first.fit.reqs, first.fit.mask, pods)
@@ -126,7 +129,7 @@ class NewCapacity:
             if not placed:
                 failed.append(p)
                 last = _join(reasons)
-        return Leftover(failed, last)
+        return Leftover(failed, last, dict(reasons) if failed else {})
 
     def add_unit(
         self,

@@ -92,6 +92,7 @@ class Scheduler:
         self.limits = PoolLimits(self.pools, inp)
         self.cluster = ExistingNodes(inp.existing_nodes, dims=self.dims, daemons=inp.daemonset_pods)
         self.classes, self.errors = pod_classes(inp.pods, self.dims)
+        self.pool_errors: dict[str, dict[str, str]] = {}
         self.topology = Topology(self.classes, self.cluster.nodes, self.pools, inp.namespace_labels)
         self.on_existing = ExistingPlacement(self.cluster, self.topology, inp.namespace_labels)
         self.new_capacity = NewCapacity(self.pools, self.dims, self.limits, self.topology)
@@ -116,6 +117,7 @@ class Scheduler:
                 failed.append((cls, left.pods))
                 for p in left.pods:
                     self.errors[p.key] = left.reason
+                    self.pool_errors[p.key] = dict(left.by_pool)
         # Karpenter re-queues failures while the queue makes progress: a later pod may have
         # made room or given a pod's affinity its target (which may itself be waiting).
         while failed:
@@ -128,8 +130,10 @@ class Scheduler:
                 for p in pods:
                     if id(p) in placed:
                         self.errors.pop(p.key, None)
+                        self.pool_errors.pop(p.key, None)
                     elif left.reason:
                         self.errors[p.key] = left.reason
+                        self.pool_errors[p.key] = dict(left.by_pool)
             if sum(len(p) for _, p in again) == sum(len(p) for _, p in failed):
                 break
             failed = again
@@ -155,6 +159,7 @@ class Scheduler:
             node_claims=claims,
             existing={k: v for k, v in self.on_existing.placed.items() if v},
             errors=dict(self.errors),
+            pool_errors={k: v for k, v in self.pool_errors.items() if k in self.errors},
             cost=sum(c.price for c in claims),
             lower_bound=bound,
             seconds=time.perf_counter() - self.started,

@@ -32,6 +32,7 @@ __all__ = [
     "Guardrail",
     "NodeClassKey",
     "Parameters",
+    "Ruling",
     "conflicts",
     "constrain_templates",
     "guardrails",
@@ -259,7 +260,16 @@ class Explainer:
 
     def notes(self, pod: PodView) -> list[str]:
         """One line per (config, NodePool) that rules the pod out."""
-        found: list[str] = []
+        return [r.message() for rs in self.rulings(pod).values() for r in rs]
+
+    def dropped(self, nodepool: str) -> Sequence[Conflict]:
+        """Why a config leaves `nodepool` out of every plan (empty: it does not)."""
+        return self._dropped.get(nodepool, ())
+
+    def rulings(self, pod: PodView) -> dict[str, list[Ruling]]:
+        """NodePool -> the configs that keep the pod off it, for the NodePools whose own
+        requirements would take it (a NodePool a config leaves out names its conflicts)."""
+        found: dict[str, list[Ruling]] = {}
         alternatives = pod.requirement_alternatives()
         for template in self._templates:
             own = template.node_requirements
@@ -272,9 +282,10 @@ class Explainer:
                 continue
             dropped = self._dropped.get(template.name)
             if dropped:
-                found.extend(
-                    f'nodepool "{template.name}" is not used: {c.message()}' for c in dropped
-                )
+                found[template.name] = [
+                    Ruling(template.name, c.config, c.key, c.message(), left_out=True)
+                    for c in dropped
+                ]
                 continue
             nodeclass = self._nodeclasses.get(template.name)
             for rail in self._rails:
@@ -282,11 +293,38 @@ class Explainer:
                     continue
                 reasons = [rail.requirements.intersects(alt) for alt in fitting]
                 if all(r is not None for r in reasons):
-                    found.append(
-                        f'SchedulingConfig "{rail.name}" rules out nodepool "{template.name}", '
-                        f"{reasons[0]}"
+                    alt = fitting[0]
+                    key = next(
+                        (
+                            k
+                            for k, r in rail.requirements.items()
+                            if k in alt and not r.intersects(alt[k])
+                        ),
+                        "",
+                    )
+                    found.setdefault(template.name, []).append(
+                        Ruling(template.name, rail.name, key, str(reasons[0]))
                     )
         return found
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """A SchedulingConfig keeps a pod off a NodePool: on `key` (its requirement has no value
+    the pod allows), or because it leaves the NodePool out altogether (`left_out`)."""
+
+    nodepool: str
+    config: str
+    key: str
+    detail: str
+    left_out: bool = False
+
+    def message(self) -> str:
+        if self.left_out:
+            return f'nodepool "{self.nodepool}" is not used: {self.detail}'
+        return (
+            f'SchedulingConfig "{self.config}" rules out nodepool "{self.nodepool}", {self.detail}'
+        )
 
 
 def _name(obj: JSON) -> str:

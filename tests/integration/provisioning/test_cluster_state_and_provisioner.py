@@ -171,6 +171,14 @@ async def test_one_provisioning_pass(env: Env) -> None:
     assert claim["metadata"]["ownerReferences"][0]["kind"] == "NodePool"
     assert claim["metadata"]["labels"]["karpenter.sh/nodepool"] == "pool"
     assert claim["metadata"]["annotations"]["karpenter.sh/nodepool-hash-version"]
+    # each NodeClaim records the plan that chose it, for `karpy explain pod`
+    plans = [json.loads(c["metadata"]["annotations"]["karpy.sh/provisioning-plan"]) for c in claims]
+    assert len({p["batch"] for p in plans}) == 1, plans
+    plan = plans[0]
+    # the batch: the three pending pods (the invalid one is not planned)
+    assert (plan["pods"], plan["nodeClaims"], plan["optimal"]) == (3, len(names), True), plan
+    prices = [o[3] for o in plan["options"]]
+    assert plan["options"] and prices == sorted(prices) and plan["cost"] > 0, plan
     assert not env.cluster.synced(), "created but not launched"
     planned = env.cluster.planned_pods()
     assert {f"{env.namespace}/pending-{i}" for i in range(3)} <= planned

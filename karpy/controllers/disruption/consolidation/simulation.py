@@ -17,7 +17,9 @@ engine places them on the remaining nodes and, if it must, on new NodeClaims. As
   replacement that may be spot or on-demand is launched as spot only, so a spot shortage
   fails the launch instead of buying dearer on-demand. Replacing spot with spot needs the
   `SpotToSpotConsolidation` gate and, for a single node, at least 15 cheaper types, of which
-  the 15 cheapest are kept (Karpenter's guard against replacement ping-pong).
+  the 15 cheapest are kept, or as many as minValues needs (Karpenter's guard against
+  replacement ping-pong). The cheaper types must still meet the NodePool's minValues (the
+  blocker `min-values`), unless the replacement was planned with them relaxed (BestEffort).
 """
 
 from __future__ import annotations
@@ -28,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from karpy.apis.v1.labels import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE
-from karpy.controllers.disruption.blocker import NO_CHEAPER_REPLACEMENT, SPOT_TO_SPOT
+from karpy.controllers.disruption.blocker import MIN_VALUES, NO_CHEAPER_REPLACEMENT, SPOT_TO_SPOT
 from karpy.controllers.disruption.consolidation.candidates import ConsolidationCandidate
 from karpy.controllers.disruption.consolidation.snapshot import Snapshot
 from karpy.scheduling.engine import NewNodeClaim, SchedulingResult, schedule
+from karpy.scheduling.engine.limits import min_values_shortfall, relax_min_values
 from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirement, Requirements
@@ -330,6 +333,16 @@ def merge_claims(snapshot: Snapshot, claims: Sequence[NewNodeClaim]) -> NewNodeC
     )
 
 
+def _min_values_prefix(reqs: Requirements, types: Sequence[InstanceType]) -> int:
+    """How many of `types` (cheapest first) it takes to meet every minValues of `reqs`."""
+    if all(r.min_values is None for r in reqs.values()):
+        return 0
+    for n in range(1, len(types) + 1):
+        if min_values_shortfall(reqs, types[:n]) is None:
+            return n
+    return len(types)
+
+
 def _replace(
     snapshot: Snapshot,
     candidates: Sequence[ConsolidationCandidate],
@@ -381,6 +394,13 @@ def _replace(
     options.sort(key=lambda o: (o[0], o[1]))
     if not options:
         return Infeasible("Can't replace with a cheaper node", blocker=NO_CHEAPER_REPLACEMENT)
+    short = min_values_shortfall(reqs, [o[2] for o in options])
+    if short is not None and not claim.min_values_relaxed:
+        key, found, wanted = short
+        return Infeasible(
+            f"minValues requirement is not met for {key} ({found} cheaper < {wanted})",
+            blocker=MIN_VALUES,
+        )
     if spot_to_spot and len(candidates) == 1:
         if len(options) < MIN_SPOT_TO_SPOT_TYPES:
             return Infeasible(
@@ -388,7 +408,8 @@ def _replace(
                 f"options than the current candidate to consolidate, got {len(options)}",
                 blocker=SPOT_TO_SPOT,
             )
-        options = options[:MIN_SPOT_TO_SPOT_TYPES]
+        keep = max(MIN_SPOT_TO_SPOT_TYPES, _min_values_prefix(reqs, [o[2] for o in options]))
+        options = options[:keep]
     types = [o[2] for o in options]
     names = tuple(t.name for t in types)
     it_req = reqs.get(LABEL_INSTANCE_TYPE)
@@ -400,6 +421,8 @@ def _replace(
             min_values=it_req.min_values if it_req is not None else None,
         )
     )
+    if short is not None:  # BestEffort: the replacement records what it can meet
+        reqs = relax_min_values(reqs, types)
     offering = types[0].cheapest_offering(reqs)
     replacement = dataclasses.replace(
         claim, requirements=reqs, instance_types=types, offering=offering

@@ -5,8 +5,10 @@ what the previous one started:
 
 - each candidate's NodeClaim carries `karpy.sh/disruption-command` (the command's id),
   `karpy.sh/disruption-replacements` (how many replacements the command launches) and
-  `karpy.sh/disruption-started` (when), besides the `DisruptionReason` condition, and its Node
-  the `karpenter.sh/disrupted:NoSchedule` taint;
+  `karpy.sh/disruption-started` (when), and for `karpy explain node` the method
+  (`karpy.sh/disruption-method`: `emptiness`, `drift`, `consolidation/single`, ...) and the
+  hourly savings it expects (`karpy.sh/disruption-savings`, when known), besides the
+  `DisruptionReason` condition, and its Node the `karpenter.sh/disrupted:NoSchedule` taint;
 - each replacement NodeClaim carries `karpy.sh/disruption-replacement-for` (the command's id).
 """
 
@@ -24,8 +26,10 @@ from karpy.kube import NODES, Client, Clock, ConflictError
 
 __all__ = [
     "ANNOTATION_COMMAND",
+    "ANNOTATION_METHOD",
     "ANNOTATION_REPLACEMENTS",
     "ANNOTATION_REPLACEMENT_FOR",
+    "ANNOTATION_SAVINGS",
     "ANNOTATION_STARTED",
     "annotation",
     "has_disrupted_taint",
@@ -38,7 +42,15 @@ ANNOTATION_COMMAND: Final = "karpy.sh/disruption-command"
 ANNOTATION_REPLACEMENTS: Final = "karpy.sh/disruption-replacements"
 ANNOTATION_STARTED: Final = "karpy.sh/disruption-started"
 ANNOTATION_REPLACEMENT_FOR: Final = "karpy.sh/disruption-replacement-for"
-COMMAND_ANNOTATIONS: Final = (ANNOTATION_COMMAND, ANNOTATION_REPLACEMENTS, ANNOTATION_STARTED)
+ANNOTATION_METHOD: Final = "karpy.sh/disruption-method"
+ANNOTATION_SAVINGS: Final = "karpy.sh/disruption-savings"
+COMMAND_ANNOTATIONS: Final = (
+    ANNOTATION_COMMAND,
+    ANNOTATION_REPLACEMENTS,
+    ANNOTATION_STARTED,
+    ANNOTATION_METHOD,
+    ANNOTATION_SAVINGS,
+)
 PATCH_ATTEMPTS: Final = 3
 
 JSON = dict[str, Any]

@@ -53,8 +53,10 @@ from karpy.controllers.disruption.events import DedupingEvents, involved_node, i
 from karpy.controllers.disruption.methods.base import Command
 from karpy.controllers.disruption.orchestration.marks import (
     ANNOTATION_COMMAND,
+    ANNOTATION_METHOD,
     ANNOTATION_REPLACEMENT_FOR,
     ANNOTATION_REPLACEMENTS,
+    ANNOTATION_SAVINGS,
     ANNOTATION_STARTED,
     annotation,
     set_command_annotations,
@@ -83,6 +85,7 @@ __all__ = [
     "QueueController",
     "Revalidate",
     "command_timeout",
+    "method_of",
 ]
 
 QUEUE_NAME: Final = "disruption.queue"
@@ -239,7 +242,10 @@ class OrchestrationQueue:
             ANNOTATION_COMMAND: command_id,
             ANNOTATION_REPLACEMENTS: str(len(command.replacements)),
             ANNOTATION_STARTED: format_time(started),
+            ANNOTATION_METHOD: method_of(command),
         }
+        if command.savings is not None:
+            persisted[ANNOTATION_SAVINGS] = f"{command.savings:.6f}".rstrip("0").rstrip(".")
         targets: list[_Target] = []
         for c in command.candidates:
             target = _target_of(c.node.nodeclaim or {}, c.key)
@@ -602,6 +608,22 @@ def _asdict(target: _Target) -> dict[str, str]:
         "nodepool": target.nodepool,
         "capacity_type": target.capacity_type,
     }
+
+
+_METHOD_OF_REASON: Final = {
+    cond.DISRUPTION_REASON_EMPTY: "emptiness",
+    cond.DISRUPTION_REASON_DRIFTED: "drift",
+    cond.DISRUPTION_REASON_UNDERUTILIZED: "consolidation",
+}
+
+
+def method_of(command: Command) -> str:
+    """The method as `karpy explain node` names it: `emptiness`, `drift`, or `consolidation`
+    with its kind (`consolidation/single`, `consolidation/multi`)."""
+    method = _METHOD_OF_REASON.get(command.reason, command.reason.lower())
+    if method == "consolidation" and command.consolidation_type:
+        return f"{method}/{command.consolidation_type}"
+    return method
 
 
 def _int(value: str | None) -> int | None:

@@ -80,6 +80,7 @@ def to_result(
         node_claims=claims,
         existing=existing,
         errors=dict(heuristic.errors),
+        pool_errors=dict(heuristic.pool_errors),
         cost=sum(c.price for c in claims),
         lower_bound=heuristic.lower_bound,
         seconds=heuristic.seconds,

@@ -88,3 +88,44 @@ def test_nodepool_takes_the_most_restrictive_budget_for_a_reason() -> None:
 def test_nodepool_without_matching_budgets_is_unbounded() -> None:
     pool = _pool([{"nodes": "1", "reasons": ["Drifted"]}])
     assert pool.allowed_disruptions(now=MONDAY_10, num_nodes=5, reason="Empty") == UNBOUNDED
+
+
+@pytest.mark.parametrize(
+    ("now", "opens", "closes"),
+    [
+        # before Monday's window: the next one
+        (datetime(2026, 11, 30, 8, 0, tzinfo=UTC), (11, 30, 9), (11, 30, 17)),
+        # inside it: the one that holds now
+        (datetime(2026, 11, 30, 16, 59, tzinfo=UTC), (11, 30, 9), (11, 30, 17)),
+        # at its close (not active any more) and on Saturday: the next working day's
+        (datetime(2026, 11, 30, 17, 0, tzinfo=UTC), (12, 1, 9), (12, 1, 17)),
+        (datetime(2026, 12, 5, 12, 0, tzinfo=UTC), (12, 7, 9), (12, 7, 17)),
+    ],
+)
+def test_window_is_the_one_open_now_or_the_next(
+    now: datetime, opens: tuple[int, int, int], closes: tuple[int, int, int]
+) -> None:
+    budget = Budget(nodes="0", schedule="0 9 * * mon-fri", duration="8h")
+    window = budget.window(now)
+    assert window == (
+        datetime(2026, *opens, tzinfo=UTC),
+        datetime(2026, *closes, tzinfo=UTC),
+    )
+    assert budget.is_active(now) is (window[0] <= now)
+
+
+def test_overlapping_hits_extend_the_window_or_keep_it_open() -> None:
+    # hourly hits, 90 minutes each, from 9 to 11: one window from 9:00 to 12:30
+    budget = Budget(nodes="0", schedule="0 9-11 * * *", duration="1h30m")
+    assert budget.window(MONDAY_10) == (
+        datetime(2026, 11, 30, 9, 0, tzinfo=UTC),
+        datetime(2026, 11, 30, 12, 30, tzinfo=UTC),
+    )
+    # every minute for an hour, or back to back: it never closes
+    for schedule, duration in (("* * * * *", "1h"), ("*/30 * * * *", "30m")):
+        window = Budget(nodes="0", schedule=schedule, duration=duration).window(MONDAY_10)
+        assert window is not None and window[1] is None, schedule
+
+
+def test_window_of_unscheduled_budget_is_none() -> None:
+    assert Budget(nodes="1").window(MONDAY_10) is None

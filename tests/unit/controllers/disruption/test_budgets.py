@@ -162,3 +162,26 @@ def test_minimum_over_active_budgets_and_default() -> None:
 
 def test_pools_without_nodes_are_reported() -> None:
     assert states([pool("a", [{"nodes": "10%"}])], [])["a"] == BudgetState(0, 0, 0)
+
+
+def test_next_change_is_when_a_window_changes_the_allowance() -> None:
+    from karpy.controllers.disruption.budgets import BudgetChange, next_change, shown
+
+    frozen = {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}
+    p = pool("a", [{"nodes": "50%"}, frozen])
+    before = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+    # 4 nodes: 2 allowed until 9:00, then 0 until 17:00, then 2 again
+    assert next_change(p, reason="Empty", now=before, num_nodes=4) == BudgetChange(
+        at=datetime(2026, 11, 30, 9, 0, tzinfo=UTC), allowed=0
+    )
+    assert next_change(p, reason="Empty", now=MONDAY_10, num_nodes=4) == BudgetChange(
+        at=datetime(2026, 11, 30, 17, 0, tzinfo=UTC), allowed=2
+    )
+    # a window that changes nothing (a tighter budget always applies) is no change
+    hidden = pool("b", [{"nodes": "0"}, {**frozen, "nodes": "1"}])
+    assert next_change(hidden, reason="Empty", now=before, num_nodes=4) is None
+    # a window limited to other reasons does not change this one
+    drift_only = pool("c", [{**frozen, "reasons": ["Drifted"]}])
+    assert next_change(drift_only, reason="Empty", now=before, num_nodes=4) is None
+    assert next_change(drift_only, reason="Drifted", now=before, num_nodes=4) is not None
+    assert shown(2**31 - 1, 4) == 4 and shown(1, 4) == 1

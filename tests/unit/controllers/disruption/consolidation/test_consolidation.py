@@ -1,5 +1,5 @@
 """Consolidation on constructed states: delete, merge into a cheaper node, and every rule that
-says no (PDBs, do-not-disrupt, consolidateAfter, same-type swaps, spot-to-spot)."""
+says no (PDBs, do-not-disrupt, consolidateAfter, same-type swaps, spot-to-spot, minValues)."""
 
 from __future__ import annotations
 
@@ -251,6 +251,43 @@ def test_spot_to_spot_with_fewer_than_fifteen_cheaper_types_is_refused() -> None
     outcome = simulate(snap, candidates)
     assert isinstance(outcome, Infeasible)
     assert "requires 15 cheaper instance type options" in outcome.reason
+
+
+def _min_values(n: int) -> list[dict[str, object]]:
+    exists = {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": n}
+    return [*ON_DEMAND_AMD64, exists]
+
+
+def test_cheaper_types_must_still_meet_min_values() -> None:
+    machines = [machine("a", "c-4x-amd64-linux")]
+    pods = [app_pod("a1", "a", "1")]
+    # three cheaper types hold the pod: minValues 3 replaces, 4 does not (min-values)
+    snap = snapshot(machines, pods, requirements=_min_values(3))
+    candidates, _ = consolidation_candidates(snap)
+    outcome = simulate(snap, candidates)
+    assert isinstance(outcome, Decision) and outcome.replacement is not None
+    assert len(outcome.replacement.instance_types) == 3
+    snap = snapshot(machines, pods, requirements=_min_values(4))
+    candidates, _ = consolidation_candidates(snap)
+    outcome = simulate(snap, candidates)
+    assert isinstance(outcome, Infeasible) and outcome.blocker == "min-values"
+    assert outcome.reason == (
+        "minValues requirement is not met for node.kubernetes.io/instance-type (3 cheaper < 4)"
+    )
+    decisions, stats = single_node(snap, candidates)
+    assert decisions == [] and stats.blockers == {"kwok://a": "min-values"}
+
+
+def test_spot_to_spot_keeps_as_many_types_as_min_values_needs() -> None:
+    machines = [machine("a", "c-16x-amd64-linux", capacity_type="spot")]
+    pods = [app_pod("a1", "a", "1")]
+    # 18 spot types are cheaper: minValues 17 keeps 17 of them, not 15
+    exists = {"key": "node.kubernetes.io/instance-type", "operator": "Exists", "minValues": 17}
+    snap = snapshot(machines, pods, requirements=[*SPOT, exists], spot_to_spot=True)
+    candidates, _ = consolidation_candidates(snap)
+    outcome = simulate(snap, candidates)
+    assert isinstance(outcome, Decision) and outcome.replacement is not None
+    assert len(outcome.replacement.instance_types) == 17
 
 
 def test_budget_of_zero_stops_consolidation() -> None:
