@@ -23,6 +23,7 @@ from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
 from karpy.cloudprovider.azure.instances import AzureInstances
 from karpy.cloudprovider.azure.pricing import fetch_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider, LaunchSettings, NodeClassLookup
+from karpy.cloudprovider.azure.snapshot import DEFAULT_REGION, snapshot_info, snapshot_prices
 from karpy.cloudprovider.azure.unavailable import AzureUnavailableOfferings
 from karpy.cloudprovider.registry import PluginContext, ProviderUnavailableError
 from karpy.cloudprovider.types import CloudProvider
@@ -38,6 +39,7 @@ __all__ = [
     "AzurePlugin",
     "PriceRefresher",
     "build_azure_provider",
+    "shipped_prices",
 ]
 
 log = structlog.get_logger("karpy.cloudprovider.azure")
@@ -62,6 +64,7 @@ def build_azure_provider(
         compute=compute,
         location=az.location,
         unavailable=unavailable or AzureUnavailableOfferings(),
+        prices=shipped_prices(az.location),
         network_plugin=az.network_plugin,
         network_plugin_mode=az.network_plugin_mode,
         vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
@@ -88,6 +91,21 @@ def build_azure_provider(
         ),
         close=close,
     )
+
+
+def shipped_prices(region: str) -> dict[tuple[str, str], float]:
+    """The snapshot's prices of `region`, or of `DEFAULT_REGION` as a stand-in (logged)."""
+    prices = snapshot_prices(region)
+    stand_in = region
+    if not prices:
+        stand_in = DEFAULT_REGION
+        prices = snapshot_prices(DEFAULT_REGION)
+    log.info(
+        "starting from the shipped Azure prices until the Retail Prices API answers",
+        region=region,
+        **{"table-region": stand_in, "table-date": snapshot_info()["pricesAsOf"]},
+    )
+    return prices
 
 
 class PriceRefresher:

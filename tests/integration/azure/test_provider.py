@@ -18,7 +18,7 @@ from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.azure.v1beta1 import labels as azure
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.azure.bootstrap import read_custom_data
-from karpy.cloudprovider.azure.plugin import build_azure_provider
+from karpy.cloudprovider.azure.plugin import PriceRefresher, build_azure_provider
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
 from karpy.cloudprovider.registry import get_plugin
 from karpy.cloudprovider.types import InsufficientCapacityError, NodeClaimNotFoundError
@@ -251,3 +251,33 @@ async def test_a_claim_limited_to_a_refused_sku_fails_without_calling_arm(
         with pytest.raises(InsufficientCapacityError):
             await provider.create(_claim(f"default-retry{attempt}", types=only))
     assert arm.state.calls[("PUT", "vm")] == puts == 1  # no retry storm
+
+
+async def test_prices_start_from_the_snapshot_and_refresh_from_the_api(
+    arm: FakeArm,
+    compute: ComputeManagementClient,
+    network: NetworkManagementClient,
+    graph: ResourceGraphClient,
+    classes: Classes,
+) -> None:
+    built = build_azure_provider(
+        load_settings(SETTINGS), compute=compute, network=network, graph=graph,
+        nodeclass_of=classes,
+    )  # fmt: skip
+    # westus2 is in the snapshot: its published price until the API answers.
+    assert built.instance_types.prices[("Standard_D2s_v3", "on-demand")] == 0.096
+    down = PriceRefresher(
+        instance_types=built.instance_types, endpoint="https://127.0.0.1:9", ssl=False
+    )
+    assert not await down.refresh_once()
+    assert built.instance_types.prices[("Standard_D2s_v3", "on-demand")] == 0.096
+
+    arm.state.prices = [
+        {**item, "armRegionName": LOCATION, "unitOfMeasure": "1 Hour", "type": "Consumption"}
+        for item in PRICES
+    ]
+    up = PriceRefresher(instance_types=built.instance_types, endpoint=arm.url, ssl=False)
+    assert await up.refresh_once()
+    assert built.instance_types.prices[("Standard_D2s_v3", "on-demand")] == 0.1
+    assert built.instance_types.prices[("Standard_D2s_v3", "spot")] == 0.02
+    assert arm.state.calls[("GET", "prices")] == 1
