@@ -21,6 +21,7 @@ from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.descriptors import AKSNODECLASSES
 from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
 from karpy.cloudprovider.azure.instances import AzureInstances
+from karpy.cloudprovider.azure.nodeclassstatus import AKSNodeClassController, AKSNodeClassResolver
 from karpy.cloudprovider.azure.pricing import fetch_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider, LaunchSettings, NodeClassLookup
 from karpy.cloudprovider.azure.snapshot import DEFAULT_REGION, snapshot_info, snapshot_prices
@@ -210,7 +211,10 @@ class AzurePlugin:
                 await sdk_client.close()
             await credential.close()
 
-        return build_azure_provider(
+        async def kubernetes_version() -> str:
+            return str((await client.server_version()).get("gitVersion") or "")
+
+        provider = build_azure_provider(
             settings,
             compute=compute,
             network=network,
@@ -218,10 +222,27 @@ class AzurePlugin:
             nodeclass_of=nodeclass_of,
             close=close,
         )
+        provider.resolver = AKSNodeClassResolver(
+            compute=compute,
+            network=network,
+            location=az.location,
+            default_subnet_id=az.vnet_subnet_id,
+            kubernetes_version=kubernetes_version,
+        )
+        return provider
 
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
         if not isinstance(provider, AzureCloudProvider):
             raise TypeError(f"the azure plugin cannot manage NodeClasses of {provider.name!r}")
+        if provider.resolver is not None:
+            ctx.add(
+                AKSNodeClassController(
+                    client=ctx.client,
+                    nodeclasses=ctx.cache.informer(AKSNODECLASSES),
+                    resolver=provider.resolver,
+                    clock=ctx.clock,
+                )
+            )
         ctx.add_runnable(
             PriceRefresher(
                 instance_types=provider.instance_types,

@@ -41,6 +41,7 @@ from karpy.cloudprovider.azure.instances import (
     LaunchRequest,
     VirtualMachine,
 )
+from karpy.cloudprovider.azure.nodeclassstatus import IMAGE_DEFINITIONS, image_id
 from karpy.cloudprovider.azure.unavailable import LaunchFailure, classify
 from karpy.cloudprovider.kwok.instances import plan
 from karpy.cloudprovider.types import (
@@ -66,26 +67,13 @@ REPAIR_POLICIES: Final = (
 )
 """A kubelet that has not been Ready for 10 minutes (the upstream Azure provider's policy)."""
 
-# The AKS node images in the community galleries, by image family and architecture: image
-# definitions as the upstream provider names them (`pkg/providers/imagefamily`).
-_UBUNTU_GALLERY: Final = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
-_AZURE_LINUX_GALLERY: Final = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
-_IMAGES: Final = {
-    ("Ubuntu", "amd64"): (_UBUNTU_GALLERY, "2204gen2containerd"),
-    ("Ubuntu", "arm64"): (_UBUNTU_GALLERY, "2204gen2arm64containerd"),
-    ("Ubuntu2204", "amd64"): (_UBUNTU_GALLERY, "2204gen2containerd"),
-    ("Ubuntu2204", "arm64"): (_UBUNTU_GALLERY, "2204gen2arm64containerd"),
-    ("Ubuntu2404", "amd64"): (_UBUNTU_GALLERY, "2404gen2containerd"),
-    ("Ubuntu2404", "arm64"): (_UBUNTU_GALLERY, "2404gen2arm64containerd"),
-    ("AzureLinux", "amd64"): (_AZURE_LINUX_GALLERY, "V2gen2"),
-    ("AzureLinux", "arm64"): (_AZURE_LINUX_GALLERY, "V2gen2arm64"),
-}
-
 
 def default_image_id(image_family: str, arch: str) -> str:
-    """The community gallery's latest AKS node image of a family for an architecture."""
-    gallery, definition = _IMAGES.get((image_family, arch), _IMAGES[("Ubuntu", arch)])
-    return f"/CommunityGalleries/{gallery}/images/{definition}/versions/latest"
+    """The community gallery's latest AKS node image of a family for an architecture (before
+    the status controller has resolved a version)."""
+    definitions = IMAGE_DEFINITIONS.get(image_family) or IMAGE_DEFINITIONS["Ubuntu"]
+    gallery, definition = definitions.get(arch) or definitions["amd64"]
+    return image_id(gallery, definition, "latest")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +110,9 @@ class AzureCloudProvider:
         self.unavailable = instance_types.unavailable
         self.launch = launch
         self._close = close
+        self.resolver: Any = None
+        """The AKSNodeClass status resolver (`nodeclassstatus`); the plugin sets it and adds
+        the status controller with it."""
 
     @property
     def name(self) -> str:

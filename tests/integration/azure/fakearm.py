@@ -13,7 +13,11 @@ clients (`azure-mgmt-compute`, `-network`, `-resourcegraph`) pointed at it throu
 - Resource Graph: `POST /providers/Microsoft.ResourceGraph/resources` with the small query
   subset the provider writes (`Resources | where type =~ '<type>'` and
   `tags['<key>'] == '<value>'` clauses);
-- Retail prices: `GET /api/retail/prices` (`$filter=armRegionName eq '<r>'`), one page.
+- Retail prices: `GET /api/retail/prices` (`$filter=armRegionName eq '<r>'`), one page;
+- Subnets: `GET .../Microsoft.Network/virtualNetworks/{vnet}/subnets/{name}` (seeded in
+  `subnets`);
+- Community gallery image versions: `GET /subscriptions/{s}/providers/Microsoft.Compute/
+  locations/{l}/communityGalleries/{gallery}/images/{image}/versions` (seeded in `images`).
 
 HTTPS, because the SDK's bearer-token policy refuses plain HTTP: a self-signed certificate for
 127.0.0.1 made at start (clients pass `connection_verify=False`). Tokens are not checked.
@@ -83,6 +87,10 @@ class ArmState:
     """Resource SKU records by location."""
     prices: list[JSON] = field(default_factory=list)
     """Retail price items."""
+    subnets: set[str] = field(default_factory=set)
+    """Lowercased subnet resource ids that exist."""
+    images: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """(community gallery, image definition) -> its version names."""
     resources: dict[str, JSON] = field(default_factory=dict)
     """VMs and NICs by lowercased resource id."""
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
@@ -191,6 +199,16 @@ class FakeArm:
             return await self._graph(request)
         if path == "/api/retail/prices":
             return self._prices(request)
+        if m := re.fullmatch(
+            _RG + r"/Microsoft\.Network/virtualNetworks/[^/]+/subnets/(?P<name>[^/]+)", path
+        ):
+            return self._subnet(path, m["name"])
+        if m := re.fullmatch(
+            r"/subscriptions/[^/]+/providers/Microsoft\.Compute/locations/(?P<loc>[^/]+)/"
+            r"communityGalleries/(?P<gallery>[^/]+)/images/(?P<image>[^/]+)/versions",
+            path,
+        ):
+            return self._image_versions(m["loc"], m["gallery"], m["image"])
         for type_, kind in _KINDS.items():
             if m := re.fullmatch(_RG + "/" + re.escape(type_) + r"(?:/(?P<name>[^/]+))?", path):
                 return await self._resource(request, kind, type_, m)
@@ -324,6 +342,46 @@ class FakeArm:
                 {"status": "Failed", "error": {"code": op.error.code, "message": op.error.message}}
             )
         return web.json_response({"status": "Succeeded"})
+
+    # Subnets and node images ---------------------------------------------------------------
+
+    def _subnet(self, path: str, name: str) -> web.Response:
+        self.state.calls[("GET", "subnet")] += 1
+        if path.lower() not in self.state.subnets:
+            return _error(404, "NotFound", f"Resource {path} not found.")
+        return web.json_response(
+            {
+                "id": path,
+                "name": name,
+                "type": "Microsoft.Network/virtualNetworks/subnets",
+                "properties": {"addressPrefix": "10.224.0.0/16", "provisioningState": "Succeeded"},
+            }
+        )
+
+    def _image_versions(self, location: str, gallery: str, image: str) -> web.Response:
+        self.state.calls[("GET", "image-versions")] += 1
+        versions = self.state.images.get((gallery, image))
+        if versions is None:
+            return _error(
+                404, "GalleryImageNotFound", f"The gallery image {gallery}/{image} is not found."
+            )
+        return web.json_response(
+            {
+                "value": [
+                    {
+                        "name": version,
+                        "location": location,
+                        "type": "Microsoft.Compute/locations/communityGalleries/images/versions",
+                        "identifier": {
+                            "uniqueId": f"/CommunityGalleries/{gallery}/Images/{image}/"
+                            f"Versions/{version}"
+                        },
+                        "properties": {"publishedDate": "2025-01-01T00:00:00Z"},
+                    }
+                    for version in versions
+                ]
+            }
+        )
 
     # Resource Graph ------------------------------------------------------------------------
 
