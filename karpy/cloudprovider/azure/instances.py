@@ -156,6 +156,16 @@ class AzureInstances:
         self.location = location
         self.cluster_name = cluster_name
 
+    @property
+    def compute(self) -> Any:
+        """The Compute SDK client (shared with the garbage collector)."""
+        return self._compute
+
+    @property
+    def network(self) -> Any:
+        """The Network SDK client (shared with the garbage collector)."""
+        return self._network
+
     def _tags(self, request: LaunchRequest) -> dict[str, str]:
         tags = dict(request.tags)
         tags.update(

@@ -21,6 +21,7 @@ from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.descriptors import AKSNODECLASSES
 from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
 from karpy.cloudprovider.azure.instances import AzureInstances
+from karpy.cloudprovider.azure.nicgc import NICGarbageCollection
 from karpy.cloudprovider.azure.nodeclassstatus import AKSNodeClassController, AKSNodeClassResolver
 from karpy.cloudprovider.azure.pricing import fetch_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider, LaunchSettings, NodeClassLookup
@@ -243,6 +244,17 @@ class AzurePlugin:
                     clock=ctx.clock,
                 )
             )
+        instances = provider.instances
+        ctx.add(
+            NICGarbageCollection(
+                client=ctx.client,
+                network=instances.network,
+                compute=instances.compute,
+                resource_group=instances.resource_group,
+                cluster_name=instances.cluster_name,
+                clock=ctx.clock,
+            )
+        )
         ctx.add_runnable(
             PriceRefresher(
                 instance_types=provider.instance_types,
