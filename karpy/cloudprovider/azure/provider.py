@@ -54,9 +54,19 @@ from karpy.scheduling.instancetypes import InstanceType
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import format_resources, parse_resources
 
-__all__ = ["REPAIR_POLICIES", "AzureCloudProvider", "LaunchSettings", "NodeClassLookup"]
+__all__ = [
+    "IMAGE_VERSION_DRIFT",
+    "REPAIR_POLICIES",
+    "SUBNET_DRIFT",
+    "AzureCloudProvider",
+    "LaunchSettings",
+    "NodeClassLookup",
+]
 
 log = structlog.get_logger("karpy.cloudprovider.azure")
+
+IMAGE_VERSION_DRIFT: Final = "ImageVersionDrift"
+SUBNET_DRIFT: Final = "SubnetDrift"
 
 NodeClassLookup = Callable[[str], Awaitable[AKSNodeClass | None]]
 """The AKSNodeClass of a name, or None when there is none."""
@@ -333,19 +343,43 @@ class AzureCloudProvider:
 
     async def is_drifted(self, claim: NodeClaim) -> str | None:
         """`NodeClassDrift` when the AKSNodeClass spec's hash differs from the one stamped on
-        the NodeClaim at launch (same hash version; another version is not compared)."""
-        theirs = claim.metadata.annotations or {}
-        if theirs.get(azure.ANNOTATION_AKSNODECLASS_HASH_VERSION) != HASH_VERSION:
-            return None
-        stamped = theirs.get(azure.ANNOTATION_AKSNODECLASS_HASH)
-        if not stamped:
-            return None
+        the NodeClaim at launch (same hash version; another version is not compared), else
+        image or subnet drift of its VM."""
         try:
             nodeclass = await self._nodeclass(claim.spec.node_class_ref)
         except (InsufficientCapacityError, NodeClassNotReadyError):
             return None
-        if nodeclass_hash(nodeclass) != stamped:
+        theirs = claim.metadata.annotations or {}
+        stamped = theirs.get(azure.ANNOTATION_AKSNODECLASS_HASH)
+        if (
+            theirs.get(azure.ANNOTATION_AKSNODECLASS_HASH_VERSION) == HASH_VERSION
+            and stamped
+            and nodeclass_hash(nodeclass) != stamped
+        ):
             return conditions.REASON_NODECLASS_DRIFT
+        return await self._instance_drift(claim, nodeclass)
+
+    async def _instance_drift(self, claim: NodeClaim, nodeclass: AKSNodeClass) -> str | None:
+        """`ImageVersionDrift` when the VM's image is none of the class's resolved images;
+        `SubnetDrift` when its NIC is in another subnet than the class's (upstream's checks).
+        Nothing to compare (no resolved images, no VM, no NIC) is no drift."""
+        provider_id = claim.status.provider_id if claim.status else None
+        name = _vm_name_of(provider_id or "")
+        if name is None:
+            return None
+        try:
+            vm = await self.instances.get(name.removeprefix("aks-"))
+        except NodeClaimNotFoundError:
+            return None
+        images = {
+            i.id.lower() for i in (nodeclass.status.images if nodeclass.status else None) or ()
+        }
+        if images and vm.image_id and vm.image_id.lower() not in images:
+            return IMAGE_VERSION_DRIFT
+        expected = nodeclass.spec.vnet_subnet_id or self.launch.vnet_subnet_id
+        subnet = await self.instances.nic_subnet(name.removeprefix("aks-"))
+        if subnet is not None and expected and subnet.lower() != expected.lower():
+            return SUBNET_DRIFT
         return None
 
     def repair_policies(self) -> builtins.list[RepairPolicy]:

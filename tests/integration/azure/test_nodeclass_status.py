@@ -4,6 +4,7 @@ the resolved image."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -149,3 +150,24 @@ async def test_a_launch_uses_the_resolved_image_and_a_not_ready_class_none(
     with pytest.raises(NodeClassNotReadyError, match="SubnetsReady=False"):
         await provider.create(_claim("default-other"))
     assert arm.state.calls[("PUT", "vm")] == 1
+
+
+async def test_a_newer_image_or_another_subnet_drifts_the_vm(
+    arm: FakeArm,
+    resolver: AKSNodeClassResolver,
+    provider: AzureCloudProvider,  # noqa: F811
+    classes: Classes,  # noqa: F811
+) -> None:
+    status = await resolver.resolve(_obj(), now=T0)
+    classes.current = AKSNodeClass.model_validate({**_obj(), "status": status})
+    launched = await provider.create(_claim())
+    assert await provider.is_drifted(launched) is None
+    # A new node image version is published: the class resolves it, the VM is behind.
+    arm.state.images[(UBUNTU, "2204gen2containerd")].append("202502.01.0")
+    newer = await resolver.resolve({**_obj(), "status": status}, now=T0)
+    classes.current = AKSNodeClass.model_validate({**_obj(), "status": newer})
+    assert await provider.is_drifted(launched) == "ImageVersionDrift"
+    # Back on the VM's image, but VNET_SUBNET_ID now names another subnet.
+    classes.current = AKSNodeClass.model_validate({**_obj(), "status": status})
+    provider.launch = replace(provider.launch, vnet_subnet_id=OTHER_SUBNET)
+    assert await provider.is_drifted(launched) == "SubnetDrift"
