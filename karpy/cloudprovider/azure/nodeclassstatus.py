@@ -10,7 +10,9 @@ writes it (`AKSNodeClassController`, registered by the plugin).
 - `Ready`: over the three, as operatorpkg computes a root condition.
 
 Conditions keep their transition time while their status holds and carry the generation they
-describe. Not yet: `ValidationSucceeded`, the finalizer, drift on image version and subnet.
+describe. The class carries the finalizer `karpenter.azure.com/termination`: once deleted, it
+waits while NodeClaims still use it (a NodeClaim's deletion wakes it), then lets it go. Not yet:
+`ValidationSucceeded`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from karpy.apis.descriptors import AKSNODECLASSES
 from karpy.apis.v1.labels import LABEL_ARCH
 from karpy.kube import Client, Clock, Informer, NotFoundError, RealClock, Result
 from karpy.kube.builder import Builder
+from karpy.kube.client import PatchType
 
 __all__ = [
     "DEPENDENTS",
@@ -43,6 +46,7 @@ log = structlog.get_logger("karpy.cloudprovider.azure.nodeclass")
 
 NOT_READY_REQUEUE: Final = 60.0
 READY_REQUEUE: Final = 300.0
+IN_USE_REQUEUE: Final = 600.0
 DEPENDENTS: Final = (
     azure.CONDITION_IMAGES_READY,
     azure.CONDITION_KUBERNETES_VERSION_READY,
@@ -192,20 +196,51 @@ class AKSNodeClassController:
         *,
         client: Client,
         nodeclasses: Informer,
+        nodeclaims: Informer,
         resolver: AKSNodeClassResolver,
         clock: Clock | None = None,
     ) -> None:
         self.client = client
         self.nodeclasses = nodeclasses
+        self.nodeclaims = nodeclaims
         self.resolver = resolver
         self.clock = clock or RealClock()
 
     def setup(self, builder: Builder[str]) -> None:
-        builder.watches(self.nodeclasses).workers(4).log_kind("AKSNodeClass")
+        builder.watches(self.nodeclasses).watches_changes(
+            self.nodeclaims,
+            lambda old, new: _nodeclass_of_claim(old) if new is None and old else None,
+        ).workers(4).log_kind("AKSNodeClass")
 
     async def reconcile(self, name: str) -> Result | None:
         obj = self.nodeclasses.get(name)
-        if obj is None or (obj.get("metadata") or {}).get("deletionTimestamp"):
+        if obj is None:
+            return None
+        meta = obj.get("metadata") or {}
+        finalizers = list(meta.get("finalizers") or ())
+        try:
+            if meta.get("deletionTimestamp"):
+                return await self._finalize(name, finalizers)
+            if azure.FINALIZER_TERMINATION not in finalizers:
+                await self.client.patch(
+                    AKSNODECLASSES,
+                    name,
+                    [
+                        {
+                            "op": "add",
+                            "path": "/metadata/finalizers/-",
+                            "value": azure.FINALIZER_TERMINATION,
+                        }
+                        if finalizers
+                        else {
+                            "op": "add",
+                            "path": "/metadata/finalizers",
+                            "value": [azure.FINALIZER_TERMINATION],
+                        }
+                    ],
+                    patch_type=PatchType.JSON,
+                )
+        except NotFoundError:
             return None
         status = await self.resolver.resolve(obj, now=self.clock.wall())
         if status != (obj.get("status") or {}):
@@ -216,3 +251,44 @@ class AKSNodeClassController:
                 return None
         ready = Conditions(status["conditions"], now=self.clock.wall()).is_true("Ready")
         return Result(requeue_after=READY_REQUEUE if ready else NOT_READY_REQUEUE)
+
+    async def _finalize(self, name: str, finalizers: list[str]) -> Result | None:
+        if azure.FINALIZER_TERMINATION not in finalizers:
+            return None
+        users = sorted(
+            str((c.get("metadata") or {}).get("name") or "")
+            for c in self.nodeclaims.list()
+            if _nodeclass_of_claim(c) == name
+        )
+        if users:
+            log.info(
+                "waiting on nodeclaims to terminate",
+                AKSNodeClass={"name": name},
+                nodeclaims=users[:10],
+            )
+            return Result(requeue_after=IN_USE_REQUEUE)
+        index = finalizers.index(azure.FINALIZER_TERMINATION)
+        await self.client.patch(
+            AKSNODECLASSES,
+            name,
+            [
+                {
+                    "op": "test",
+                    "path": f"/metadata/finalizers/{index}",
+                    "value": azure.FINALIZER_TERMINATION,
+                },
+                {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+            ],
+            patch_type=PatchType.JSON,
+        )
+        return None
+
+
+def _nodeclass_of_claim(claim: Mapping[str, Any]) -> str | None:
+    """The AKSNodeClass a NodeClaim's nodeClassRef names, or None for another kind."""
+    ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+    group = ref.get("group") or str(ref.get("apiVersion") or "").split("/", 1)[0]
+    if group != azure.GROUP or ref.get("kind") != "AKSNodeClass":
+        return None
+    name = ref.get("name")
+    return str(name) if name else None

@@ -18,7 +18,7 @@ import aiohttp
 import structlog
 
 from karpy.apis.azure.v1beta1 import AKSNodeClass
-from karpy.apis.descriptors import AKSNODECLASSES
+from karpy.apis.descriptors import AKSNODECLASSES, NODECLAIMS
 from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
 from karpy.cloudprovider.azure.instances import AzureInstances
 from karpy.cloudprovider.azure.nicgc import NICGarbageCollection
@@ -240,6 +240,7 @@ class AzurePlugin:
                 AKSNodeClassController(
                     client=ctx.client,
                     nodeclasses=ctx.cache.informer(AKSNODECLASSES),
+                    nodeclaims=ctx.cache.informer(NODECLAIMS),
                     resolver=provider.resolver,
                     clock=ctx.clock,
                 )

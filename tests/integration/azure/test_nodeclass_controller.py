@@ -12,17 +12,19 @@ import pytest
 from azure.mgmt.compute.aio import ComputeManagementClient
 from azure.mgmt.network.aio import NetworkManagementClient
 
-from karpy.apis.descriptors import AKSNODECLASSES
+from karpy.apis.descriptors import AKSNODECLASSES, NODECLAIMS
 from karpy.cloudprovider.azure.nodeclassstatus import (
+    IN_USE_REQUEUE,
     NOT_READY_REQUEUE,
     READY_REQUEUE,
     AKSNodeClassController,
     AKSNodeClassResolver,
 )
-from karpy.kube import Cache, Client
+from karpy.kube import Cache, Client, NotFoundError
 from tests.integration.azure.conftest import LOCATION
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.test_nodeclass_status import OTHER_SUBNET, SUBNET, UBUNTU
+from tests.kit import nodeclaim
 
 pytestmark = pytest.mark.usefixtures("crds", "clean_cluster")
 
@@ -55,6 +57,7 @@ async def running(
     controller = AKSNodeClassController(
         client=client,
         nodeclasses=cache.informer(AKSNODECLASSES),
+        nodeclaims=cache.informer(NODECLAIMS),
         resolver=AKSNodeClassResolver(
             compute=compute,
             network=network,
@@ -97,6 +100,7 @@ async def test_the_status_is_written_and_follows_the_subnet(
     result = await controller.reconcile("default")
     assert result is not None and result.requeue_after == READY_REQUEUE
     obj = await client.get(AKSNODECLASSES, "default")
+    assert obj["metadata"]["finalizers"] == ["karpenter.azure.com/termination"]
     server = await client.server_version()
     assert obj["status"]["kubernetesVersion"] == str(server["gitVersion"]).lstrip("v")
     assert [i["id"].rsplit("/", 1)[1] for i in obj["status"]["images"]] == ["202501.12.0"] * 2
@@ -116,3 +120,35 @@ async def test_the_status_is_written_and_follows_the_subnet(
     assert found["SubnetsReady"]["reason"] == "SubnetNotFound"
     assert found["SubnetsReady"]["observedGeneration"] == 2
     assert (found["Ready"]["status"], found["Ready"]["message"]) == ("False", "SubnetsReady=False")
+
+
+async def test_a_deleted_class_waits_for_its_nodeclaims(
+    running: tuple[Client, Cache, AKSNodeClassController],
+) -> None:
+    client, cache, controller = running
+    await client.create(AKSNODECLASSES, manifest())
+    await seen(cache, 1)
+    await controller.reconcile("default")
+    await client.create(
+        NODECLAIMS,
+        nodeclaim("default-abcde", kind="AKSNodeClass", group="karpenter.azure.com"),
+    )
+    await client.delete(AKSNODECLASSES, "default")
+    claims = cache.informer(NODECLAIMS)
+    for _ in range(600):
+        obj = cache.informer(AKSNODECLASSES).get("default")
+        if obj and obj["metadata"].get("deletionTimestamp") and claims.get("default-abcde"):
+            break
+        await asyncio.sleep(0.05)
+    result = await controller.reconcile("default")
+    assert result is not None and result.requeue_after == IN_USE_REQUEUE
+    assert (await client.get(AKSNODECLASSES, "default"))["metadata"]["finalizers"]
+
+    await client.delete(NODECLAIMS, "default-abcde")
+    for _ in range(600):
+        if claims.get("default-abcde") is None:
+            break
+        await asyncio.sleep(0.05)
+    assert await controller.reconcile("default") is None
+    with pytest.raises(NotFoundError):
+        await client.get(AKSNODECLASSES, "default")

@@ -488,6 +488,7 @@ def test_azure_reads_aksnodeclasses_writes_their_status_and_takes_its_settings_f
         ("", "karpenter.azure.com", "aksnodeclasses", "get", ""),
         ("", "karpenter.azure.com", "aksnodeclasses", "list", ""),
         ("", "karpenter.azure.com", "aksnodeclasses", "watch", ""),
+        ("", "karpenter.azure.com", "aksnodeclasses", "patch", ""),
         ("", "karpenter.azure.com", "aksnodeclasses/status", "patch", ""),
     }
     settings = settings_of(docs)
