@@ -16,6 +16,9 @@ clients (`azure-mgmt-compute`, `-network`, `-resourcegraph`) pointed at it throu
 - Retail prices: `GET /api/retail/prices` (`$filter=armRegionName eq '<r>'`), one page;
 - Subnets: `GET .../Microsoft.Network/virtualNetworks/{vnet}/subnets/{name}` (seeded in
   `subnets`);
+- A managed identity token endpoint (`GET /msi/token`, App Service's protocol: the SDK's
+  `ManagedIdentityCredential` reads it from `IDENTITY_ENDPOINT` and `IDENTITY_HEADER`), so a
+  `karpy run` process authenticates with `DefaultAzureCredential` unchanged;
 - Community gallery image versions: `GET /subscriptions/{s}/providers/Microsoft.Compute/
   locations/{l}/communityGalleries/{gallery}/images/{image}/versions` (seeded in `images`).
 
@@ -31,12 +34,14 @@ Faults are injected at this seam and counted: `throttle(n)` answers the next n r
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
 import itertools
 import re
 import ssl
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -170,6 +175,7 @@ class FakeArm:
         site = web.TCPSite(
             self._runner, "127.0.0.1", 0, ssl_context=_self_signed(Path(self._tmp.name))
         )
+        self.cert_path = Path(self._tmp.name) / "arm.crt"
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.url = f"https://127.0.0.1:{port}"
@@ -199,6 +205,16 @@ class FakeArm:
             return await self._graph(request)
         if path == "/api/retail/prices":
             return self._prices(request)
+        if path == "/msi/token":
+            self.state.calls[("GET", "token")] += 1
+            return web.json_response(
+                {
+                    "access_token": "fake-token",
+                    "expires_on": str(int(datetime.datetime.now(datetime.UTC).timestamp()) + 3600),
+                    "resource": request.query.get("resource", ""),
+                    "token_type": "Bearer",
+                }
+            )
         if m := re.fullmatch(
             _RG + r"/Microsoft\.Network/virtualNetworks/[^/]+/subnets/(?P<name>[^/]+)", path
         ):
@@ -426,3 +442,35 @@ class FakeArm:
         return web.json_response(
             {"BillingCurrency": "USD", "Items": page, "NextPageLink": following, "Count": len(page)}
         )
+
+
+class ThreadedFakeArm:
+    """A `FakeArm` on its own event loop in a thread, for tests that run `karpy run` as a
+    process: `with ThreadedFakeArm() as arm:`; `arm.url`, `arm.cert_path`, `arm.state`."""
+
+    def __init__(self) -> None:
+        self.arm = FakeArm()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fakearm", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return self.arm.url
+
+    @property
+    def cert_path(self) -> Path:
+        return self.arm.cert_path
+
+    @property
+    def state(self) -> ArmState:
+        return self.arm.state
+
+    def __enter__(self) -> ThreadedFakeArm:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.arm.__aenter__(), self._loop).result(timeout=60)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.arm.__aexit__(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
