@@ -75,6 +75,9 @@ def _seed(arm: ThreadedFakeArm) -> None:
     arm.state.images[(UBUNTU, "2204gen2containerd")] = ["202501.12.0"]
     arm.state.images[(UBUNTU, "2204gen2arm64containerd")] = ["202501.12.0"]
     arm.state.subnets.add(SUBNET.lower())
+    # karpy's SDK clients poll long-running operations at the pace ARM's Retry-After sets
+    # (0 would mean the SDK's own 30 s): one second, as a busy ARM might answer.
+    arm.state.retry_after = "1"
 
 
 def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(

@@ -100,6 +100,10 @@ class ArmState:
     """VMs and NICs by lowercased resource id."""
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
     lro_polls: int = 1
+    retry_after: str = "0"
+    """The long-running operations' `Retry-After`: 0 lets clients with `polling_interval=0`
+    poll at once; the SDK's pollers read 0 as "none" and wait their own interval (30 s by
+    default), so a process using default clients wants "1"."""
     price_page_size: int = 100
     throttled: int = 0
     vm_faults: list[Fault] = field(default_factory=list)
@@ -336,7 +340,7 @@ class FakeArm:
         op_id = str(next(self._ids))
         self.state.operations[op_id] = op
         url = f"{request.scheme}://{request.host}/operations/{op_id}?api-version=2024-01-01"
-        headers = {"Azure-AsyncOperation": url, "Retry-After": "0"}
+        headers = {"Azure-AsyncOperation": url, "Retry-After": self.state.retry_after}
         if status == 202:
             headers["Location"] = url
             return web.Response(status=202, headers=headers)
@@ -349,7 +353,9 @@ class FakeArm:
             return _error(404, "NotFound", f"no operation {op_id}")
         if op.polls_left > 0:
             op.polls_left -= 1
-            return web.json_response({"status": "InProgress"}, headers={"Retry-After": "0"})
+            return web.json_response(
+                {"status": "InProgress"}, headers={"Retry-After": self.state.retry_after}
+            )
         if op.on_success is not None:
             op.on_success()
             op.on_success = None
