@@ -32,7 +32,7 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.errors import NotFoundError
-from karpy.kube.resources import Resource
+from karpy.kube.resources import NODES, Resource
 from karpy.settings import Settings
 
 __all__ = [
@@ -223,6 +223,7 @@ class AzurePlugin:
             nodeclass_of=nodeclass_of,
             close=close,
         )
+        provider.node_of = cache.informer(NODES).get
         provider.resolver = AKSNodeClassResolver(
             compute=compute,
             network=network,

@@ -13,7 +13,7 @@ node image of its `imageFamily`; a resolved `status.images` is used when present
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any, Final
@@ -56,6 +56,7 @@ from karpy.scheduling.resources import format_resources, parse_resources
 
 __all__ = [
     "IMAGE_VERSION_DRIFT",
+    "K8S_VERSION_DRIFT",
     "REPAIR_POLICIES",
     "SUBNET_DRIFT",
     "AzureCloudProvider",
@@ -65,11 +66,14 @@ __all__ = [
 
 log = structlog.get_logger("karpy.cloudprovider.azure")
 
+K8S_VERSION_DRIFT: Final = "K8sVersionDrift"
 IMAGE_VERSION_DRIFT: Final = "ImageVersionDrift"
 SUBNET_DRIFT: Final = "SubnetDrift"
 
 NodeClassLookup = Callable[[str], Awaitable[AKSNodeClass | None]]
 """The AKSNodeClass of a name, or None when there is none."""
+NodeLookup = Callable[[str], Mapping[str, Any] | None]
+"""The Node of a name (from the informer cache), or None."""
 
 REPAIR_POLICIES: Final = (
     RepairPolicy("Ready", "False", timedelta(minutes=10)),
@@ -113,8 +117,10 @@ class AzureCloudProvider:
         instances: AzureInstances,
         launch: LaunchSettings,
         close: Callable[[], Awaitable[None]] | None = None,
+        node_of: NodeLookup | None = None,
     ) -> None:
         self.nodeclass_of = nodeclass_of
+        self.node_of = node_of
         self.instance_types = instance_types
         self.instances = instances
         self.unavailable = instance_types.unavailable
@@ -360,9 +366,22 @@ class AzureCloudProvider:
         return await self._instance_drift(claim, nodeclass)
 
     async def _instance_drift(self, claim: NodeClaim, nodeclass: AKSNodeClass) -> str | None:
-        """`ImageVersionDrift` when the VM's image is none of the class's resolved images;
-        `SubnetDrift` when its NIC is in another subnet than the class's (upstream's checks).
-        Nothing to compare (no resolved images, no VM, no NIC) is no drift."""
+        """`K8sVersionDrift` when the Node's kubelet is not the class's resolved Kubernetes
+        version; `ImageVersionDrift` when the VM's image is none of the class's resolved images;
+        `SubnetDrift` when its NIC is in another subnet than the class's (upstream's checks, in
+        its order). Nothing to compare (no Node yet, a pre-release kubelet, nothing resolved, no
+        VM, no NIC) is no drift."""
+        status = nodeclass.status
+        node_name = claim.status.node_name if claim.status else None
+        node = self.node_of(node_name) if node_name and self.node_of is not None else None
+        kubelet = str(
+            ((node or {}).get("status") or {}).get("nodeInfo", {}).get("kubeletVersion") or ""
+        )
+        kubelet = kubelet.lstrip("v").split("+")[0]
+        wanted = status.kubernetes_version if status else None
+        # A pre-release kubelet (`1.37.2-kwok`: a simulated one) is not compared.
+        if kubelet and "-" not in kubelet and wanted and kubelet != wanted:
+            return K8S_VERSION_DRIFT
         provider_id = claim.status.provider_id if claim.status else None
         name = _vm_name_of(provider_id or "")
         if name is None:

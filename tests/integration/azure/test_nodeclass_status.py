@@ -152,7 +152,7 @@ async def test_a_launch_uses_the_resolved_image_and_a_not_ready_class_none(
     assert arm.state.calls[("PUT", "vm")] == 1
 
 
-async def test_a_newer_image_or_another_subnet_drifts_the_vm(
+async def test_an_old_kubelet_a_newer_image_or_another_subnet_drifts_the_vm(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
     provider: AzureCloudProvider,  # noqa: F811
@@ -161,6 +161,22 @@ async def test_a_newer_image_or_another_subnet_drifts_the_vm(
     status = await resolver.resolve(_obj(), now=T0)
     classes.current = AKSNodeClass.model_validate({**_obj(), "status": status})
     launched = await provider.create(_claim())
+    assert await provider.is_drifted(launched) is None
+    # Its Node registered with a kubelet older than the control plane's 1.33.1.
+    assert launched.status is not None
+    launched.status.node_name = "aks-default-abcde"
+    kubelet = {"version": "v1.32.5"}
+
+    def node_of(name: str) -> dict[str, Any] | None:
+        if name != "aks-default-abcde":
+            return None
+        return {"status": {"nodeInfo": {"kubeletVersion": kubelet["version"]}}}
+
+    provider.node_of = node_of
+    assert await provider.is_drifted(launched) == "K8sVersionDrift"
+    kubelet["version"] = "v1.32.5-kwok"  # a simulated kubelet is not compared
+    assert await provider.is_drifted(launched) is None
+    kubelet["version"] = "v1.33.1"
     assert await provider.is_drifted(launched) is None
     # A new node image version is published: the class resolves it, the VM is behind.
     arm.state.images[(UBUNTU, "2204gen2containerd")].append("202502.01.0")
