@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from karpy.apis.duration import DurationError, parse_duration
 __all__ = [
     "SETTINGS",
     "AWSSettings",
+    "AzureSettings",
     "BatchSettings",
     "FeatureGates",
     "KubeClientSettings",
@@ -236,6 +238,68 @@ class AWSSettings(BaseModel):
     isolated_vpc: bool = False
 
 
+def _comma_list(value: object) -> object:
+    """`NODE_IDENTITIES` is comma-separated, as upstream's flag reads it."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
+
+
+class AzureSettings(BaseModel):
+    """The Azure provider's settings, named as the upstream Azure provider's
+    (`pkg/operator/options`, `pkg/auth`): what VMs are launched into and how nodes join.
+    `CLUSTER_NAME`, `CLUSTER_ENDPOINT` and `VM_MEMORY_OVERHEAD_PERCENT` are shared with AWS."""
+
+    model_config = _FROZEN
+
+    subscription_id: str = ""
+    location: str = ""
+    resource_group: str = ""
+    node_resource_group: str = ""
+    vnet_subnet_id: str = ""
+    vnet_guid: str = ""
+    network_plugin: Literal["azure", "kubenet", "none"] = "azure"
+    network_plugin_mode: Literal["overlay", ""] = "overlay"
+    network_policy: str = ""
+    network_dataplane: Literal["azure", "cilium"] = "cilium"
+    kubelet_bootstrap_token: str = ""
+    ssh_public_key: str = ""
+    node_identities: Annotated[tuple[str, ...], BeforeValidator(_comma_list)] = ()
+    provision_mode: Literal["aksscriptless"] = "aksscriptless"
+    arm_endpoint: str = "https://management.azure.com"
+    prices_endpoint: str = "https://prices.azure.com"
+
+    @field_validator("location")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        return value.strip().lower()
+
+    @field_validator("vnet_subnet_id")
+    @classmethod
+    def _subnet(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _SUBNET_ID.fullmatch(value):
+            raise ValueError(
+                "not a subnet resource ID: /subscriptions/<id>/resourceGroups/<group>/providers/"
+                "Microsoft.Network/virtualNetworks/<vnet>/subnets/<subnet>"
+            )
+        return value
+
+    @field_validator("arm_endpoint", "prices_endpoint")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("https://", "http://")):
+            raise ValueError("must be an http(s) URL")
+        return value.rstrip("/")
+
+
+_SUBNET_ID = re.compile(
+    r"/subscriptions/[^/]+/resourceGroups/[^/]+/providers/Microsoft\.Network/"
+    r"virtualNetworks/[^/]+/subnets/[^/]+",
+    re.IGNORECASE,
+)
+
+
 class KwokSettings(BaseModel):
     model_config = _FROZEN
 
@@ -268,8 +332,10 @@ class SettingSpec:
 
 
 SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec("PROVIDER", ("provider",), "cloud provider: aws or kwok", "aws"),
-    SettingSpec("CLUSTER_NAME", ("cluster_name",), "cluster name (required for aws)", '""'),
+    SettingSpec("PROVIDER", ("provider",), "cloud provider: aws, azure or kwok", "aws"),
+    SettingSpec(
+        "CLUSTER_NAME", ("cluster_name",), "cluster name (required for aws and azure)", '""'
+    ),
     SettingSpec(
         "CLUSTER_ENDPOINT", ("aws", "cluster_endpoint"), "apiserver URL for new nodes", '""'
     ),
@@ -385,6 +451,93 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "10m",
     ),
     SettingSpec(
+        "ARM_SUBSCRIPTION_ID",
+        ("azure", "subscription_id"),
+        "azure: subscription of the cluster's nodes (required)",
+        '""',
+    ),
+    SettingSpec(
+        "LOCATION",
+        ("azure", "location"),
+        "azure: region of the cluster, e.g. westus2 (required)",
+        '""',
+    ),
+    SettingSpec(
+        "ARM_RESOURCE_GROUP",
+        ("azure", "resource_group"),
+        "azure: the AKS cluster's resource group",
+        '""',
+    ),
+    SettingSpec(
+        "AZURE_NODE_RESOURCE_GROUP",
+        ("azure", "node_resource_group"),
+        "azure: resource group of the nodes' VMs and NICs, MC_... (required)",
+        '""',
+    ),
+    SettingSpec(
+        "VNET_SUBNET_ID",
+        ("azure", "vnet_subnet_id"),
+        "azure: subnet resource ID of new nodes unless the AKSNodeClass names one (required)",
+        '""',
+    ),
+    SettingSpec(
+        "VNET_GUID",
+        ("azure", "vnet_guid"),
+        "azure: resource GUID of a custom VNet (Azure CNI)",
+        '""',
+    ),
+    SettingSpec(
+        "NETWORK_PLUGIN", ("azure", "network_plugin"), "azure: azure, kubenet or none", "azure"
+    ),
+    SettingSpec(
+        "NETWORK_PLUGIN_MODE",
+        ("azure", "network_plugin_mode"),
+        "azure: overlay, or empty for pods on the node subnet",
+        "overlay",
+    ),
+    SettingSpec(
+        "NETWORK_POLICY", ("azure", "network_policy"), "azure: azure, calico, cilium or empty", '""'
+    ),
+    SettingSpec(
+        "NETWORK_DATAPLANE", ("azure", "network_dataplane"), "azure: azure or cilium", "cilium"
+    ),
+    SettingSpec(
+        "KUBELET_BOOTSTRAP_TOKEN",
+        ("azure", "kubelet_bootstrap_token"),
+        "azure: bootstrap token new nodes join with",
+        '""',
+    ),
+    SettingSpec(
+        "SSH_PUBLIC_KEY",
+        ("azure", "ssh_public_key"),
+        "azure: SSH public key of the nodes' VMs",
+        '""',
+    ),
+    SettingSpec(
+        "NODE_IDENTITIES",
+        ("azure", "node_identities"),
+        "azure: user-assigned identity resource IDs given to every VM, comma-separated",
+        '""',
+    ),
+    SettingSpec(
+        "PROVISION_MODE",
+        ("azure", "provision_mode"),
+        "azure: how nodes bootstrap (aksscriptless only)",
+        "aksscriptless",
+    ),
+    SettingSpec(
+        "ARM_ENDPOINT",
+        ("azure", "arm_endpoint"),
+        "azure (karpy): Azure Resource Manager URL",
+        "https://management.azure.com",
+    ),
+    SettingSpec(
+        "AZURE_PRICES_ENDPOINT",
+        ("azure", "prices_endpoint"),
+        "azure (karpy): Azure Retail Prices API URL",
+        "https://prices.azure.com",
+    ),
+    SettingSpec(
         "INSTANCE_TYPES_FILE_PATH",
         ("kwok", "instance_types_file_path"),
         "kwok instance-type catalogue (JSON)",
@@ -425,7 +578,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(frozen=True, extra="forbid")
 
-    provider: Literal["aws", "kwok"] = "aws"
+    provider: Literal["aws", "azure", "kwok"] = "aws"
     cluster_name: str = ""
     log_level: Literal["debug", "info", "warn", "warning", "error"] = "info"
     preference_policy: Literal["Respect", "Ignore"] = "Respect"
@@ -439,6 +592,7 @@ class Settings(BaseSettings):
     nodeclaim: NodeClaimSettings = NodeClaimSettings()
     disruption: DisruptionSettings = DisruptionSettings()
     aws: AWSSettings = AWSSettings()
+    azure: AzureSettings = AzureSettings()
     kwok: KwokSettings = KwokSettings()
 
     @field_validator("log_level", mode="before")
@@ -450,6 +604,20 @@ class Settings(BaseSettings):
     def _provider_needs(self) -> Settings:
         if self.provider == "aws" and not self.cluster_name:
             raise ValueError("CLUSTER_NAME is required with PROVIDER=aws")
+        if self.provider == "azure":
+            missing = [
+                env
+                for env, value in (
+                    ("CLUSTER_NAME", self.cluster_name),
+                    ("ARM_SUBSCRIPTION_ID", self.azure.subscription_id),
+                    ("LOCATION", self.azure.location),
+                    ("AZURE_NODE_RESOURCE_GROUP", self.azure.node_resource_group),
+                    ("VNET_SUBNET_ID", self.azure.vnet_subnet_id),
+                )
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"{', '.join(missing)} required with PROVIDER=azure")
         return self
 
     @classmethod

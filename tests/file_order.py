@@ -32,6 +32,7 @@ WEIGHTS: dict[str, float] = {
     "tests/e2e/test_prometheus.py": 160.0,
     "tests/integration/disruption/test_explain.py": 110.0,
     "tests/e2e/test_capacitybuffer.py": 78.0,
+    "tests/e2e/test_azure.py": 72.0,
     "tests/e2e/test_aws.py": 59.0,
 }
 """Seconds per test file, by path relative to the repository."""

@@ -89,6 +89,7 @@ class ProviderPlugin(Protocol):
 PLUGINS: Final[dict[str, str]] = {
     "kwok": "karpy.cloudprovider.kwok.plugin:PLUGIN",
     "aws": "karpy.cloudprovider.aws.plugin:PLUGIN",
+    "azure": "karpy.cloudprovider.azure.plugin:PLUGIN",
 }
 """`PROVIDER` value -> `module:attribute` of its plugin."""
 

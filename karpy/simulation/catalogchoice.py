@@ -4,10 +4,12 @@ call for.
 A NodePool that references an EC2NodeClass (or an EC2NodeClass in the scenario) is planned on
 EC2 types: the shipped snapshot by default, `--instance-types aws:REGION` for another region,
 or an AWS catalogue file (`karpy catalog export --provider aws`). KWOKNodeClass means the kwok
-catalogue, built in or from a file. A scenario without either uses what `--instance-types`
-names (the kwok catalogue by default). A catalogue that does not match the NodeClasses, or a
-scenario that mixes both providers, is a `CatalogError` that says which flag to use: planning
-an AWS NodePool on kwok types would print a plan no cluster could launch.
+catalogue, built in or from a file. AKSNodeClass means Azure SKUs: the shipped Azure snapshot
+(`eastus` by default, `--instance-types azure:REGION` for another shipped region). A scenario
+without any uses what `--instance-types` names (the kwok catalogue by default). A catalogue that
+does not match the NodeClasses, or a scenario that mixes providers, is a `CatalogError` that
+says which flag to use: planning an AWS NodePool on kwok types would print a plan no cluster
+could launch.
 """
 
 from __future__ import annotations
@@ -19,10 +21,18 @@ from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_cata
 from karpy.scheduling import CatalogError
 from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["AWS_KIND", "KWOK_KIND", "NodeClassKinds", "choose_catalog", "load_catalog"]
+__all__ = [
+    "AWS_KIND",
+    "AZURE_KIND",
+    "KWOK_KIND",
+    "NodeClassKinds",
+    "choose_catalog",
+    "load_catalog",
+]
 
 AWS_KIND = "EC2NodeClass"
 KWOK_KIND = "KWOKNodeClass"
+AZURE_KIND = "AKSNodeClass"
 
 NodeClassKinds = Mapping[str, str]
 """NodeClass kind -> where the scenario first names it (for messages)."""
@@ -30,6 +40,47 @@ NodeClassKinds = Mapping[str, str]
 AWS_FLAG = "--instance-types aws[:REGION] (or an AWS catalogue from `karpy catalog export "
 AWS_FLAG += "--provider aws`)"
 KWOK_FLAG = "no --instance-types (the built-in kwok catalogue) or a kwok catalogue file"
+AZURE_FLAG = "--instance-types azure[:REGION] (or none, for the shipped Azure snapshot)"
+
+
+def _is_azure_name(value: str) -> bool:
+    return value == "azure" or value.startswith("azure:")
+
+
+def _azure(value: str | None) -> list[InstanceType]:
+    """The shipped Azure snapshot of the region `azure[:REGION]` names (eastus by default)."""
+    from karpy.cloudprovider.azure.snapshot import load_snapshot, parse_instance_types_argument
+
+    region = parse_instance_types_argument(value or "azure")
+    return load_snapshot(region or "eastus")
+
+
+def _choose_azure(value: str | None, kinds: NodeClassKinds) -> list[InstanceType] | None:
+    """Azure SKUs when the scenario uses an AKSNodeClass or `--instance-types` names Azure's;
+    None when Azure is not involved."""
+    azure_at = kinds.get(AZURE_KIND)
+    named = bool(value) and _is_azure_name(value or "")
+    if not azure_at and not named:
+        return None
+    others = [(k, kinds[k]) for k in (AWS_KIND, KWOK_KIND) if kinds.get(k)]
+    if azure_at and others:
+        kind, at = others[0]
+        raise CatalogError(
+            f"the scenario mixes {AZURE_KIND} ({azure_at}) and {kind} ({at}): a simulation "
+            f"plans for one provider; simulate them in separate runs"
+        )
+    if azure_at and value and not named:
+        raise CatalogError(
+            f"--instance-types {value}: not Azure's, but {azure_at} uses an {AZURE_KIND}: "
+            f"give {AZURE_FLAG}"
+        )
+    if not azure_at and others:
+        kind, at = others[0]
+        raise CatalogError(
+            f"--instance-types {value}: Azure SKUs, but {at} uses a {kind}: plan it on "
+            f"{AWS_FLAG if kind == AWS_KIND else KWOK_FLAG}"
+        )
+    return _azure(value)
 
 
 def _is_aws_name(value: str) -> bool:
@@ -84,6 +135,9 @@ def load_catalog(value: str | None, *, aws: bool) -> list[InstanceType]:
 
 def choose_catalog(value: str | None, kinds: NodeClassKinds) -> list[InstanceType]:
     """The catalogue for a scenario whose NodeClasses are `kinds`, given `--instance-types`."""
+    azure = _choose_azure(value, kinds)
+    if azure is not None:
+        return azure
     aws_at, kwok_at = kinds.get(AWS_KIND), kinds.get(KWOK_KIND)
     if aws_at and kwok_at:
         raise CatalogError(

@@ -1,6 +1,6 @@
 """`karpy simulate`: show the nodes karpy would launch for a scenario or a live cluster.
 
-    karpy simulate -f FILE|DIR|- [-R] [--instance-types catalog.json|aws[:REGION]]
+    karpy simulate -f FILE|DIR|- [-R] [--instance-types catalog.json|aws[:REGION]|azure[:REGION]]
                    [-o json|yaml|table] [--fail-on-unschedulable]
     karpy simulate --from-cluster [--kubeconfig PATH] [--context NAME]
     karpy simulate --disruption -f cluster.yaml [--spot-to-spot] [--min-savings SHARE]
@@ -98,8 +98,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="CATALOG",
         help="instance-type catalogue file (kwok's instance_types.json format, or an AWS one from "
         "`karpy catalog export --provider aws`), or 'aws' / 'aws:REGION' for the shipped "
-        "snapshot of real EC2 types and on-demand prices. Default: follows the NodeClasses, "
-        "the shipped EC2 snapshot for EC2NodeClass, else the built-in kwok catalogue",
+        "snapshot of real EC2 types and on-demand prices, or 'azure' / 'azure:REGION' for the "
+        "shipped Azure SKUs and retail prices. Default: follows the NodeClasses, the shipped "
+        "EC2 snapshot for EC2NodeClass, the Azure one (eastus) for AKSNodeClass, else the "
+        "built-in kwok catalogue",
     )
     parser.add_argument(
         "-o",

@@ -42,7 +42,7 @@ from karpy.state.pods import pod_key
 
 __all__ = ["Scenario", "ScenarioError", "ScenarioObjects", "load_scenario", "read_documents"]
 
-NODECLASS_KINDS = frozenset({"EC2NodeClass", "KWOKNodeClass"})
+NODECLASS_KINDS = frozenset({"EC2NodeClass", "KWOKNodeClass", "AKSNodeClass"})
 ChooseCatalog = Callable[[Mapping[str, str]], Sequence[InstanceType]]
 """Picks the catalogue from the scenario's NodeClass kinds (kind -> where first named)."""
 
@@ -62,6 +62,7 @@ USED = frozenset(
         "LimitRange",
         "EC2NodeClass",
         "KWOKNodeClass",
+        "AKSNodeClass",
         "PodDisruptionBudget",
         "CapacityBuffer",
         "PodTemplate",
@@ -106,6 +107,16 @@ class Scenario:
     objects: ScenarioObjects | None = None
     explain: Callable[[Mapping[str, str]], dict[str, str]] = dict
     """A plan's pod errors with the SchedulingConfigs that ruled pods out (`Inputs.explain`)."""
+
+
+def _validate_aksnodeclass(doc: Document) -> None:
+    """An AKSNodeClass is checked against its CRD's schema and rules (as the apiserver would)."""
+    from karpy.apis.azure.v1beta1 import validate_aksnodeclass
+
+    try:
+        validate_aksnodeclass(doc.obj)
+    except ValidationError as err:
+        raise ScenarioError(f"{doc.where()}: {err}") from None
 
 
 def _require_name(doc: Document) -> None:
@@ -208,6 +219,8 @@ def load_scenario(
                 continue
             provisioned.append((doc, model))
         elif kind in NODECLASS_KINDS:
+            if kind == "AKSNodeClass":
+                _validate_aksnodeclass(doc)
             kinds.setdefault(kind, doc.where())
         elif kind == "SchedulingConfig":
             try:

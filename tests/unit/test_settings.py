@@ -27,6 +27,13 @@ DESIGN_SETTINGS = {
     "REGISTRATION_TIMEOUT", "INSTANCE_TYPES_FILE_PATH", "KUBECONFIG",
     "DEFAULT_TOPOLOGY_SPREAD_CONSTRAINTS", "DISRUPTION_COMMAND_TIMEOUT",
 }  # fmt: skip
+# The Azure provider's, named as upstream's (tests/unit/cloudprovider/azure/test_settings.py).
+AZURE_SETTINGS = {
+    "ARM_SUBSCRIPTION_ID", "LOCATION", "ARM_RESOURCE_GROUP", "AZURE_NODE_RESOURCE_GROUP",
+    "VNET_SUBNET_ID", "VNET_GUID", "NETWORK_PLUGIN", "NETWORK_PLUGIN_MODE", "NETWORK_POLICY",
+    "NETWORK_DATAPLANE", "KUBELET_BOOTSTRAP_TOKEN", "SSH_PUBLIC_KEY", "NODE_IDENTITIES",
+    "PROVISION_MODE", "ARM_ENDPOINT", "AZURE_PRICES_ENDPOINT",
+}  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +102,7 @@ def test_the_disruption_command_timeout_is_set_like_the_other_timeouts() -> None
 
 
 def test_every_design_setting_has_a_flag_with_env_name_and_default() -> None:
-    assert {spec.env for spec in SETTINGS} == DESIGN_SETTINGS
+    assert {spec.env for spec in SETTINGS} == DESIGN_SETTINGS | AZURE_SETTINGS
     parser = argparse.ArgumentParser()
     operator.add_arguments(parser)
     help_text = " ".join(parser.format_help().split())

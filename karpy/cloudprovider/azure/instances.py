@@ -114,6 +114,8 @@ class VirtualMachine:
     spot: bool
     tags: Mapping[str, str]
     provisioning_state: str
+    image_id: str = ""
+    """The image the VM was created from (a gallery image version's ID)."""
 
     @property
     def provider_id(self) -> str:
@@ -123,6 +125,7 @@ class VirtualMachine:
 def _vm_of(raw: Mapping[str, Any]) -> VirtualMachine:
     props = raw.get("properties") or {}
     zones = raw.get("zones") or []
+    image = (props.get("storageProfile") or {}).get("imageReference") or {}
     return VirtualMachine(
         id=str(raw["id"]),
         name=str(raw["name"]),
@@ -131,6 +134,7 @@ def _vm_of(raw: Mapping[str, Any]) -> VirtualMachine:
         spot=props.get("priority") == "Spot",
         tags=dict(raw.get("tags") or {}),
         provisioning_state=str(props.get("provisioningState", "")),
+        image_id=str(image.get("id") or image.get("communityGalleryImageId") or ""),
     )
 
 
@@ -155,6 +159,16 @@ class AzureInstances:
         self.resource_group = resource_group
         self.location = location
         self.cluster_name = cluster_name
+
+    @property
+    def compute(self) -> Any:
+        """The Compute SDK client (shared with the garbage collector)."""
+        return self._compute
+
+    @property
+    def network(self) -> Any:
+        """The Network SDK client (shared with the garbage collector)."""
+        return self._network
 
     def _tags(self, request: LaunchRequest) -> dict[str, str]:
         tags = dict(request.tags)
@@ -302,6 +316,21 @@ class AzureInstances:
             QueryRequest(subscriptions=[self.subscription_id], query=query)
         )
         return [_vm_of(row) for row in result.data or ()]
+
+    async def nic_subnet(self, nodeclaim_name: str) -> str | None:
+        """The subnet of the NodeClaim's NIC's primary IP configuration; None without a NIC."""
+        try:
+            nic = await self._network.network_interfaces.get(
+                self.resource_group, vm_name(nodeclaim_name)
+            )
+        except ResourceNotFoundError:
+            return None
+        configs = (_wire(nic).get("properties") or {}).get("ipConfigurations") or []
+        for config in configs:
+            props = config.get("properties") or {}
+            if props.get("primary", len(configs) == 1):
+                return str((props.get("subnet") or {}).get("id") or "") or None
+        return None
 
     async def delete(self, nodeclaim_name: str) -> None:
         """Delete the VM, then its NIC; `NodeClaimNotFoundError` when neither is left."""

@@ -13,7 +13,14 @@ clients (`azure-mgmt-compute`, `-network`, `-resourcegraph`) pointed at it throu
 - Resource Graph: `POST /providers/Microsoft.ResourceGraph/resources` with the small query
   subset the provider writes (`Resources | where type =~ '<type>'` and
   `tags['<key>'] == '<value>'` clauses);
-- Retail prices: `GET /api/retail/prices` (`$filter=armRegionName eq '<r>'`), one page.
+- Retail prices: `GET /api/retail/prices` (`$filter=armRegionName eq '<r>'`), one page;
+- Subnets: `GET .../Microsoft.Network/virtualNetworks/{vnet}/subnets/{name}` (seeded in
+  `subnets`);
+- A managed identity token endpoint (`GET /msi/token`, App Service's protocol: the SDK's
+  `ManagedIdentityCredential` reads it from `IDENTITY_ENDPOINT` and `IDENTITY_HEADER`), so a
+  `karpy run` process authenticates with `DefaultAzureCredential` unchanged;
+- Community gallery image versions: `GET /subscriptions/{s}/providers/Microsoft.Compute/
+  locations/{l}/communityGalleries/{gallery}/images/{image}/versions` (seeded in `images`).
 
 HTTPS, because the SDK's bearer-token policy refuses plain HTTP: a self-signed certificate for
 127.0.0.1 made at start (clients pass `connection_verify=False`). Tokens are not checked.
@@ -27,12 +34,14 @@ Faults are injected at this seam and counted: `throttle(n)` answers the next n r
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import ipaddress
 import itertools
 import re
 import ssl
 import tempfile
+import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -83,10 +92,18 @@ class ArmState:
     """Resource SKU records by location."""
     prices: list[JSON] = field(default_factory=list)
     """Retail price items."""
+    subnets: set[str] = field(default_factory=set)
+    """Lowercased subnet resource ids that exist."""
+    images: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    """(community gallery, image definition) -> its version names."""
     resources: dict[str, JSON] = field(default_factory=dict)
     """VMs and NICs by lowercased resource id."""
     calls: Counter[tuple[str, str]] = field(default_factory=Counter)
     lro_polls: int = 1
+    retry_after: str = "0"
+    """The long-running operations' `Retry-After`: 0 lets clients with `polling_interval=0`
+    poll at once; the SDK's pollers read 0 as "none" and wait their own interval (30 s by
+    default), so a process using default clients wants "1"."""
     price_page_size: int = 100
     throttled: int = 0
     vm_faults: list[Fault] = field(default_factory=list)
@@ -162,6 +179,7 @@ class FakeArm:
         site = web.TCPSite(
             self._runner, "127.0.0.1", 0, ssl_context=_self_signed(Path(self._tmp.name))
         )
+        self.cert_path = Path(self._tmp.name) / "arm.crt"
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         self.url = f"https://127.0.0.1:{port}"
@@ -191,6 +209,26 @@ class FakeArm:
             return await self._graph(request)
         if path == "/api/retail/prices":
             return self._prices(request)
+        if path == "/msi/token":
+            self.state.calls[("GET", "token")] += 1
+            return web.json_response(
+                {
+                    "access_token": "fake-token",
+                    "expires_on": str(int(datetime.datetime.now(datetime.UTC).timestamp()) + 3600),
+                    "resource": request.query.get("resource", ""),
+                    "token_type": "Bearer",
+                }
+            )
+        if m := re.fullmatch(
+            _RG + r"/Microsoft\.Network/virtualNetworks/[^/]+/subnets/(?P<name>[^/]+)", path
+        ):
+            return self._subnet(path, m["name"])
+        if m := re.fullmatch(
+            r"/subscriptions/[^/]+/providers/Microsoft\.Compute/locations/(?P<loc>[^/]+)/"
+            r"communityGalleries/(?P<gallery>[^/]+)/images/(?P<image>[^/]+)/versions",
+            path,
+        ):
+            return self._image_versions(m["loc"], m["gallery"], m["image"])
         for type_, kind in _KINDS.items():
             if m := re.fullmatch(_RG + "/" + re.escape(type_) + r"(?:/(?P<name>[^/]+))?", path):
                 return await self._resource(request, kind, type_, m)
@@ -302,7 +340,7 @@ class FakeArm:
         op_id = str(next(self._ids))
         self.state.operations[op_id] = op
         url = f"{request.scheme}://{request.host}/operations/{op_id}?api-version=2024-01-01"
-        headers = {"Azure-AsyncOperation": url, "Retry-After": "0"}
+        headers = {"Azure-AsyncOperation": url, "Retry-After": self.state.retry_after}
         if status == 202:
             headers["Location"] = url
             return web.Response(status=202, headers=headers)
@@ -315,7 +353,9 @@ class FakeArm:
             return _error(404, "NotFound", f"no operation {op_id}")
         if op.polls_left > 0:
             op.polls_left -= 1
-            return web.json_response({"status": "InProgress"}, headers={"Retry-After": "0"})
+            return web.json_response(
+                {"status": "InProgress"}, headers={"Retry-After": self.state.retry_after}
+            )
         if op.on_success is not None:
             op.on_success()
             op.on_success = None
@@ -324,6 +364,46 @@ class FakeArm:
                 {"status": "Failed", "error": {"code": op.error.code, "message": op.error.message}}
             )
         return web.json_response({"status": "Succeeded"})
+
+    # Subnets and node images ---------------------------------------------------------------
+
+    def _subnet(self, path: str, name: str) -> web.Response:
+        self.state.calls[("GET", "subnet")] += 1
+        if path.lower() not in self.state.subnets:
+            return _error(404, "NotFound", f"Resource {path} not found.")
+        return web.json_response(
+            {
+                "id": path,
+                "name": name,
+                "type": "Microsoft.Network/virtualNetworks/subnets",
+                "properties": {"addressPrefix": "10.224.0.0/16", "provisioningState": "Succeeded"},
+            }
+        )
+
+    def _image_versions(self, location: str, gallery: str, image: str) -> web.Response:
+        self.state.calls[("GET", "image-versions")] += 1
+        versions = self.state.images.get((gallery, image))
+        if versions is None:
+            return _error(
+                404, "GalleryImageNotFound", f"The gallery image {gallery}/{image} is not found."
+            )
+        return web.json_response(
+            {
+                "value": [
+                    {
+                        "name": version,
+                        "location": location,
+                        "type": "Microsoft.Compute/locations/communityGalleries/images/versions",
+                        "identifier": {
+                            "uniqueId": f"/CommunityGalleries/{gallery}/Images/{image}/"
+                            f"Versions/{version}"
+                        },
+                        "properties": {"publishedDate": "2025-01-01T00:00:00Z"},
+                    }
+                    for version in versions
+                ]
+            }
+        )
 
     # Resource Graph ------------------------------------------------------------------------
 
@@ -368,3 +448,35 @@ class FakeArm:
         return web.json_response(
             {"BillingCurrency": "USD", "Items": page, "NextPageLink": following, "Count": len(page)}
         )
+
+
+class ThreadedFakeArm:
+    """A `FakeArm` on its own event loop in a thread, for tests that run `karpy run` as a
+    process: `with ThreadedFakeArm() as arm:`; `arm.url`, `arm.cert_path`, `arm.state`."""
+
+    def __init__(self) -> None:
+        self.arm = FakeArm()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fakearm", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return self.arm.url
+
+    @property
+    def cert_path(self) -> Path:
+        return self.arm.cert_path
+
+    @property
+    def state(self) -> ArmState:
+        return self.arm.state
+
+    def __enter__(self) -> ThreadedFakeArm:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.arm.__aenter__(), self._loop).result(timeout=60)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.arm.__aexit__(), self._loop).result(timeout=60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)

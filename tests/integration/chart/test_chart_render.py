@@ -415,7 +415,10 @@ def test_name_and_fullname_overrides(
 
 def test_invalid_values_fail_naming_the_value(helm: Helm) -> None:
     assert "settings.clusterName is required" in helm.template_error()
-    assert "provider must be aws or kwok" in helm.template_error("provider=gce")
+    assert "provider must be aws, azure or kwok" in helm.template_error("provider=gce")
+    assert "settings.clusterName is required with provider azure" in helm.template_error(
+        "provider=azure"
+    )
     assert "serviceAccount.name is required" in helm.template_error(
         "provider=kwok", "serviceAccount.create=false"
     )
@@ -457,6 +460,45 @@ def test_rbac_follows_the_provider(helm: Helm) -> None:
     assert not any("*" in (g, r, v) for _, g, r, v, _ in flat)
     assert not any(r in {"secrets", "configmaps"} for _, _, r, _, _ in flat)
     assert ("", "", "pods", "create", "") not in flat
+
+
+def test_azure_reads_aksnodeclasses_writes_their_status_and_takes_its_settings_from_env(
+    helm: Helm,
+) -> None:
+    aws = helm.template(sets=["settings.clusterName=c"], namespace="karpenter")
+    docs = helm.template(
+        sets=[
+            "provider=azure",
+            "settings.clusterName=aks",
+            "controller.env[0].name=ARM_SUBSCRIPTION_ID",
+            "controller.env[0].value=00000000-0000-0000-0000-000000000001",
+            "controller.env[1].name=LOCATION",
+            "controller.env[1].value=westus2",
+            "controller.env[2].name=AZURE_NODE_RESOURCE_GROUP",
+            "controller.env[2].value=MC_rg_aks_westus2",
+            "controller.env[3].name=VNET_SUBNET_ID",
+            "controller.env[3].value=/subscriptions/s/resourceGroups/rg/providers/"
+            "Microsoft.Network/virtualNetworks/v/subnets/s",
+            "serviceAccount.annotations.azure\\.workload\\.identity/client-id=abc",
+        ],
+        extra=["--set-string", "podLabels.azure\\.workload\\.identity/use=true"],
+        namespace="karpenter",
+    )
+    assert all_rules(docs) - all_rules(aws) == {
+        ("", "karpenter.azure.com", "aksnodeclasses", "get", ""),
+        ("", "karpenter.azure.com", "aksnodeclasses", "list", ""),
+        ("", "karpenter.azure.com", "aksnodeclasses", "watch", ""),
+        ("", "karpenter.azure.com", "aksnodeclasses", "patch", ""),
+        ("", "karpenter.azure.com", "aksnodeclasses/status", "patch", ""),
+    }
+    settings = settings_of(docs)
+    assert (settings.provider, settings.cluster_name) == ("azure", "aks")
+    assert settings.azure.location == "westus2"
+    assert settings.azure.node_resource_group == "MC_rg_aks_westus2"
+    account = one(docs, "ServiceAccount")
+    assert account["metadata"]["annotations"]["azure.workload.identity/client-id"] == "abc"
+    pod = one(docs, "Deployment")["spec"]["template"]
+    assert pod["metadata"]["labels"]["azure.workload.identity/use"] == "true"
 
 
 def test_crds_ship_in_both_charts_as_generated(helm: Helm) -> None:

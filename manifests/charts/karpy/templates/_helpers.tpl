@@ -125,8 +125,8 @@ value"); Karpenter's templates leave them out, so does this. Nulls go too. */}}
 
 {{/* The provider, checked: the RBAC depends on it. */}}
 {{- define "karpy.provider" -}}
-{{- if not (has .Values.provider (list "aws" "kwok")) }}
-{{- fail (printf "provider must be aws or kwok (got %q)" (toString .Values.provider)) }}
+{{- if not (has .Values.provider (list "aws" "azure" "kwok")) }}
+{{- fail (printf "provider must be aws, azure or kwok (got %q)" (toString .Values.provider)) }}
 {{- end }}
 {{- .Values.provider }}
 {{- end }}

@@ -1,0 +1,171 @@
+"""`karpy run` with PROVIDER=azure against the fake ARM on the local control plane.
+
+The fake ARM (`tests/integration/azure/fakearm.py`) runs in a thread of the test process,
+seeded with the shipped snapshot's SKUs and retail prices for westus2, the AKS node images and
+the nodes' subnet. karpy authenticates with the SDK's `DefaultAzureCredential` unchanged (the
+fake serves App Service's managed identity protocol, `IDENTITY_ENDPOINT`) and trusts the fake's
+certificate through `SSL_CERT_FILE`. The kwok simulator plays the VMs' kubelets
+(`tests.e2e.azure_kubelets`). A pending pod is provisioned as a VM that joins; when the pod
+goes, the empty node is consolidated away and no VM or NIC is left.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kubetest import Kubectl
+
+from tests.e2e.aws_kubelets import Kubelets
+from tests.e2e.azure_kubelets import AzureMachines
+from tests.e2e.conftest import KarpyFactory
+from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready
+from tests.integration.azure.fakearm import ThreadedFakeArm
+
+REPO = Path(__file__).resolve().parents[2]
+SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"
+RESOURCE_GROUP = "MC_rg_aks-e2e_westus2"
+LOCATION = "westus2"
+SUBNET = (
+    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
+    "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
+)
+UBUNTU = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
+
+NODECLASS = {
+    "apiVersion": "karpenter.azure.com/v1beta1",
+    "kind": "AKSNodeClass",
+    "metadata": {"name": "default"},
+    "spec": {"imageFamily": "Ubuntu2204"},
+}
+NODEPOOL = {
+    "apiVersion": "karpenter.sh/v1",
+    "kind": "NodePool",
+    "metadata": {"name": "default"},
+    "spec": {
+        "template": {
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.azure.com",
+                    "kind": "AKSNodeClass",
+                    "name": "default",
+                },
+                "requirements": [
+                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                    {
+                        "key": "karpenter.sh/capacity-type",
+                        "operator": "In",
+                        "values": ["on-demand"],
+                    },
+                    {"key": "karpenter.azure.com/sku-family", "operator": "In", "values": ["D"]},
+                ],
+            }
+        },
+        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"},
+    },
+}
+
+
+def _seed(arm: ThreadedFakeArm) -> None:
+    snapshot = json.loads((REPO / "karpy/cloudprovider/azure/data/snapshot.json").read_text())
+    arm.state.skus[LOCATION] = [s for s in snapshot["skus"] if LOCATION in s["locations"]]
+    items = json.loads((REPO / "hack/azure/retail-prices-2023-12-18.json").read_text())["Items"]
+    arm.state.prices = [i for i in items if i["armRegionName"] == LOCATION]
+    arm.state.images[(UBUNTU, "2204gen2containerd")] = ["202501.12.0"]
+    arm.state.images[(UBUNTU, "2204gen2arm64containerd")] = ["202501.12.0"]
+    arm.state.subnets.add(SUBNET.lower())
+    # karpy's SDK clients poll long-running operations at the pace ARM's Retry-After sets
+    # (0 would mean the SDK's own 30 s): one second, as a busy ARM might answer.
+    arm.state.retry_after = "1"
+
+
+def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
+) -> None:
+    with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
+        _seed(arm)
+        karpy_factory(
+            {
+                "PROVIDER": "azure",
+                "CLUSTER_NAME": "aks-e2e",
+                "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
+                "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
+                "LOCATION": LOCATION,
+                "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
+                "VNET_SUBNET_ID": SUBNET,
+                "ARM_ENDPOINT": arm.url,
+                "AZURE_PRICES_ENDPOINT": arm.url,
+                "IDENTITY_ENDPOINT": f"{arm.url}/msi/token",
+                "IDENTITY_HEADER": "e2e",
+                "SSL_CERT_FILE": str(arm.cert_path),
+            }
+        )
+        kubectl.apply(NODECLASS)
+        kubectl.apply(NODEPOOL)
+        wait_nodepool_ready(kubectl, "default", timeout=120)
+        kubectl.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "web", "namespace": namespace},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "web",
+                            "image": "nginx",
+                            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                        }
+                    ],
+                },
+            }
+        )
+
+        def launched() -> dict[str, Any] | None:
+            for claim in nodeclaims(kubectl):
+                if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
+                    return claim
+            return None
+
+        claim = wait_for(launched, timeout=120, message="a NodeClaim with an Azure providerID")
+        name = claim["metadata"]["name"]
+        (vm,) = arm.state.of_kind("vm")
+        assert vm["name"] == f"aks-{name}"
+        assert vm["tags"]["karpenter.azure.com_cluster"] == "aks-e2e"
+        assert vm["tags"]["karpenter.sh_nodepool"] == "default"
+        labels = claim["metadata"]["labels"]
+        assert (
+            vm["properties"]["hardwareProfile"]["vmSize"]
+            == labels["node.kubernetes.io/instance-type"]
+        )
+        assert labels["karpenter.azure.com/sku-family"] == "D"
+        image = vm["properties"]["storageProfile"]["imageReference"]["id"]
+        assert image.endswith("/2204gen2containerd/versions/202501.12.0")
+        # The cheapest D SKU for 1 CPU and 1Gi in westus2 at the snapshot's prices.
+        assert labels["node.kubernetes.io/instance-type"] == "Standard_D2s_v3"
+
+        def initialized() -> bool:
+            found = kubectl.json("get", "nodeclaim", name)
+            state = condition(found, "Initialized")
+            return state is not None and state.get("status") == "True"
+
+        wait_for(initialized, timeout=90, message="NodeClaim Initialized")
+
+        def running() -> bool:
+            pod = kubectl.json("get", "pod", "web", "-n", namespace)
+            return (
+                pod["spec"].get("nodeName") == vm["name"]
+                and pod["status"].get("phase") == "Running"
+            )
+
+        wait_for(running, timeout=60, message="pod bound to the VM's Node and Running")
+
+        kubectl("delete", "pod", "web", "-n", namespace, timeout=60)
+        wait_for(
+            lambda: not arm.state.of_kind("vm") and not arm.state.of_kind("nic"),
+            timeout=180,
+            message="the empty node consolidated away, its VM and NIC deleted",
+        )
+        wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
+    assert kubelets.errors == []
