@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Final
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer, Header, Input, Static
 
 from karpy.scheduling.selectors import SelectorError
@@ -216,7 +217,10 @@ class TopApp(App[None]):
         finally:
             self._building = False
         self.view = view
-        self._draw(view)
+        try:
+            self._draw(view)
+        except NoMatches:
+            return  # the app closed while the view was being built: nothing left to draw on
 
     async def _load_prices(self, types: set[str], zones: set[str]) -> None:
         self.prices = await asyncio.to_thread(self._price_book, types, zones)
