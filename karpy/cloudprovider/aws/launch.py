@@ -20,7 +20,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from karpy.apis.aws.v1.ec2nodeclass import BlockDeviceMapping, EC2NodeClass
+from karpy.apis.aws.v1.ec2nodeclass import (
+    BlockDeviceMapping,
+    CapacityReservationStatus,
+    EC2NodeClass,
+)
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code
 from karpy.cloudprovider.aws.userdata import BootstrapOptions, user_data
@@ -104,6 +108,9 @@ def launch_template_data(
     tags: Mapping[str, str],
     ip_family: str | None = None,
     efa_interfaces: int = 0,
+    reserved_capacity: bool = False,
+    capacity_reservation: CapacityReservationStatus | None = None,
+    placement_group_id: str | None = None,
 ) -> dict[str, Any]:
     """`LaunchTemplateData` for one AMI and bootstrap: user data, instance profile, block
     devices, metadata options, monitoring, security groups on the primary interface, and the
@@ -111,8 +118,14 @@ def launch_template_data(
     primary interface gets a primary IPv6 address, which the node registers with, as
     Karpenter asks for it. With `efa_interfaces` (a NodeClaim asking for
     `vpc.amazonaws.com/efa`) there is one EFA interface per network card instead, the first
-    the primary (device index 0), as Karpenter requests them. The NodeClass must be resolved
-    (status set)."""
+    the primary (device index 0), as Karpenter requests them.
+
+    With the `ReservedCapacity` gate on (`reserved_capacity`), a template for a
+    `capacity_reservation` launches only into it (`capacity-reservations-only`, targeted; a
+    capacity block or an interruptible reservation also sets the market type), and every other
+    template keeps its instances out of open reservations (`none`), so the reservations karpy
+    counts are used only by the launches that target them. `placement_group_id` launches into
+    that placement group. The NodeClass must be resolved (status set)."""
     spec, status = nodeclass.spec, nodeclass.status
     if status is None or not status.security_groups or not status.instance_profile:
         raise ValueError(
@@ -159,6 +172,20 @@ def launch_template_data(
         "NetworkInterfaces": interfaces,
         "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tag_list(tags)}],
     }
+    if reserved_capacity:
+        if capacity_reservation is None:
+            data["CapacityReservationSpecification"] = {"CapacityReservationPreference": "none"}
+        else:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": capacity_reservation.id},
+            }
+            if capacity_reservation.reservation_type == "capacity-block":
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+            elif capacity_reservation.interruptible:
+                data["InstanceMarketOptions"] = {"MarketType": "interruptible-capacity-reservation"}
+    if placement_group_id is not None:
+        data["Placement"] = {"GroupId": placement_group_id}
     if spec.cpu_options is not None and spec.cpu_options.nested_virtualization:
         data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
     return data

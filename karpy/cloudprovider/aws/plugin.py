@@ -31,10 +31,12 @@ from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.nodeclassread import read_nodeclass
+from karpy.cloudprovider.aws.placementgroups import PlacementGroups
 from karpy.cloudprovider.aws.pricerefresh import OnDemandPriceRefresher
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
+from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.overlays import LaunchOverlays
 from karpy.cloudprovider.registry import PluginContext, ProviderUnavailableError
@@ -87,24 +89,36 @@ def build_aws_provider(
         kubernetes_version=kubernetes_version,
     )
     unavailable = UnavailableOfferings()
+    gate = settings.feature_gates.reserved_capacity
+    # One count of each reservation's free instances, one placement-group cache: the resolver
+    # fills them, the instance types and the launches read them.
+    reservations = CapacityReservations(clients)
+    placement_groups = PlacementGroups(clients)
     instance_types = InstanceTypeProvider(
         clients,
         PricingProvider(clients, isolated_vpc=settings.aws.isolated_vpc),
         unavailable,
         vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
         reserved_enis=settings.aws.reserved_enis,
+        reservations=reservations if gate else None,
     )
     instances = AWSInstances(
         clients,
         ClusterInfo(name=settings.cluster_name, endpoint=cluster_endpoint, ca_bundle=ca_bundle),
         unavailable=unavailable,
         facts=facts,
+        reservations=reservations,
+        placement_groups=placement_groups,
+        reserved_capacity=gate,
     )
     resolver = NodeClassResolver(
         clients,
         cluster_name=settings.cluster_name,
         kubernetes_version=kubernetes_version,
         facts=facts,
+        reservations=reservations,
+        placement_groups=placement_groups,
+        reserved_capacity=gate,
     )
     return AWSCloudProvider(
         nodeclass_of=nodeclass_of,
