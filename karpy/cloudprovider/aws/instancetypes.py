@@ -93,7 +93,12 @@ def build_instance_type(
     (zone in `zones`) x (capacity type the type supports). A type the AMI family cannot boot
     keeps its offerings, all unavailable."""
     name = str(info["InstanceType"])
-    bootable = compatible(info, settings.ami_family)
+    bootable = compatible(
+        info,
+        settings.ami_family,
+        network_interfaces=settings.network_interfaces,
+        connection_tracking=settings.connection_tracking,
+    )
     usage = set(info.get("SupportedUsageClasses") or ())
     ids = zone_ids or {}
     offerings: list[Offering] = []
@@ -395,7 +400,15 @@ class InstanceTypeProvider:
             types,
             reservations,
             available=self.reservations.available,
-            bootable=lambda name: name in self.infos and compatible(self.infos[name], family),
+            bootable=lambda name: (
+                name in self.infos
+                and compatible(
+                    self.infos[name],
+                    family,
+                    network_interfaces=settings.network_interfaces,
+                    connection_tracking=settings.connection_tracking,
+                )
+            ),
             offered_zones=lambda name: self.offered_zones.get(name, ()),
             pricing=self.pricing,
             zone_ids=self.zone_ids,

@@ -24,6 +24,7 @@ from karpy.apis.aws.v1.ec2nodeclass import (
     BlockDeviceMapping,
     CapacityReservationStatus,
     EC2NodeClass,
+    NetworkInterface,
 )
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code
@@ -118,7 +119,10 @@ def launch_template_data(
     primary interface gets a primary IPv6 address, which the node registers with, as
     Karpenter asks for it. With `efa_interfaces` (a NodeClaim asking for
     `vpc.amazonaws.com/efa`) there is one EFA interface per network card instead, the first
-    the primary (device index 0), as Karpenter requests them.
+    the primary (device index 0), as Karpenter requests them. An explicit
+    `spec.networkInterfaces` lays the interfaces out instead (one per entry, EFA-only ones as
+    `efa-only`), and `spec.connectionTracking` sets the timeouts of every interface that
+    carries IP traffic.
 
     With the `ReservedCapacity` gate on (`reserved_capacity`), a template for a
     `capacity_reservation` launches only into it (`capacity-reservations-only`, targeted; a
@@ -145,8 +149,21 @@ def launch_template_data(
     if ip_family == "ipv6":
         interface["PrimaryIpv6"] = True
         interface["Ipv6AddressCount"] = 1
+    tracking = spec.connection_tracking
+    if tracking is not None:
+        interface["ConnectionTrackingSpecification"] = {
+            key: seconds
+            for key, seconds in (
+                ("TcpEstablishedTimeout", tracking.tcp_established_timeout),
+                ("UdpStreamTimeout", tracking.udp_stream_timeout),
+                ("UdpTimeout", tracking.udp_timeout),
+            )
+            if seconds is not None
+        }
     interfaces = [interface]
-    if efa_interfaces > 0:
+    if spec.network_interfaces:
+        interfaces = [_listed_interface(n, interface) for n in spec.network_interfaces]
+    elif efa_interfaces > 0:
         interfaces = [
             {
                 **interface,
@@ -189,6 +206,32 @@ def launch_template_data(
     if spec.cpu_options is not None and spec.cpu_options.nested_virtualization:
         data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
     return data
+
+
+def _listed_interface(listed: NetworkInterface, primary: Mapping[str, Any]) -> dict[str, Any]:
+    """One interface of `spec.networkInterfaces`: the primary (card 0, device 0) as karpy
+    builds it; the others on their card and device with the security groups, regular ones
+    also with the prefixes, IPv6 and connection tracking, EFA-only ones without an IP."""
+    card, device = listed.network_card_index, listed.device_index
+    if card == 0 and device == 0:
+        return {**primary, "NetworkCardIndex": 0}
+    out: dict[str, Any] = {
+        "NetworkCardIndex": card,
+        "DeviceIndex": device,
+        "Groups": primary["Groups"],
+    }
+    if listed.interface_type == "efa-only":
+        out["InterfaceType"] = "efa-only"
+        return out
+    for key in (
+        "Ipv4PrefixCount",
+        "PrimaryIpv6",
+        "Ipv6AddressCount",
+        "ConnectionTrackingSpecification",
+    ):
+        if key in primary:
+            out[key] = primary[key]
+    return out
 
 
 def launch_template_name(data: Mapping[str, Any]) -> str:
