@@ -7,7 +7,11 @@ Checked in Karpenter's order, the first reason wins:
 2. `AMIDrift`: the NodeClaim's image is not the AMI the class now maps its instance type to
    (the first AMI in `status.amis` whose requirements the type meets);
 3. `SecurityGroupDrift`: the instance's security groups are not the class's `status.securityGroups`;
-4. `SubnetDrift`: the instance's subnet is not among the class's `status.subnets`.
+4. `SubnetDrift`: the instance's subnet is not among the class's `status.subnets`;
+5. `CapacityReservationDrift`: the instance runs in a capacity reservation (launched into it
+   only) that is no longer among the class's `status.capacityReservations`. It is read from the
+   instance, not from the offerings, so a reserved node that fell back to on-demand is not
+   drifted twice (Karpenter's reasoning).
 
 Where Karpenter returns an error because the class has no AMIs, subnets or security groups
 resolved, or the NodeClaim has no image, karpy reports no drift: it cannot tell yet. An instance
@@ -29,6 +33,7 @@ from karpy.scheduling.requirements import Requirements
 
 __all__ = [
     "AMI_DRIFT",
+    "CAPACITY_RESERVATION_DRIFT",
     "NODECLASS_DRIFT",
     "SECURITY_GROUP_DRIFT",
     "SUBNET_DRIFT",
@@ -41,6 +46,7 @@ NODECLASS_DRIFT: Final = "NodeClassDrift"
 AMI_DRIFT: Final = "AMIDrift"
 SECURITY_GROUP_DRIFT: Final = "SecurityGroupDrift"
 SUBNET_DRIFT: Final = "SubnetDrift"
+CAPACITY_RESERVATION_DRIFT: Final = "CapacityReservationDrift"
 
 
 def static_drift(claim: NodeClaim, nodeclass: EC2NodeClass) -> str | None:
@@ -78,7 +84,8 @@ def ami_drift(
 
 
 def instance_drift(instance: Mapping[str, Any], nodeclass: EC2NodeClass) -> str | None:
-    """`SecurityGroupDrift`, else `SubnetDrift`, of a `DescribeInstances` instance."""
+    """`SecurityGroupDrift`, else `SubnetDrift`, else `CapacityReservationDrift`, of a
+    `DescribeInstances` instance."""
     status = nodeclass.status
     wanted_groups = {sg.id for sg in (status.security_groups if status else None) or []}
     groups = {str(g.get("GroupId")) for g in instance.get("SecurityGroups") or ()}
@@ -88,4 +95,12 @@ def instance_drift(instance: Mapping[str, Any], nodeclass: EC2NodeClass) -> str 
     subnet = instance.get("SubnetId")
     if subnets and subnet and subnet not in subnets:
         return SUBNET_DRIFT
+    reservation = instance.get("CapacityReservationId")
+    only = (instance.get("CapacityReservationSpecification") or {}).get(
+        "CapacityReservationPreference"
+    ) == "capacity-reservations-only"
+    if reservation and only:
+        known = {r.id for r in (status.capacity_reservations if status else None) or []}
+        if reservation not in known:
+            return CAPACITY_RESERVATION_DRIFT
     return None

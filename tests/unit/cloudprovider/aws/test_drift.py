@@ -115,3 +115,29 @@ def test_security_groups_then_subnet() -> None:
     )
     # An instance that reports no security group (moto's on-demand fleet instances) is not compared.
     assert instance_drift({"SubnetId": "subnet-a"}, nodeclass()) is None
+
+
+def test_an_instance_in_a_reservation_the_class_no_longer_selects_drifts() -> None:
+    reserved = {
+        "SecurityGroups": [{"GroupId": "sg-2"}, {"GroupId": "sg-1"}],
+        "SubnetId": "subnet-a",
+        "CapacityReservationId": "cr-1",
+        "CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only"
+        },
+    }
+    entry = {
+        "id": "cr-1",
+        "availabilityZone": "us-east-1a",
+        "instanceType": "m5.large",
+        "instanceMatchCriteria": "targeted",
+        "ownerID": "123456789012",
+    }
+    assert instance_drift(reserved, nodeclass(capacityReservations=[entry])) is None
+    assert instance_drift(reserved, nodeclass()) == "CapacityReservationDrift"
+    # An instance that only matched an open reservation was not launched into it: no drift.
+    opened = {
+        **reserved,
+        "CapacityReservationSpecification": {"CapacityReservationPreference": "open"},
+    }
+    assert instance_drift(opened, nodeclass()) is None
