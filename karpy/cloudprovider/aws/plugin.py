@@ -240,6 +240,7 @@ class AWSPlugin:
             unavailable=provider.instances.unavailable,
             clock=ctx.clock,
             on_disrupted=ctx.count_disrupted,
+            reservations=provider.instances.reservations,
         )
         ctx.add_runnable(
             InterruptionController(
