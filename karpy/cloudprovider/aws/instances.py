@@ -713,6 +713,9 @@ class AWSInstances:
                 if error_code(error) == INSTANCE_NOT_FOUND:
                     raise NodeClaimNotFoundError(str(instance["InstanceId"])) from None
                 raise
+        # Its slot in the reservation is free again (counted until EC2 next answers).
+        if self.reservations is not None and _reserved(instance):
+            self.reservations.mark_terminated(str(instance["CapacityReservationId"]))
 
     def claim_of(self, instance: Mapping[str, Any]) -> NodeClaim:
         """A NodeClaim describing an instance, rebuilt from its tags."""

@@ -18,6 +18,7 @@ from karpy.cloudprovider.aws.instancetypes import RESERVED_PRICE_DIVISOR, Instan
 from karpy.cloudprovider.aws.launch import LaunchTemplates
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
+from karpy.cloudprovider.types import InsufficientCapacityError
 from karpy.scheduling.instancetypes import InstanceType
 from tests.integration.aws.ec2answers import FakeReservations, answer_ec2, reservation
 from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
@@ -250,3 +251,50 @@ async def test_launches_into_the_reservation_until_it_is_full(
     assert (await template_data(world, other))["CapacityReservationSpecification"] == {
         "CapacityReservationPreference": "none"
     }
+
+
+async def test_a_full_reservation_is_not_asked_again(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+) -> None:
+    """EC2 says the reservation is full (`ReservationCapacityExceeded`, injected at the
+    CreateFleet seam): the launch fails as insufficient capacity, the reservation counts no
+    room, and the next launch goes on-demand without asking it again."""
+    nodeclass, types, instances = await reserved_world(world, catalog, available=5)
+    sent: list[dict[str, Any]] = []
+
+    def full(params: dict[str, Any]) -> dict[str, Any]:
+        sent.append(params)
+        (config,) = params["LaunchTemplateConfigs"]
+        return {
+            "Errors": [
+                {
+                    "LaunchTemplateAndOverrides": {
+                        "LaunchTemplateSpecification": config["LaunchTemplateSpecification"],
+                        "Overrides": config["Overrides"][0],
+                    },
+                    "Lifecycle": "on-demand",
+                    "ErrorCode": "ReservationCapacityExceeded",
+                    "ErrorMessage": "There is not enough capacity in the reservation.",
+                }
+            ],
+            "Instances": [],
+        }
+
+    world.counter.answers["ec2.CreateFleet"] = full
+    with pytest.raises(InsufficientCapacityError, match="ReservationCapacityExceeded"):
+        await instances.create(reserved_claim("ml-1", "uid-1", ["reserved"]), nodeclass, types)
+    (request,) = sent
+    assert request["TargetCapacitySpecification"]["DefaultTargetCapacityType"] == "on-demand"
+    assert [o["AvailabilityZone"] for o in request["LaunchTemplateConfigs"][0]["Overrides"]] == [
+        "us-east-1a"
+    ]
+    assert instances.reservations is not None and instances.reservations.available(NEAR) == 0
+
+    del world.counter.answers["ec2.CreateFleet"]
+    types = await catalog.for_nodeclass(nodeclass)
+    second = await instances.create(
+        reserved_claim("ml-2", "uid-2", ["reserved", "on-demand"]), nodeclass, types
+    )
+    assert (second.metadata.labels or {})["karpenter.sh/capacity-type"] == "on-demand"
+    assert len(sent) == 1
