@@ -11,7 +11,10 @@ Checked in Karpenter's order, the first reason wins:
 5. `CapacityReservationDrift`: the instance runs in a capacity reservation (launched into it
    only) that is no longer among the class's `status.capacityReservations`. It is read from the
    instance, not from the offerings, so a reserved node that fell back to on-demand is not
-   drifted twice (Karpenter's reasoning).
+   drifted twice (Karpenter's reasoning);
+6. `PlacementGroupDrift`: the NodeClaim's `karpenter.k8s.aws/placement-group-id` label is not
+   the group the class's `placementGroupSelector` resolves to now (a selector added, removed or
+   pointed at another group).
 
 Where Karpenter returns an error because the class has no AMIs, subnets or security groups
 resolved, or the NodeClaim has no image, karpy reports no drift: it cannot tell yet. An instance
@@ -35,10 +38,12 @@ __all__ = [
     "AMI_DRIFT",
     "CAPACITY_RESERVATION_DRIFT",
     "NODECLASS_DRIFT",
+    "PLACEMENT_GROUP_DRIFT",
     "SECURITY_GROUP_DRIFT",
     "SUBNET_DRIFT",
     "ami_drift",
     "instance_drift",
+    "placement_group_drift",
     "static_drift",
 ]
 
@@ -47,6 +52,14 @@ AMI_DRIFT: Final = "AMIDrift"
 SECURITY_GROUP_DRIFT: Final = "SecurityGroupDrift"
 SUBNET_DRIFT: Final = "SubnetDrift"
 CAPACITY_RESERVATION_DRIFT: Final = "CapacityReservationDrift"
+PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
+
+
+def placement_group_drift(claim: NodeClaim, group_id: str | None) -> str | None:
+    """`PlacementGroupDrift` when the claim's placement-group label is not `group_id` (the
+    group the class resolves to now, None without a selector)."""
+    labelled = (claim.metadata.labels or {}).get(aws.LABEL_PLACEMENT_GROUP_ID)
+    return PLACEMENT_GROUP_DRIFT if labelled != group_id else None
 
 
 def static_drift(claim: NodeClaim, nodeclass: EC2NodeClass) -> str | None:

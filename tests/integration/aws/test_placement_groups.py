@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.launch import LaunchTemplates
+from karpy.cloudprovider.aws.provider import AWSCloudProvider
 from karpy.cloudprovider.types import NodeClassNotReadyError
 from tests.integration.aws.ec2answers import FakePlacementGroups, answer_ec2, placement_group
 from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
@@ -63,6 +65,20 @@ async def test_the_group_is_resolved_and_launched_into(
     assert datas and all(d["Placement"]["GroupId"] == GROUP_ID for d in datas)
     # The resolver's answer served the launch: one lookup within the minute.
     assert world.counter.calls["ec2.DescribePlacementGroups"] == 1
+
+    # Drift: the same group is no drift; another group, or none, is PlacementGroupDrift.
+    current = {"class": nodeclass}
+
+    async def lookup(name: str) -> EC2NodeClass | None:
+        return current["class"]
+
+    provider = AWSCloudProvider(nodeclass_of=lookup, instance_types=catalog, instances=instances)
+    assert await provider.is_drifted(launched) is None
+    groups.items.append(placement_group("inference", "pg-0fedcba9876543210"))
+    current["class"] = result.apply(nodeclass_of(placementGroupSelector={"name": "inference"}))
+    assert await provider.is_drifted(launched) == "PlacementGroupDrift"
+    current["class"] = result.apply(nodeclass_of())
+    assert await provider.is_drifted(launched) == "PlacementGroupDrift"
 
 
 async def test_a_group_not_available_is_not_ready_and_not_launched(

@@ -8,7 +8,12 @@ from typing import Any
 
 from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.v1 import NodeClaim
-from karpy.cloudprovider.aws.drift import ami_drift, instance_drift, static_drift
+from karpy.cloudprovider.aws.drift import (
+    ami_drift,
+    instance_drift,
+    placement_group_drift,
+    static_drift,
+)
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.requirements import Requirement, Requirements
 
@@ -141,3 +146,20 @@ def test_an_instance_in_a_reservation_the_class_no_longer_selects_drifts() -> No
         "CapacityReservationSpecification": {"CapacityReservationPreference": "open"},
     }
     assert instance_drift(opened, nodeclass()) is None
+
+
+def test_the_placement_group_label_must_be_the_group_the_class_resolves_to() -> None:
+    def labelled(group: str | None) -> NodeClaim:
+        out = claim()
+        if group is not None:
+            out.metadata.labels = {
+                **(out.metadata.labels or {}),
+                "karpenter.k8s.aws/placement-group-id": group,
+            }
+        return out
+
+    assert placement_group_drift(labelled(None), None) is None
+    assert placement_group_drift(labelled("pg-1"), "pg-1") is None
+    assert placement_group_drift(labelled(None), "pg-1") == "PlacementGroupDrift"  # added
+    assert placement_group_drift(labelled("pg-1"), None) == "PlacementGroupDrift"  # removed
+    assert placement_group_drift(labelled("pg-1"), "pg-2") == "PlacementGroupDrift"  # changed
