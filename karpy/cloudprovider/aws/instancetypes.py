@@ -73,6 +73,8 @@ NO_PRICE: Final = math.inf
 RESERVED_PRICE_DIVISOR: Final = 10_000_000.0
 """A reserved offering costs the on-demand price divided by this (Karpenter's rule): nearly
 free, so it is launched first, yet ordered among reservations as their types are."""
+RESERVED_KEPT: Final = 16
+"""Lists with reserved offerings kept (per class, base list and reservation counts)."""
 BUILT_KEPT: Final = 4
 """Built catalogues kept (one per distinct capacity settings and zones, i.e. per EC2NodeClass
 shape), so a few classes do not rebuild each other's types on every pass."""
@@ -291,7 +293,9 @@ class InstanceTypeProvider:
         self.reservations = reservations
         """Where the instances left in each capacity reservation are counted; None: no reserved
         offerings (the `ReservedCapacity` gate is off)."""
-        self._reserved: dict[tuple[object, ...], tuple[list[InstanceType], list[InstanceType]]] = {}
+        self._reserved: OrderedDict[
+            tuple[object, ...], tuple[list[InstanceType], list[InstanceType]]
+        ] = OrderedDict()
         self.vm_memory_overhead_percent = vm_memory_overhead_percent
         self.reserved_enis = reserved_enis
         self.pricing = pricing
@@ -414,9 +418,11 @@ class InstanceTypeProvider:
             zone_ids=self.zone_ids,
             subnet_zones=zones,
         )
-        # The same inputs give the same list object, so launches share their candidates.
-        self._reserved = {k: v for k, v in self._reserved.items() if v[0] is types}
+        # The same inputs give the same list object, so launches share their candidates; a
+        # few classes' lists are kept (each entry keeps its base list alive, so ids stay true).
         self._reserved[key] = (types, reserved)
+        while len(self._reserved) > RESERVED_KEPT:
+            self._reserved.popitem(last=False)
         return reserved
 
     async def list(

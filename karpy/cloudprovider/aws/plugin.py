@@ -36,6 +36,7 @@ from karpy.cloudprovider.aws.pricerefresh import OnDemandPriceRefresher
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
+from karpy.cloudprovider.aws.reservationexpiry import ReservationExpiration
 from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.overlays import LaunchOverlays
@@ -183,8 +184,9 @@ class AWSPlugin:
         )
 
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
-        """Add the AWS controllers: the EC2NodeClass reconciler and the garbage collectors of
-        launch templates and instance profiles when NodeClasses are resolved against EC2, and the
+        """Add the AWS controllers: the EC2NodeClass reconciler, the garbage collectors of
+        launch templates and instance profiles and (with `ReservedCapacity`) the deletion of
+        NodeClaims in expiring capacity blocks when NodeClasses are resolved against EC2, and the
         leader-only interruption reconciler when `INTERRUPTION_QUEUE` names a queue (off, with a
         log line saying so, otherwise). The collectors share one cleanup helper."""
         if not isinstance(provider, AWSCloudProvider):
@@ -213,6 +215,16 @@ class AWSPlugin:
                     clock=ctx.clock,
                 )
             )
+            reservations = provider.instances.reservations
+            if ctx.settings.feature_gates.reserved_capacity and reservations is not None:
+                ctx.add(
+                    ReservationExpiration(
+                        client=ctx.client,
+                        nodeclaims=ctx.cache.informer(NODECLAIMS),
+                        reservations=reservations,
+                        clock=ctx.clock,
+                    )
+                )
             if not ctx.settings.aws.isolated_vpc:
                 ctx.add(
                     InstanceProfileGC(

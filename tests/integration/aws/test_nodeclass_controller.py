@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -31,10 +31,13 @@ from karpy.cloudprovider.aws.nodeclasscontroller import (
 from karpy.cloudprovider.aws.nodeclasshash import nodeclass_hash
 from karpy.cloudprovider.aws.plugin import build_aws_provider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
+from karpy.cloudprovider.aws.reservationexpiry import ReservationExpiration
+from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.types import NodeClassNotReadyError
 from karpy.kube import Cache, Client, FakeClock, NotFoundError
 from karpy.settings import load_settings
 from tests.integration.aws.conftest import REGION
+from tests.integration.aws.ec2answers import FakeReservations, answer_ec2, reservation
 from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     CLUSTER,
     DISCOVERY,
@@ -555,3 +558,58 @@ async def test_launch_templates_left_unused_are_deleted_while_the_class_lives(
     # A launch with the old inputs again makes the template again.
     assert (await launch_templates.ensure(before, tags)).name == old
     assert old in await templates(world)
+
+
+async def test_nodeclaims_of_an_expiring_capacity_block_are_deleted(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    """A capacity block 30 minutes before its end is expiring (EC2 takes it back 30 minutes
+    before the end): its NodeClaims are deleted; an on-demand reservation ending as soon, and
+    a NodeClaim in no reservation, are left alone. DescribeCapacityReservations is answered at
+    botocore's seam (moto lacks it)."""
+    client, cache, controller = running
+    now = datetime.now(UTC)
+    answer_ec2(
+        world.counter,
+        reservations=FakeReservations(
+            [
+                reservation(
+                    "cr-0b10c0000000000a1", kind="capacity-block", end=now + timedelta(minutes=30)
+                ),
+                reservation("cr-0dc000000000000b2", end=now + timedelta(minutes=30)),
+            ]
+        ),
+    )
+    labelled = {
+        "block": "cr-0b10c0000000000a1",
+        "odcr": "cr-0dc000000000000b2",
+    }
+    for name, rid in labelled.items():
+        await client.create(
+            NODECLAIMS,
+            ec2_nodeclaim(name, labels={"karpenter.k8s.aws/capacity-reservation-id": rid}),
+        )
+    await client.create(NODECLAIMS, ec2_nodeclaim("plain"))
+    for name in ("block", "odcr", "plain"):
+        await cached(controller.nodeclaims, name, lambda c: c is not None)
+    expiry = ReservationExpiration(
+        client=client,
+        nodeclaims=controller.nodeclaims,
+        reservations=CapacityReservations(world.clients),
+        clock=FakeClock(wall_start=now),
+    )
+    assert expiry.reserved_claims() == {rid: [name] for name, rid in labelled.items()}
+    result = await expiry.reconcile(expiry.name)
+    assert result is not None and result.requeue_after == 60.0
+
+    def deleting(name: str) -> bool:
+        found = cache.informer(NODECLAIMS).get(name)
+        return found is None or bool((found.get("metadata") or {}).get("deletionTimestamp"))
+
+    for _ in range(600):  # the watch brings the deletion; generous on a busy machine
+        if deleting("block"):
+            break
+        await asyncio.sleep(0.1)
+    assert deleting("block")
+    assert not deleting("odcr") and not deleting("plain")
