@@ -245,10 +245,18 @@ class AWSInstances:
                 f"({found.compatible} compatible of {len(instance_types)})"
             )
         chosen = found.chosen
+        partition = _partition_for(reqs, placement)
         instance = await self._launch(
-            claim, nodeclass, chosen, reqs, capacity_type, placement=placement, retry=True
+            claim,
+            nodeclass,
+            chosen,
+            reqs,
+            capacity_type,
+            placement=placement,
+            partition=partition,
+            retry=True,
         )
-        return self._launched(claim, nodeclass, instance, by_name, placement)
+        return self._launched(claim, nodeclass, instance, by_name, placement, partition)
 
     async def _placement(self, nodeclass: EC2NodeClass) -> PlacementGroup | None:
         """The placement group the class launches into (None without a selector); a group
@@ -324,6 +332,7 @@ class AWSInstances:
         capacity_type: str,
         *,
         placement: PlacementGroup | None,
+        partition: int | None = None,
         retry: bool,
     ) -> FleetInstance:
         nodepool = claim.nodepool_name
@@ -331,7 +340,12 @@ class AWSInstances:
         kind = reserved[0].reservation_type if reserved else None
         interruptible = bool(reserved[0].interruptible) if reserved else False
         groups = await self._launch_groups(
-            claim, nodeclass, types, reservations=reserved, placement=placement
+            claim,
+            nodeclass,
+            types,
+            reservations=reserved,
+            placement=placement,
+            partition=partition,
         )
         status = nodeclass.status
         subnets = zonal_subnets((status.subnets if status else None) or [])
@@ -369,6 +383,7 @@ class AWSInstances:
                     reqs,
                     capacity_type,
                     placement=placement,
+                    partition=partition,
                     retry=False,
                 )
             raise CreateError(
@@ -495,6 +510,7 @@ class AWSInstances:
         *,
         reservations: Sequence[CapacityReservationStatus] = (),
         placement: PlacementGroup | None = None,
+        partition: int | None = None,
     ) -> list[LaunchGroup]:
         """Types grouped by (AMI, max pods, EFA interfaces, capacity reservation), each group
         with its ensured launch template (a reserved launch has one per reservation it may
@@ -555,6 +571,7 @@ class AWSInstances:
                 reserved_capacity=self.reserved_capacity,
                 capacity_reservation=by_id.get(rid) if rid else None,
                 placement_group_id=placement.id if placement else None,
+                placement_partition=partition,
             )
             template = await self.launch_templates.ensure(data, lt_tags)
             groups.append(LaunchGroup(template.name, image, members, reservation=rid))
@@ -616,6 +633,7 @@ class AWSInstances:
         instance: FleetInstance,
         types: Mapping[str, InstanceType],
         placement: PlacementGroup | None = None,
+        partition: int | None = None,
     ) -> NodeClaim:
         it = types.get(instance.instance_type)
         node_labels = dict(claim.metadata.labels or {})
@@ -641,6 +659,11 @@ class AWSInstances:
         node_labels[aws.LABEL_NODECLASS] = nodeclass.name
         if placement is not None:
             node_labels[aws.LABEL_PLACEMENT_GROUP_ID] = placement.id
+        # The partition is known only when the launch asked for one (EC2 picks otherwise).
+        if partition is not None:
+            node_labels[aws.LABEL_PLACEMENT_GROUP_PARTITION] = str(partition)
+        else:
+            node_labels.pop(aws.LABEL_PLACEMENT_GROUP_PARTITION, None)
         status["providerID"] = f"{PROVIDER_ID_PREFIX}{instance.zone or ''}/{instance.instance_id}"
         if instance.image_id:
             status["imageID"] = instance.image_id
@@ -756,6 +779,21 @@ class AWSInstances:
                 },
             }
         )
+
+
+def _partition_for(reqs: Requirements, placement: PlacementGroup | None) -> int | None:
+    """The partition of a partition placement group a launch asks for: the lowest one the
+    NodeClaim allows when it names any (a topology spread over partitions), else None (EC2
+    spreads the instances over the partitions itself)."""
+    if placement is None or placement.strategy != "partition" or not placement.partition_count:
+        return None
+    wanted = reqs.get(aws.LABEL_PLACEMENT_GROUP_PARTITION)
+    if wanted is None:
+        return None
+    allowed = [n for n in range(1, placement.partition_count + 1) if wanted.has(str(n))]
+    if len(allowed) == placement.partition_count:
+        return None
+    return allowed[0] if allowed else None
 
 
 def _reservation_at(

@@ -30,6 +30,7 @@ from karpy.apis.aws.v1.labels import (
     LABEL_CAPACITY_RESERVATION_ID,
     LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
     LABEL_CAPACITY_RESERVATION_TYPE,
+    LABEL_PLACEMENT_GROUP_PARTITION,
     LABEL_TOPOLOGY_ZONE_ID,
 )
 from karpy.apis.v1.labels import (
@@ -50,7 +51,9 @@ from karpy.cloudprovider.aws.capacity import (
 )
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.compatibility import compatible, windows_build
+from karpy.cloudprovider.aws.errors import ClientError
 from karpy.cloudprovider.aws.labels import architecture, requirements
+from karpy.cloudprovider.aws.placementgroups import PlacementGroups
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
@@ -63,6 +66,7 @@ __all__ = [
     "RESERVED_PRICE_DIVISOR",
     "InstanceTypeProvider",
     "build_instance_type",
+    "with_partitions",
     "with_reservations",
     "without_unavailable",
 ]
@@ -263,6 +267,43 @@ def with_reservations(
     return out
 
 
+def with_partitions(types: Sequence[InstanceType], partitions: int) -> list[InstanceType]:
+    """`types` with each offering offered once per partition of a partition placement group,
+    labelled `karpenter.k8s.aws/placement-group-partition` (1..`partitions`), so pods can spread
+    over partitions (Karpenter's rule). CPU work: callers run it off the event loop."""
+    labels = [
+        Requirements(
+            [Requirement(LABEL_PLACEMENT_GROUP_PARTITION, complement=False, values=(str(n),))]
+        )
+        for n in range(1, partitions + 1)
+    ]
+    out: list[InstanceType] = []
+    for it in types:
+        offerings = [
+            Offering(
+                zone=o.zone,
+                capacity_type=o.capacity_type,
+                price=o.price,
+                available=o.available,
+                requirements=o.requirements.union(partition),
+            )
+            for o in it.offerings
+            for partition in labels
+        ]
+        out.append(
+            InstanceType(
+                name=it.name,
+                capacity=it.capacity,
+                offerings=offerings,
+                requirements=it.requirements.without(
+                    LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE, LABEL_CAPACITY_TYPE
+                ),
+                overhead=it.overhead,
+            )
+        )
+    return out
+
+
 def usable(info: Mapping[str, Any]) -> bool:
     """HVM and an architecture Kubernetes nodes run (x86_64 or arm64)."""
     hvm = "hvm" in (info.get("SupportedVirtualizationTypes") or ())
@@ -288,8 +329,14 @@ class InstanceTypeProvider:
         vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
         reserved_enis: int = 0,
         reservations: CapacityReservations | None = None,
+        placement_groups: PlacementGroups | None = None,
     ) -> None:
         self._clients = clients
+        self.placement_groups = placement_groups
+        """Where a class's placement group is found (its partitions become offerings)."""
+        self._partitioned: OrderedDict[
+            tuple[object, ...], tuple[list[InstanceType], list[InstanceType]]
+        ] = OrderedDict()
         self.reservations = reservations
         """Where the instances left in each capacity reservation are counted; None: no reserved
         offerings (the `ReservedCapacity` gate is off)."""
@@ -382,7 +429,8 @@ class InstanceTypeProvider:
         """The types a NodePool on `nodeclass` may use: its kubelet, AMI family and root volume
         shape capacity, and only the zones of its resolved subnets have available offerings.
         With capacity reservations in its status, their types also get `reserved` offerings
-        (`with_reservations`)."""
+        (`with_reservations`); with a partition placement group, every offering is offered in
+        each partition (`with_partitions`)."""
         settings = capacity_settings_for(
             nodeclass.spec,
             vm_memory_overhead_percent=self.vm_memory_overhead_percent,
@@ -391,6 +439,33 @@ class InstanceTypeProvider:
         subnets = (nodeclass.status.subnets if nodeclass.status else None) or ()
         zones = {s.zone for s in subnets}
         types = await self.list(settings, zones=zones)
+        types = self._with_reservations(nodeclass, types, settings, zones)
+        selector = nodeclass.spec.placement_group_selector
+        if selector is None or self.placement_groups is None:
+            return types
+        try:
+            group = await self.placement_groups.get(selector)
+        except ClientError:
+            return types  # the class is not Ready then: nothing launches with it
+        if group is None or group.strategy != "partition" or not group.partition_count:
+            return types
+        key = (id(types), group.id, group.partition_count)
+        cached = self._partitioned.get(key)
+        if cached is not None and cached[0] is types:
+            return cached[1]
+        partitioned = await run_off_loop(with_partitions, types, group.partition_count)
+        self._partitioned[key] = (types, partitioned)
+        while len(self._partitioned) > RESERVED_KEPT:
+            self._partitioned.popitem(last=False)
+        return partitioned
+
+    def _with_reservations(
+        self,
+        nodeclass: EC2NodeClass,
+        types: builtins.list[InstanceType],
+        settings: CapacitySettings,
+        zones: set[str],
+    ) -> builtins.list[InstanceType]:
         reservations = (nodeclass.status.capacity_reservations if nodeclass.status else None) or []
         if self.reservations is None or not reservations:
             return types
@@ -423,6 +498,7 @@ class InstanceTypeProvider:
         self._reserved[key] = (types, reserved)
         while len(self._reserved) > RESERVED_KEPT:
             self._reserved.popitem(last=False)
+        return reserved
         return reserved
 
     async def list(

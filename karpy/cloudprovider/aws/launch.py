@@ -112,6 +112,7 @@ def launch_template_data(
     reserved_capacity: bool = False,
     capacity_reservation: CapacityReservationStatus | None = None,
     placement_group_id: str | None = None,
+    placement_partition: int | None = None,
 ) -> dict[str, Any]:
     """`LaunchTemplateData` for one AMI and bootstrap: user data, instance profile, block
     devices, metadata options, monitoring, security groups on the primary interface, and the
@@ -129,7 +130,8 @@ def launch_template_data(
     capacity block or an interruptible reservation also sets the market type), and every other
     template keeps its instances out of open reservations (`none`), so the reservations karpy
     counts are used only by the launches that target them. `placement_group_id` launches into
-    that placement group. The NodeClass must be resolved (status set)."""
+    that placement group (into partition `placement_partition` when given). The NodeClass must
+    be resolved (status set)."""
     spec, status = nodeclass.spec, nodeclass.status
     if status is None or not status.security_groups or not status.instance_profile:
         raise ValueError(
@@ -203,6 +205,8 @@ def launch_template_data(
                 data["InstanceMarketOptions"] = {"MarketType": "interruptible-capacity-reservation"}
     if placement_group_id is not None:
         data["Placement"] = {"GroupId": placement_group_id}
+        if placement_partition is not None:
+            data["Placement"]["PartitionNumber"] = placement_partition
     if spec.cpu_options is not None and spec.cpu_options.nested_virtualization:
         data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
     return data

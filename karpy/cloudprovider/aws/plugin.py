@@ -102,6 +102,7 @@ def build_aws_provider(
         vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
         reserved_enis=settings.aws.reserved_enis,
         reservations=reservations if gate else None,
+        placement_groups=placement_groups,
     )
     instances = AWSInstances(
         clients,

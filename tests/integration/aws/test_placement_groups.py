@@ -111,3 +111,56 @@ async def test_a_group_not_available_is_not_ready_and_not_launched(
     with pytest.raises(NodeClassNotReadyError, match='placement group name "training" is not'):
         await instances.create(claim_of(), nodeclass, await catalog.for_nodeclass(nodeclass))
     assert world.counter.calls["ec2.CreateFleet"] == 0
+
+
+async def test_a_partition_group_offers_each_partition_and_launches_into_the_one_asked(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+) -> None:
+    groups = FakePlacementGroups(
+        [placement_group("shards", GROUP_ID, strategy="partition", partitions=3)]
+    )
+    answer_ec2(world.counter, groups=groups)
+    resolver = world.resolver()
+    spec = nodeclass_of(placementGroupSelector={"name": "shards"})
+    result = await resolver.resolve(spec)
+    assert result.ready, conditions(result)
+    nodeclass = result.apply(spec)
+    catalog.placement_groups = resolver.placement_groups
+    try:
+        plain = {it.name: it for it in await catalog.list()}
+        types = await catalog.for_nodeclass(nodeclass)
+        assert await catalog.for_nodeclass(nodeclass) is types  # shared by launches
+    finally:
+        catalog.placement_groups = None
+    m5 = next(it for it in types if it.name == "m5.large")
+    assert len(m5.offerings) == 3 * len(plain["m5.large"].offerings)
+    partitions = {
+        o.requirements.labels()["karpenter.k8s.aws/placement-group-partition"] for o in m5.offerings
+    }
+    assert partitions == {"1", "2", "3"}
+
+    instances = AWSInstances(
+        world.clients,
+        ClusterInfo(name="prod", endpoint="https://prod.example"),
+        unavailable=catalog.unavailable,
+        launch_templates=LaunchTemplates(world.clients, clock=world.clock),
+        placement_groups=resolver.placement_groups,
+    )
+    pinned = await instances.create(
+        claim_of(**{"karpenter.k8s.aws__placement-group-partition": ["2", "3"]}), nodeclass, types
+    )
+    labels = pinned.metadata.labels or {}
+    assert labels["karpenter.k8s.aws/placement-group-partition"] == "2"
+    free = await instances.create(claim_of("free-abcde", "uid-free"), nodeclass, types)
+    assert "karpenter.k8s.aws/placement-group-partition" not in (free.metadata.labels or {})
+    async with world.clients.client("ec2") as ec2:
+        templates = (await ec2.describe_launch_templates())["LaunchTemplates"]
+        placements = [
+            (await ec2.describe_launch_template_versions(LaunchTemplateId=t["LaunchTemplateId"]))[
+                "LaunchTemplateVersions"
+            ][0]["LaunchTemplateData"]["Placement"]
+            for t in templates
+        ]
+    assert {"GroupId": GROUP_ID, "PartitionNumber": 2} in placements
+    assert {"GroupId": GROUP_ID} in placements  # EC2 picks the partition
