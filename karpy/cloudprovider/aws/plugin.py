@@ -36,6 +36,7 @@ from karpy.cloudprovider.aws.pricerefresh import OnDemandPriceRefresher
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
+from karpy.cloudprovider.aws.reservationcapacitytype import ReservationCapacityType
 from karpy.cloudprovider.aws.reservationexpiry import ReservationExpiration
 from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
@@ -45,7 +46,7 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.errors import NotFoundError
-from karpy.kube.resources import Resource
+from karpy.kube.resources import NODES, Resource
 from karpy.settings import Settings
 
 __all__ = ["PLUGIN", "AWSPlugin", "kubernetes_version", "region_of"]
@@ -187,7 +188,8 @@ class AWSPlugin:
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
         """Add the AWS controllers: the EC2NodeClass reconciler, the garbage collectors of
         launch templates and instance profiles and (with `ReservedCapacity`) the deletion of
-        NodeClaims in expiring capacity blocks when NodeClasses are resolved against EC2, and the
+        NodeClaims in expiring capacity blocks and the demotion of reserved NodeClaims whose
+        reservation is gone, when NodeClasses are resolved against EC2, and the
         leader-only interruption reconciler when `INTERRUPTION_QUEUE` names a queue (off, with a
         log line saying so, otherwise). The collectors share one cleanup helper."""
         if not isinstance(provider, AWSCloudProvider):
@@ -223,6 +225,15 @@ class AWSPlugin:
                         client=ctx.client,
                         nodeclaims=ctx.cache.informer(NODECLAIMS),
                         reservations=reservations,
+                        clock=ctx.clock,
+                    )
+                )
+                ctx.add(
+                    ReservationCapacityType(
+                        client=ctx.client,
+                        nodeclaims=ctx.cache.informer(NODECLAIMS),
+                        nodes=ctx.cache.informer(NODES),
+                        instances=provider.instances,
                         clock=ctx.clock,
                     )
                 )

@@ -18,6 +18,7 @@ from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.launch import LaunchTemplates
 from karpy.cloudprovider.aws.launchtemplategc import PERIOD as LAUNCH_TEMPLATE_GC_PERIOD
 from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
@@ -31,10 +32,13 @@ from karpy.cloudprovider.aws.nodeclasscontroller import (
 from karpy.cloudprovider.aws.nodeclasshash import nodeclass_hash
 from karpy.cloudprovider.aws.plugin import build_aws_provider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
+from karpy.cloudprovider.aws.reservationcapacitytype import ReservationCapacityType
 from karpy.cloudprovider.aws.reservationexpiry import ReservationExpiration
 from karpy.cloudprovider.aws.reservations import CapacityReservations
+from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.types import NodeClassNotReadyError
 from karpy.kube import Cache, Client, FakeClock, NotFoundError
+from karpy.kube.resources import NODES
 from karpy.settings import load_settings
 from tests.integration.aws.conftest import REGION
 from tests.integration.aws.ec2answers import FakeReservations, answer_ec2, reservation
@@ -47,7 +51,7 @@ from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     claim_of,
     world,
 )
-from tests.kit import nodeclaim
+from tests.kit import node, nodeclaim
 
 pytestmark = pytest.mark.usefixtures("crds", "clean_cluster")
 
@@ -613,3 +617,78 @@ async def test_nodeclaims_of_an_expiring_capacity_block_are_deleted(
         await asyncio.sleep(0.1)
     assert deleting("block")
     assert not deleting("odcr") and not deleting("plain")
+
+
+async def test_a_reserved_nodeclaim_whose_instance_left_its_reservation_becomes_on_demand(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    """The reservation ended: EC2 reports the instance as on-demand (moto's instances are never
+    in a reservation). The NodeClaim and its registered Node lose `reserved` and the reservation
+    label; a NodeClaim whose instance is unknown is left alone."""
+    client, cache, controller = running
+    async with world.clients.client("ec2") as ec2:
+        tags = {
+            "eks:eks-cluster-name": CLUSTER,
+            "karpenter.sh/nodepool": "pool",
+            "karpenter.k8s.aws/ec2nodeclass": "default",
+        }
+        run = await ec2.run_instances(
+            ImageId=world.amis["amd64"],
+            InstanceType="m5.large",
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=world.subnets["us-east-1a"],
+            TagSpecifications=[
+                {
+                    "ResourceType": "instance",
+                    "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+                }
+            ],
+        )
+    instance = run["Instances"][0]["InstanceId"]
+    provider_id = f"aws:///us-east-1a/{instance}"
+    reserved = {
+        "karpenter.sh/capacity-type": "reserved",
+        "karpenter.k8s.aws/capacity-reservation-id": "cr-0dc000000000000b2",
+    }
+    for name, pid in (("left", provider_id), ("unknown", "aws:///us-east-1a/i-0000000000000000f")):
+        await client.create(NODECLAIMS, ec2_nodeclaim(name, labels=reserved))
+        await client.patch_status(NODECLAIMS, name, {"status": {"providerID": pid}})
+    await client.create(
+        NODES,
+        node(
+            "node-left",
+            provider_id=provider_id,
+            labels={**reserved, "karpenter.sh/registered": "true"},
+        ),
+    )
+    nodes = cache.informer(NODES)
+    await cache.wait_for_sync()
+    for name in ("left", "unknown"):
+        await cached(
+            controller.nodeclaims,
+            name,
+            lambda c: c is not None and (c.get("status") or {}).get("providerID"),
+        )
+    await cached(nodes, "node-left", lambda n: n is not None)
+    demote = ReservationCapacityType(
+        client=client,
+        nodeclaims=controller.nodeclaims,
+        nodes=nodes,
+        instances=AWSInstances(
+            world.clients,
+            ClusterInfo(name=CLUSTER, endpoint="https://prod.example"),
+            unavailable=UnavailableOfferings(),
+        ),
+    )
+    result = await demote.reconcile(demote.name)
+    assert result is not None and result.requeue_after == 60.0
+    left = await client.get(NODECLAIMS, "left")
+    assert left["metadata"]["labels"]["karpenter.sh/capacity-type"] == "on-demand"
+    assert "karpenter.k8s.aws/capacity-reservation-id" not in left["metadata"]["labels"]
+    node_left = await client.get(NODES, "node-left")
+    assert node_left["metadata"]["labels"]["karpenter.sh/capacity-type"] == "on-demand"
+    assert "karpenter.k8s.aws/capacity-reservation-id" not in node_left["metadata"]["labels"]
+    unknown = await client.get(NODECLAIMS, "unknown")
+    assert unknown["metadata"]["labels"]["karpenter.sh/capacity-type"] == "reserved"
