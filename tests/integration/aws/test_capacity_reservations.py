@@ -13,6 +13,7 @@ import pytest
 
 from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.v1 import NodeClaim
+from karpy.apis.v1.nodeclaim import NodeClaimStatus
 from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.instancetypes import RESERVED_PRICE_DIVISOR, InstanceTypeProvider
 from karpy.cloudprovider.aws.launch import LaunchTemplates
@@ -298,3 +299,50 @@ async def test_a_full_reservation_is_not_asked_again(
     )
     assert (second.metadata.labels or {})["karpenter.sh/capacity-type"] == "on-demand"
     assert len(sent) == 1
+
+
+async def test_terminating_a_reserved_instance_frees_its_slot(
+    world: World,  # noqa: F811
+    catalog: InstanceTypeProvider,  # noqa: F811
+) -> None:
+    """moto's instances are never in a reservation, so DescribeInstances and TerminateInstances
+    are answered at the seam for an instance EC2 launched into NEAR."""
+    _, _, instances = await reserved_world(world, catalog, available=1)
+    instance_id = "i-0123456789abcdef0"
+    described = {
+        "InstanceId": instance_id,
+        "InstanceType": "m5.large",
+        "State": {"Code": 16, "Name": "running"},
+        "Placement": {"AvailabilityZone": "us-east-1a"},
+        "CapacityReservationId": NEAR,
+        "CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only",
+            "CapacityReservationTarget": {"CapacityReservationId": NEAR},
+        },
+    }
+    world.counter.answers["ec2.DescribeInstances"] = lambda _: {
+        "Reservations": [{"ReservationId": "r-1", "Instances": [described]}]
+    }
+    world.counter.answers["ec2.TerminateInstances"] = lambda _: {
+        "TerminatingInstances": [
+            {
+                "InstanceId": instance_id,
+                "CurrentState": {"Code": 32, "Name": "shutting-down"},
+                "PreviousState": {"Code": 16, "Name": "running"},
+            }
+        ]
+    }
+    claim = reserved_claim("ml-1", "uid-1", ["reserved"])
+    claim.status = claim.status or NodeClaimStatus()
+    claim.status.provider_id = f"aws:///us-east-1a/{instance_id}"
+    assert instances.reservations is not None
+    assert (await instances.get(claim.status.provider_id)).metadata.labels == {
+        "node.kubernetes.io/instance-type": "m5.large",
+        "topology.kubernetes.io/zone": "us-east-1a",
+        "karpenter.sh/capacity-type": "reserved",
+    }
+    instances.reservations.mark_launched(NEAR)
+    assert instances.reservations.available(NEAR) == 0
+    await instances.delete(claim)
+    assert world.counter.calls["ec2.TerminateInstances"] == 1
+    assert instances.reservations.available(NEAR) == 1
