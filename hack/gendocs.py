@@ -349,6 +349,7 @@ def interruption_page() -> str:
             m.STATE_CHANGE,
             "state " + ", ".join(_code(s) for s in sorted(m.TERMINATING_STATES)),
         ),
+        m.Kind.CAPACITY_RESERVATION_INTERRUPTED: (m.SOURCE_EC2, m.RESERVATION_INTERRUPTION, ""),
     }
     rows = []
     for kind in m.Kind:
@@ -364,7 +365,11 @@ def interruption_page() -> str:
                 _code(kind.value),
                 _code(act.action.value),
                 f"{act.notice.type} `{act.notice.reason}`: {act.notice.message}",
-                "yes" if act.mark_spot_unavailable else "",
+                "spot offering"
+                if act.mark_spot_unavailable
+                else "capacity reservation"
+                if act.mark_reservation_unavailable
+                else "",
             )
         )
     head = (
@@ -374,7 +379,7 @@ def interruption_page() -> str:
         "kind (`message_type`, disruption reason)",
         "`action_type`",
         "event on the NodeClaim and Node",
-        "spot offering left out",
+        "left out of launches",
     )
     return (
         HEADER.format(source="karpy/cloudprovider/aws/interruption/") + "# Interruption events\n\n"

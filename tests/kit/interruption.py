@@ -37,6 +37,16 @@ def spot_interruption(instance_id: str, action: str = "terminate") -> dict[str, 
     )
 
 
+def reservation_interruption(instance_id: str, action: str = "terminate") -> dict[str, Any]:
+    """An interruptible capacity reservation taking its instance back (EventBridge schema
+    aws.ec2@EC2CapacityReservationInstanceInterruptionWarning)."""
+    return envelope(
+        "aws.ec2",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        {"instance-id": instance_id, "instance-action": action},
+    )
+
+
 def rebalance_recommendation(instance_id: str) -> dict[str, Any]:
     return envelope(
         "aws.ec2", "EC2 Instance Rebalance Recommendation", {"instance-id": instance_id}

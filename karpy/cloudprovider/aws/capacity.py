@@ -83,6 +83,17 @@ class CapacitySettings:
     # Root-volume size in bytes (from the NodeClass block devices); None means the default.
     root_volume_bytes: int | None = None
     instance_store_policy: str | None = None
+    network_interfaces: tuple[tuple[int, int, str], ...] | None = None
+    """`spec.networkInterfaces` as (network card, device index, interface type), or None."""
+    connection_tracking: bool = False
+    """`spec.connectionTracking` is set: only Nitro types can take it."""
+
+    @property
+    def efa_only_on_default_card(self) -> int:
+        """EFA-only interfaces on card 0: each takes an ENI the VPC CNI cannot use for pods."""
+        return sum(
+            1 for card, _, kind in self.network_interfaces or () if card == 0 and kind == "efa-only"
+        )
 
 
 def is_arm64(info: Mapping[str, Any]) -> bool:
@@ -107,13 +118,14 @@ def _default_card(info: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return None
 
 
-def eni_limited_pods(info: Mapping[str, Any], reserved_enis: int = 0) -> int:
+def eni_limited_pods(info: Mapping[str, Any], reserved_enis: int = 0, efa_only: int = 0) -> int:
     """`ENIs x (IPv4 per ENI - 1) + 2` over the default network card's ENIs less the reserved
-    ones; 0 when no usable ENI is left."""
+    ones and the `efa_only` interfaces there (they carry no IP); 0 when no usable ENI is
+    left."""
     network = info.get("NetworkInfo") or {}
     card = _default_card(info)
     enis = int((card or network).get("MaximumNetworkInterfaces") or 0)
-    usable = enis - reserved_enis
+    usable = enis - reserved_enis - efa_only
     if usable <= 0:
         return 0
     ips = int(network.get("Ipv4AddressesPerInterface") or 0)
@@ -127,7 +139,7 @@ def max_pods(info: Mapping[str, Any], settings: CapacitySettings) -> int:
     if kubelet is not None and kubelet.max_pods is not None:
         count = int(kubelet.max_pods)
     elif settings.ami_family in ENI_LIMITED_FAMILIES:
-        count = eni_limited_pods(info, settings.reserved_enis)
+        count = eni_limited_pods(info, settings.reserved_enis, settings.efa_only_on_default_card)
     else:
         count = DEFAULT_PODS
     per_core = kubelet.pods_per_core if kubelet is not None else None
@@ -147,8 +159,13 @@ def ephemeral_storage(info: Mapping[str, Any], settings: CapacitySettings) -> in
     return DEFAULT_EPHEMERAL_STORAGE
 
 
-def extended_resources(info: Mapping[str, Any]) -> ResourceMap:
-    """GPUs by manufacturer, Neuron devices and cores, and EFA interfaces."""
+def extended_resources(
+    info: Mapping[str, Any],
+    network_interfaces: tuple[tuple[int, int, str], ...] | None = None,
+) -> ResourceMap:
+    """GPUs by manufacturer, Neuron devices and cores, and EFA interfaces: the type's, or with
+    `network_interfaces` (the class lays them out) the EFA-only ones listed, as Karpenter
+    counts them."""
     out: ResourceMap = {}
     for gpu in (info.get("GpuInfo") or {}).get("Gpus") or ():
         resource = GPU_RESOURCES.get(str(gpu.get("Manufacturer", "")).lower())
@@ -160,6 +177,8 @@ def extended_resources(info: Mapping[str, Any]) -> ResourceMap:
         cores = int((device.get("CoreInfo") or {}).get("Count") or 0)
         out[NEURON_CORE] = out.get(NEURON_CORE, 0) + count * cores
     efa = ((info.get("NetworkInfo") or {}).get("EfaInfo") or {}).get("MaximumEfaInterfaces")
+    if network_interfaces is not None:
+        efa = sum(1 for _, _, kind in network_interfaces if kind == "efa-only")
     if efa:
         out[EFA] = int(efa)
     return out
@@ -173,7 +192,7 @@ def capacity(info: Mapping[str, Any], settings: CapacitySettings) -> ResourceMap
         EPHEMERAL_STORAGE: ephemeral_storage(info, settings),
         PODS: max_pods(info, settings),
     }
-    out.update(extended_resources(info))
+    out.update(extended_resources(info, settings.network_interfaces))
     if settings.ami_family.startswith("Windows"):
         # Karpenter's rule (the VPC resource controller's): the primary interface's IPv4
         # addresses less its own.
@@ -248,7 +267,7 @@ def overhead(
     """kube-reserved + system-reserved + eviction threshold for a node of this type."""
     kubelet = settings.kubelet
     if settings.ami_family in ENI_LIMITED_MEMORY_OVERHEAD_FAMILIES:
-        pods = eni_limited_pods(info, 0)
+        pods = eni_limited_pods(info, 0, settings.efa_only_on_default_card)
     else:
         pods = cap[PODS]
     reserved = kube_reserved(
@@ -297,4 +316,13 @@ def capacity_settings_for(
         kubelet=spec.kubelet,
         root_volume_bytes=root,
         instance_store_policy=spec.instance_store_policy,
+        network_interfaces=(
+            tuple(
+                (n.network_card_index, n.device_index, n.interface_type)
+                for n in spec.network_interfaces
+            )
+            if spec.network_interfaces is not None
+            else None
+        ),
+        connection_tracking=spec.connection_tracking is not None,
     )

@@ -7,7 +7,14 @@ Checked in Karpenter's order, the first reason wins:
 2. `AMIDrift`: the NodeClaim's image is not the AMI the class now maps its instance type to
    (the first AMI in `status.amis` whose requirements the type meets);
 3. `SecurityGroupDrift`: the instance's security groups are not the class's `status.securityGroups`;
-4. `SubnetDrift`: the instance's subnet is not among the class's `status.subnets`.
+4. `SubnetDrift`: the instance's subnet is not among the class's `status.subnets`;
+5. `CapacityReservationDrift`: the instance runs in a capacity reservation (launched into it
+   only) that is no longer among the class's `status.capacityReservations`. It is read from the
+   instance, not from the offerings, so a reserved node that fell back to on-demand is not
+   drifted twice (Karpenter's reasoning);
+6. `PlacementGroupDrift`: the NodeClaim's `karpenter.k8s.aws/placement-group-id` label is not
+   the group the class's `placementGroupSelector` resolves to now (a selector added, removed or
+   pointed at another group).
 
 Where Karpenter returns an error because the class has no AMIs, subnets or security groups
 resolved, or the NodeClaim has no image, karpy reports no drift: it cannot tell yet. An instance
@@ -29,11 +36,14 @@ from karpy.scheduling.requirements import Requirements
 
 __all__ = [
     "AMI_DRIFT",
+    "CAPACITY_RESERVATION_DRIFT",
     "NODECLASS_DRIFT",
+    "PLACEMENT_GROUP_DRIFT",
     "SECURITY_GROUP_DRIFT",
     "SUBNET_DRIFT",
     "ami_drift",
     "instance_drift",
+    "placement_group_drift",
     "static_drift",
 ]
 
@@ -41,6 +51,15 @@ NODECLASS_DRIFT: Final = "NodeClassDrift"
 AMI_DRIFT: Final = "AMIDrift"
 SECURITY_GROUP_DRIFT: Final = "SecurityGroupDrift"
 SUBNET_DRIFT: Final = "SubnetDrift"
+CAPACITY_RESERVATION_DRIFT: Final = "CapacityReservationDrift"
+PLACEMENT_GROUP_DRIFT: Final = "PlacementGroupDrift"
+
+
+def placement_group_drift(claim: NodeClaim, group_id: str | None) -> str | None:
+    """`PlacementGroupDrift` when the claim's placement-group label is not `group_id` (the
+    group the class resolves to now, None without a selector)."""
+    labelled = (claim.metadata.labels or {}).get(aws.LABEL_PLACEMENT_GROUP_ID)
+    return PLACEMENT_GROUP_DRIFT if labelled != group_id else None
 
 
 def static_drift(claim: NodeClaim, nodeclass: EC2NodeClass) -> str | None:
@@ -78,7 +97,8 @@ def ami_drift(
 
 
 def instance_drift(instance: Mapping[str, Any], nodeclass: EC2NodeClass) -> str | None:
-    """`SecurityGroupDrift`, else `SubnetDrift`, of a `DescribeInstances` instance."""
+    """`SecurityGroupDrift`, else `SubnetDrift`, else `CapacityReservationDrift`, of a
+    `DescribeInstances` instance."""
     status = nodeclass.status
     wanted_groups = {sg.id for sg in (status.security_groups if status else None) or []}
     groups = {str(g.get("GroupId")) for g in instance.get("SecurityGroups") or ()}
@@ -88,4 +108,12 @@ def instance_drift(instance: Mapping[str, Any], nodeclass: EC2NodeClass) -> str 
     subnet = instance.get("SubnetId")
     if subnets and subnet and subnet not in subnets:
         return SUBNET_DRIFT
+    reservation = instance.get("CapacityReservationId")
+    only = (instance.get("CapacityReservationSpecification") or {}).get(
+        "CapacityReservationPreference"
+    ) == "capacity-reservations-only"
+    if reservation and only:
+        known = {r.id for r in (status.capacity_reservations if status else None) or []}
+        if reservation not in known:
+            return CAPACITY_RESERVATION_DRIFT
     return None

@@ -1,7 +1,8 @@
 """The CreateFleet request for one NodeClaim and the reading of its answer (reference §3.2-3.3).
 
-Pure functions, no I/O: which capacity type to ask for (spot when the claim allows it and a
-spot offering is available, else on-demand), which instance types (the 60 cheapest that still
+Pure functions, no I/O: which capacity type to ask for (reserved when the claim allows it and
+a capacity reservation has room, else spot when allowed and available, else on-demand, as
+Karpenter chooses), which instance types (the 60 cheapest that still
 meet every minValues), one subnet per zone, the overrides (every available offering of those
 types in those zones, cheapest first), and a `ClientToken` derived from the NodeClaim so EC2
 answers a retried request with the first request's instances.
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from karpy.apis.aws.v1.ec2nodeclass import SubnetStatus
-from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT
+from karpy.apis.aws.v1.labels import LABEL_CAPACITY_RESERVATION_ID
+from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import fits
@@ -34,6 +36,7 @@ __all__ = [
     "overrides",
     "parse_fleet_response",
     "price_overlaid",
+    "reservation_of",
     "truncate",
     "zonal_subnets",
 ]
@@ -61,10 +64,19 @@ def offerings_for(it: InstanceType, reqs: Requirements, capacity_type: str) -> l
     ]
 
 
+def reservation_of(offering: Offering) -> str | None:
+    """The capacity reservation a reserved offering launches into, else None."""
+    req = offering.requirements.get(LABEL_CAPACITY_RESERVATION_ID)
+    if req is None or req.complement or len(req.values) != 1:
+        return None
+    return next(iter(req.values))
+
+
 def capacity_type_for(reqs: Requirements, types: Sequence[InstanceType]) -> str | None:
-    """Spot when allowed and some type has an available spot offering, else on-demand when
-    allowed and available, else None (reserved capacity is not launched yet)."""
-    for capacity_type in (CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND):
+    """Reserved when allowed and some type has an available reserved offering (a capacity
+    reservation with room), else spot, else on-demand, each when allowed and available, else
+    None (Karpenter's order)."""
+    for capacity_type in (CAPACITY_TYPE_RESERVED, CAPACITY_TYPE_SPOT, CAPACITY_TYPE_ON_DEMAND):
         if any(offerings_for(it, reqs, capacity_type) for it in types):
             return capacity_type
     return None
@@ -199,6 +211,8 @@ class LaunchGroup:
     template: str
     image_id: str
     types: Sequence[InstanceType]
+    reservation: str | None = None
+    """The capacity reservation the template targets: only its offerings are overridden."""
 
 
 def overrides(
@@ -219,6 +233,8 @@ def overrides(
         seen: set[tuple[str, str]] = set()
         for it in group.types:
             for o in offerings_for(it, reqs, capacity_type):
+                if group.reservation is not None and reservation_of(o) != group.reservation:
+                    continue
                 subnet = subnets.get(o.zone)
                 if subnet is None or (it.name, o.zone) in seen:
                     continue
@@ -263,17 +279,31 @@ def fleet_request(
     token: str,
     context: str | None = None,
     prioritized: bool = False,
+    reservation_type: str | None = None,
+    interruptible: bool = False,
 ) -> dict[str, Any]:
     """An `instant` CreateFleet for one instance, tagging the instance, its volumes and the
     fleet (network interfaces get the launch tags from the launch template, as Karpenter does:
     CreateFleet accepts only these resource types). `prioritized` (a NodeOverlay priced the
-    candidates) asks EC2 to follow the overrides' priorities instead of its own prices."""
+    candidates) asks EC2 to follow the overrides' priorities instead of its own prices.
+
+    A `reserved` launch (its templates target the reservations) asks for `on-demand` capacity
+    from an on-demand capacity reservation, `capacity-block` from a capacity block, and
+    `reserved-capacity` from an interruptible reservation (Karpenter's mapping)."""
+    target = capacity_type
+    if capacity_type == CAPACITY_TYPE_RESERVED:
+        if reservation_type == "capacity-block":
+            target = "capacity-block"
+        elif interruptible:
+            target = "reserved-capacity"
+        else:
+            target = CAPACITY_TYPE_ON_DEMAND
     request: dict[str, Any] = {
         "Type": "instant",
         "ClientToken": token,
         "LaunchTemplateConfigs": list(configs),
         "TargetCapacitySpecification": {
-            "DefaultTargetCapacityType": capacity_type,
+            "DefaultTargetCapacityType": target,
             "TotalTargetCapacity": 1,
         },
     }
@@ -285,7 +315,11 @@ def fleet_request(
     if capacity_type == CAPACITY_TYPE_SPOT:
         spot = SPOT_ALLOCATION_PRIORITIZED if prioritized else SPOT_ALLOCATION
         request["SpotOptions"] = {"AllocationStrategy": spot}
-    else:
+    elif target == "reserved-capacity":
+        request["ReservedCapacityOptions"] = {
+            "ReservationTypes": ["interruptible-capacity-reservation"]
+        }
+    elif target != "capacity-block":
         on_demand = ON_DEMAND_ALLOCATION_PRIORITIZED if prioritized else ON_DEMAND_ALLOCATION
         request["OnDemandOptions"] = {"AllocationStrategy": on_demand}
     if context:

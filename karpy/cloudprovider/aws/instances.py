@@ -24,7 +24,7 @@ import asyncio
 import builtins
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -32,10 +32,11 @@ import structlog
 
 from karpy.apis.aws.v1 import labels as aws
 from karpy.apis.aws.v1.ec2nodeclass import KIND as EC2NODECLASS_KIND
-from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
+from karpy.apis.aws.v1.ec2nodeclass import CapacityReservationStatus, EC2NodeClass
 from karpy.apis.v1 import NodeClaim
 from karpy.apis.v1.labels import (
     CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
     CAPACITY_TYPE_SPOT,
     LABEL_CAPACITY_TYPE,
     LABEL_INSTANCE_TYPE,
@@ -56,9 +57,11 @@ from karpy.cloudprovider.aws.fleet import (
     MinValuesError,
     client_token,
     fleet_request,
+    offerings_for,
     overrides,
     parse_fleet_response,
     price_overlaid,
+    reservation_of,
     zonal_subnets,
 )
 from karpy.cloudprovider.aws.fleetbatch import IDLE as FLEET_IDLE
@@ -66,6 +69,8 @@ from karpy.cloudprovider.aws.fleetbatch import MAX_WAIT as FLEET_MAX_WAIT
 from karpy.cloudprovider.aws.fleetbatch import FleetBatcher
 from karpy.cloudprovider.aws.launch import LaunchTemplates, launch_template_data
 from karpy.cloudprovider.aws.nodeclasshash import hash_annotations
+from karpy.cloudprovider.aws.placementgroups import PlacementGroup, PlacementGroups, selector_text
+from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.aws.userdata import BootstrapOptions, Taint
 from karpy.cloudprovider.types import (
@@ -87,6 +92,7 @@ LIVE_STATES: Final = ("pending", "running", "stopping", "stopped", "shutting-dow
 GONE_STATES: Final = frozenset({"shutting-down", "terminated"})
 LT_NOT_FOUND: Final = "InvalidLaunchTemplateName.NotFoundException"
 INSTANCE_NOT_FOUND: Final = "InvalidInstanceID.NotFound"
+RESERVATION_FULL: Final = "ReservationCapacityExceeded"
 MAX_LISTED_TYPES_IN_ERROR: Final = 10
 SENT_REMEMBERED: Final = 10_000
 CLAIM_LOOKUP_WINDOW: Final = 1.0
@@ -165,8 +171,17 @@ class AWSInstances:
         facts: ClusterFacts | None = None,
         fleet_idle: float = FLEET_IDLE,
         fleet_max_wait: float = FLEET_MAX_WAIT,
+        reservations: CapacityReservations | None = None,
+        placement_groups: PlacementGroups | None = None,
+        reserved_capacity: bool = False,
     ) -> None:
         self._clients = clients
+        self.reservations = reservations
+        """Counts of the instances left in each capacity reservation (shared with the
+        instance types and the EC2NodeClass resolver)."""
+        self.placement_groups = placement_groups or PlacementGroups(clients)
+        self.reserved_capacity = reserved_capacity
+        """The `ReservedCapacity` gate: launch templates say whether they use reservations."""
         self.cluster = cluster
         self.facts = facts
         """Where the service CIDR and cluster DNS IP come from when `cluster` lacks them."""
@@ -200,15 +215,18 @@ class AWSInstances:
         for `nodeclass`) and return the claim with providerID, imageID, labels, capacity."""
         self._check_ready(nodeclass)
         by_name = {it.name: it for it in instance_types}
+        placement = await self._placement(nodeclass)
         given = await self._given_instance(claim)
         if given is not None:
             log.info("found instance of nodeclaim", NodeClaim={"name": claim.name})
-            return self._launched(claim, nodeclass, given, by_name)
+            return self._launched(claim, nodeclass, given, by_name, placement)
         if self._may_be_launched(claim):
             existing = await self._find_launched(claim.name)
             if existing is not None:
                 log.info("found instance of nodeclaim", NodeClaim={"name": claim.name})
-                return self._launched(claim, nodeclass, _as_fleet_instance(existing), by_name)
+                return self._launched(
+                    claim, nodeclass, _as_fleet_instance(existing), by_name, placement
+                )
         reqs = Requirements.from_node_selector_terms(r.to_dict() for r in claim.spec.requirements)
         requests = parse_resources(
             claim.spec.resources.requests if claim.spec.resources else None,
@@ -227,8 +245,39 @@ class AWSInstances:
                 f"({found.compatible} compatible of {len(instance_types)})"
             )
         chosen = found.chosen
-        instance = await self._launch(claim, nodeclass, chosen, reqs, capacity_type, retry=True)
-        return self._launched(claim, nodeclass, instance, by_name)
+        partition = _partition_for(reqs, placement)
+        instance = await self._launch(
+            claim,
+            nodeclass,
+            chosen,
+            reqs,
+            capacity_type,
+            placement=placement,
+            partition=partition,
+            retry=True,
+        )
+        return self._launched(claim, nodeclass, instance, by_name, placement, partition)
+
+    async def _placement(self, nodeclass: EC2NodeClass) -> PlacementGroup | None:
+        """The placement group the class launches into (None without a selector); a group
+        that is gone or not available stops the launch as a not-Ready class does."""
+        selector = nodeclass.spec.placement_group_selector
+        if selector is None:
+            return None
+        try:
+            group = await self.placement_groups.get(selector)
+        except ClientError as error:
+            raise NodeClassNotReadyError(
+                f'EC2NodeClass "{nodeclass.name}" is not ready: placement group '
+                f"{selector_text(selector)}: {error_message(error)}"
+            ) from error
+        if group is None or group.state != "available":
+            state = "not found" if group is None else f"in state {group.state!r}"
+            raise NodeClassNotReadyError(
+                f'EC2NodeClass "{nodeclass.name}" is not ready: placement group '
+                f"{selector_text(selector)} is {state}"
+            )
+        return group
 
     async def _given_instance(self, claim: NodeClaim) -> FleetInstance | None:
         """The live instance a fleet of this process gave `claim`, tagged as its own."""
@@ -282,10 +331,22 @@ class AWSInstances:
         reqs: Requirements,
         capacity_type: str,
         *,
+        placement: PlacementGroup | None,
+        partition: int | None = None,
         retry: bool,
     ) -> FleetInstance:
         nodepool = claim.nodepool_name
-        groups = await self._launch_groups(claim, nodeclass, types)
+        reserved = self._reservations_for(nodeclass, types, reqs, capacity_type)
+        kind = reserved[0].reservation_type if reserved else None
+        interruptible = bool(reserved[0].interruptible) if reserved else False
+        groups = await self._launch_groups(
+            claim,
+            nodeclass,
+            types,
+            reservations=reserved,
+            placement=placement,
+            partition=partition,
+        )
         status = nodeclass.status
         subnets = zonal_subnets((status.subnets if status else None) or [])
         prioritized = price_overlaid(types)
@@ -303,6 +364,8 @@ class AWSInstances:
             token=client_token(claim.name, claim.metadata.uid),
             context=nodeclass.spec.context,
             prioritized=prioritized,
+            reservation_type=kind,
+            interruptible=interruptible,
         )
         self._sent[(claim.name, claim.metadata.uid or "")] = None
         while len(self._sent) > SENT_REMEMBERED:
@@ -313,7 +376,16 @@ class AWSInstances:
             if error_code(error) == LT_NOT_FOUND and retry:
                 for group in groups:
                     self.launch_templates.forget(group.template)
-                return await self._launch(claim, nodeclass, types, reqs, capacity_type, retry=False)
+                return await self._launch(
+                    claim,
+                    nodeclass,
+                    types,
+                    reqs,
+                    capacity_type,
+                    placement=placement,
+                    partition=partition,
+                    retry=False,
+                )
             raise CreateError(
                 f"creating fleet: {error_message(error)}",
                 reason=error_code(error) or "CreateFleetFailed",
@@ -321,6 +393,13 @@ class AWSInstances:
         instance, errors = parse_fleet_response(response)
         # Partial errors name offerings without capacity even when another one launched.
         only_capacity = self.unavailable.record_fleet_errors(errors, capacity_type)
+        if capacity_type == CAPACITY_TYPE_RESERVED:
+            self._reservations_full(errors, types)
+            if instance is not None:
+                instance = replace(instance, capacity_type=CAPACITY_TYPE_RESERVED)
+                rid = _reservation_at(types, instance.instance_type, instance.zone)
+                if rid is not None and self.reservations is not None:
+                    self.reservations.mark_launched(rid)
         if instance is not None:
             log.info(
                 "launched instance",
@@ -374,28 +453,93 @@ class AWSInstances:
                     )
                     return
 
+    def _reservations_for(
+        self,
+        nodeclass: EC2NodeClass,
+        types: Sequence[InstanceType],
+        reqs: Requirements,
+        capacity_type: str,
+    ) -> list[CapacityReservationStatus]:
+        """For a reserved launch, the reservations it may use: those of one kind (on-demand
+        reservation, capacity block, interruptible), the kind of the cheapest offering, since
+        one fleet asks for one target capacity type. Empty for other launches."""
+        if capacity_type != CAPACITY_TYPE_RESERVED:
+            return []
+        known = {
+            r.id: r
+            for r in (nodeclass.status.capacity_reservations if nodeclass.status else None) or ()
+        }
+        offered = sorted(
+            (o.price, it.name, rid)
+            for it in types
+            for o in offerings_for(it, reqs, capacity_type)
+            if (rid := reservation_of(o)) in known
+        )
+        if not offered:
+            return []
+
+        def kind(r: CapacityReservationStatus) -> tuple[str | None, bool]:
+            return r.reservation_type, bool(r.interruptible)
+
+        first = kind(known[offered[0][2]])
+        return [
+            known[rid] for rid in dict.fromkeys(o[2] for o in offered) if kind(known[rid]) == first
+        ]
+
+    def _reservations_full(
+        self, errors: Sequence[Mapping[str, Any]], types: Sequence[InstanceType]
+    ) -> None:
+        """`ReservationCapacityExceeded` for an override: its reservation has no room left."""
+        if self.reservations is None:
+            return
+        for error in errors:
+            if error.get("ErrorCode") != RESERVATION_FULL:
+                continue
+            override = (error.get("LaunchTemplateAndOverrides") or {}).get("Overrides") or {}
+            rid = _reservation_at(
+                types, str(override.get("InstanceType")), override.get("AvailabilityZone")
+            )
+            if rid is not None:
+                self.reservations.mark_unavailable(rid)
+
     async def _launch_groups(
-        self, claim: NodeClaim, nodeclass: EC2NodeClass, types: Sequence[InstanceType]
+        self,
+        claim: NodeClaim,
+        nodeclass: EC2NodeClass,
+        types: Sequence[InstanceType],
+        *,
+        reservations: Sequence[CapacityReservationStatus] = (),
+        placement: PlacementGroup | None = None,
+        partition: int | None = None,
     ) -> list[LaunchGroup]:
-        """Types grouped by (AMI, max pods), each group with its ensured launch template."""
+        """Types grouped by (AMI, max pods, EFA interfaces, capacity reservation), each group
+        with its ensured launch template (a reserved launch has one per reservation it may
+        use, as each template targets one)."""
         status = nodeclass.status
         amis = ami_requirements((status.amis if status else None) or [])
         # A NodeClaim asking for EFA gets every EFA interface its type has, one per network
         # card (Karpenter's rule), so types are grouped by that count too.
         requests = (claim.spec.resources.requests if claim.spec.resources else None) or {}
         wants_efa = EFA in requests
-        grouped: dict[tuple[str, int, int], list[InstanceType]] = {}
+        by_id = {r.id: r for r in reservations}
+        grouped: dict[tuple[str, int, int, str | None], list[InstanceType]] = {}
         for it in types:
             image = image_for(it.requirements, amis)
             if image is None:
                 continue
             efa = int(it.capacity.get(EFA, 0)) if wants_efa else 0
-            grouped.setdefault((image, int(it.capacity.get(PODS, 0)), efa), []).append(it)
+            pods = int(it.capacity.get(PODS, 0))
+            if not by_id:
+                grouped.setdefault((image, pods, efa, None), []).append(it)
+                continue
+            for rid in dict.fromkeys(reservation_of(o) for o in it.offerings):
+                if rid in by_id:
+                    grouped.setdefault((image, pods, efa, rid), []).append(it)
         lt_tags = launch_tags(self.cluster.name, nodeclass, claim.nodepool_name)
         kubelet = nodeclass.spec.kubelet
         cidr, dns, family = await self._network(nodeclass)
         groups = []
-        for (image, pods, efa), members in grouped.items():
+        for (image, pods, efa, rid), members in grouped.items():
             options = BootstrapOptions(
                 cluster_name=self.cluster.name,
                 cluster_endpoint=self.cluster.endpoint,
@@ -424,9 +568,13 @@ class AWSInstances:
                 tags=lt_tags,
                 ip_family=family,
                 efa_interfaces=efa,
+                reserved_capacity=self.reserved_capacity,
+                capacity_reservation=by_id.get(rid) if rid else None,
+                placement_group_id=placement.id if placement else None,
+                placement_partition=partition,
             )
             template = await self.launch_templates.ensure(data, lt_tags)
-            groups.append(LaunchGroup(template.name, image, members))
+            groups.append(LaunchGroup(template.name, image, members, reservation=rid))
         if not groups:
             raise InsufficientCapacityError(
                 f"no AMI of EC2NodeClass {nodeclass.name!r} matches the requirements of "
@@ -484,6 +632,8 @@ class AWSInstances:
         nodeclass: EC2NodeClass,
         instance: FleetInstance,
         types: Mapping[str, InstanceType],
+        placement: PlacementGroup | None = None,
+        partition: int | None = None,
     ) -> NodeClaim:
         it = types.get(instance.instance_type)
         node_labels = dict(claim.metadata.labels or {})
@@ -507,6 +657,13 @@ class AWSInstances:
         if instance.zone:
             node_labels[LABEL_TOPOLOGY_ZONE] = instance.zone
         node_labels[aws.LABEL_NODECLASS] = nodeclass.name
+        if placement is not None:
+            node_labels[aws.LABEL_PLACEMENT_GROUP_ID] = placement.id
+        # The partition is known only when the launch asked for one (EC2 picks otherwise).
+        if partition is not None:
+            node_labels[aws.LABEL_PLACEMENT_GROUP_PARTITION] = str(partition)
+        else:
+            node_labels.pop(aws.LABEL_PLACEMENT_GROUP_PARTITION, None)
         status["providerID"] = f"{PROVIDER_ID_PREFIX}{instance.zone or ''}/{instance.instance_id}"
         if instance.image_id:
             status["imageID"] = instance.image_id
@@ -579,16 +736,15 @@ class AWSInstances:
                 if error_code(error) == INSTANCE_NOT_FOUND:
                     raise NodeClaimNotFoundError(str(instance["InstanceId"])) from None
                 raise
+        # Its slot in the reservation is free again (counted until EC2 next answers).
+        if self.reservations is not None and _reserved(instance):
+            self.reservations.mark_terminated(str(instance["CapacityReservationId"]))
 
     def claim_of(self, instance: Mapping[str, Any]) -> NodeClaim:
         """A NodeClaim describing an instance, rebuilt from its tags."""
         tags = _tags(instance)
         zone = str((instance.get("Placement") or {}).get("AvailabilityZone") or "")
-        capacity_type = (
-            CAPACITY_TYPE_SPOT
-            if instance.get("InstanceLifecycle") == "spot" or instance.get("SpotInstanceRequestId")
-            else CAPACITY_TYPE_ON_DEMAND
-        )
+        capacity_type = _capacity_type(instance)
         node_labels = {
             LABEL_INSTANCE_TYPE: str(instance.get("InstanceType")),
             LABEL_TOPOLOGY_ZONE: zone,
@@ -625,6 +781,43 @@ class AWSInstances:
         )
 
 
+def _partition_for(reqs: Requirements, placement: PlacementGroup | None) -> int | None:
+    """The partition of a partition placement group a launch asks for: the lowest one the
+    NodeClaim allows when it names any (a topology spread over partitions), else None (EC2
+    spreads the instances over the partitions itself)."""
+    if placement is None or placement.strategy != "partition" or not placement.partition_count:
+        return None
+    wanted = reqs.get(aws.LABEL_PLACEMENT_GROUP_PARTITION)
+    if wanted is None:
+        return None
+    allowed = [n for n in range(1, placement.partition_count + 1) if wanted.has(str(n))]
+    if len(allowed) == placement.partition_count:
+        return None
+    return allowed[0] if allowed else None
+
+
+def _reservation_at(
+    types: Sequence[InstanceType], instance_type: str, zone: str | None
+) -> str | None:
+    """The capacity reservation of `instance_type`'s reserved offering in `zone`."""
+    for it in types:
+        if it.name != instance_type:
+            continue
+        for o in it.offerings:
+            if o.capacity_type == CAPACITY_TYPE_RESERVED and o.zone == zone:
+                return reservation_of(o)
+    return None
+
+
+def _reserved(instance: Mapping[str, Any]) -> bool:
+    """Whether an instance runs in a capacity reservation it was launched into only
+    (Karpenter's test: a reservation id and the `capacity-reservations-only` preference)."""
+    spec = instance.get("CapacityReservationSpecification") or {}
+    return bool(instance.get("CapacityReservationId")) and (
+        spec.get("CapacityReservationPreference") == "capacity-reservations-only"
+    )
+
+
 def _as_fleet_instance(instance: Mapping[str, Any]) -> FleetInstance:
     return FleetInstance(
         instance_id=str(instance["InstanceId"]),
@@ -632,12 +825,14 @@ def _as_fleet_instance(instance: Mapping[str, Any]) -> FleetInstance:
         zone=(instance.get("Placement") or {}).get("AvailabilityZone"),
         subnet_id=instance.get("SubnetId"),
         image_id=instance.get("ImageId"),
-        capacity_type=(
-            CAPACITY_TYPE_SPOT
-            if instance.get("InstanceLifecycle") == "spot"
-            else CAPACITY_TYPE_ON_DEMAND
-        ),
+        capacity_type=_capacity_type(instance),
     )
+
+
+def _capacity_type(instance: Mapping[str, Any]) -> str:
+    if instance.get("InstanceLifecycle") == "spot" or instance.get("SpotInstanceRequestId"):
+        return CAPACITY_TYPE_SPOT
+    return CAPACITY_TYPE_RESERVED if _reserved(instance) else CAPACITY_TYPE_ON_DEMAND
 
 
 def _list(names: Sequence[str]) -> str:

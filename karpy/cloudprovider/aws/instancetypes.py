@@ -25,9 +25,23 @@ from datetime import timedelta
 from functools import lru_cache
 from typing import Any, Final
 
-from karpy.apis.aws.v1.ec2nodeclass import EC2NodeClass
-from karpy.apis.aws.v1.labels import LABEL_TOPOLOGY_ZONE_ID
-from karpy.apis.v1.labels import CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT, LABEL_WINDOWS_BUILD
+from karpy.apis.aws.v1.ec2nodeclass import CapacityReservationStatus, EC2NodeClass
+from karpy.apis.aws.v1.labels import (
+    LABEL_CAPACITY_RESERVATION_ID,
+    LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+    LABEL_CAPACITY_RESERVATION_TYPE,
+    LABEL_PLACEMENT_GROUP_PARTITION,
+    LABEL_TOPOLOGY_ZONE_ID,
+)
+from karpy.apis.v1.labels import (
+    CAPACITY_TYPE_ON_DEMAND,
+    CAPACITY_TYPE_RESERVED,
+    CAPACITY_TYPE_SPOT,
+    LABEL_CAPACITY_TYPE,
+    LABEL_INSTANCE_TYPE,
+    LABEL_TOPOLOGY_ZONE,
+    LABEL_WINDOWS_BUILD,
+)
 from karpy.cloudprovider.aws.capacity import (
     DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
     CapacitySettings,
@@ -37,8 +51,11 @@ from karpy.cloudprovider.aws.capacity import (
 )
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.compatibility import compatible, windows_build
+from karpy.cloudprovider.aws.errors import ClientError
 from karpy.cloudprovider.aws.labels import architecture, requirements
+from karpy.cloudprovider.aws.placementgroups import PlacementGroups
 from karpy.cloudprovider.aws.pricing import PricingProvider
+from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.kube.offload import run_off_loop
 from karpy.scheduling.instancetypes import InstanceType, Offering
@@ -46,14 +63,22 @@ from karpy.scheduling.requirements import Requirement, Requirements
 
 __all__ = [
     "INSTANCE_TYPES_REFRESH",
+    "RESERVED_PRICE_DIVISOR",
     "InstanceTypeProvider",
     "build_instance_type",
+    "with_partitions",
+    "with_reservations",
     "without_unavailable",
 ]
 
 INSTANCE_TYPES_REFRESH: Final = timedelta(hours=12)
 CAPACITY_TYPES: Final = (CAPACITY_TYPE_ON_DEMAND, CAPACITY_TYPE_SPOT)
 NO_PRICE: Final = math.inf
+RESERVED_PRICE_DIVISOR: Final = 10_000_000.0
+"""A reserved offering costs the on-demand price divided by this (Karpenter's rule): nearly
+free, so it is launched first, yet ordered among reservations as their types are."""
+RESERVED_KEPT: Final = 16
+"""Lists with reserved offerings kept (per class, base list and reservation counts)."""
 BUILT_KEPT: Final = 4
 """Built catalogues kept (one per distinct capacity settings and zones, i.e. per EC2NodeClass
 shape), so a few classes do not rebuild each other's types on every pass."""
@@ -74,7 +99,12 @@ def build_instance_type(
     (zone in `zones`) x (capacity type the type supports). A type the AMI family cannot boot
     keeps its offerings, all unavailable."""
     name = str(info["InstanceType"])
-    bootable = compatible(info, settings.ami_family)
+    bootable = compatible(
+        info,
+        settings.ami_family,
+        network_interfaces=settings.network_interfaces,
+        connection_tracking=settings.connection_tracking,
+    )
     usage = set(info.get("SupportedUsageClasses") or ())
     ids = zone_ids or {}
     offerings: list[Offering] = []
@@ -157,6 +187,123 @@ def without_unavailable(
     )
 
 
+def with_reservations(
+    types: Sequence[InstanceType],
+    reservations: Sequence[CapacityReservationStatus],
+    *,
+    available: Callable[[str], int],
+    bootable: Callable[[str], bool],
+    offered_zones: Callable[[str], Collection[str]],
+    pricing: PricingProvider,
+    zone_ids: Mapping[str, str],
+    subnet_zones: Collection[str],
+) -> list[InstanceType]:
+    """`types` with one `reserved` offering per capacity reservation of their type, as
+    Karpenter offers them: in the reservation's zone, labelled with its id, type and whether it
+    is interruptible, priced at the on-demand price / 10,000,000, and available while the
+    reservation has instances left, is not expiring, and the class has a subnet in its zone
+    where the type is sold (a type no other offering makes launchable stays unavailable)."""
+    by_type: dict[str, list[CapacityReservationStatus]] = {}
+    for r in reservations:
+        by_type.setdefault(r.instance_type, []).append(r)
+    if not by_type:
+        return list(types)
+    out: list[InstanceType] = []
+    for it in types:
+        mine = by_type.get(it.name)
+        if not mine:
+            out.append(it)
+            continue
+        sold = offered_zones(it.name)
+        launchable = bootable(it.name)
+        extra: list[Offering] = []
+        for r in mine:
+            zone = r.availability_zone
+            reqs = [
+                Requirement(LABEL_CAPACITY_RESERVATION_ID, complement=False, values=(r.id,)),
+                Requirement(
+                    LABEL_CAPACITY_RESERVATION_TYPE,
+                    complement=False,
+                    values=(r.reservation_type or "default",),
+                ),
+                Requirement(
+                    LABEL_CAPACITY_RESERVATION_INTERRUPTIBLE,
+                    complement=False,
+                    values=(str(bool(r.interruptible)).lower(),),
+                ),
+            ]
+            if zone in zone_ids:
+                reqs.append(
+                    Requirement(LABEL_TOPOLOGY_ZONE_ID, complement=False, values=(zone_ids[zone],))
+                )
+            price = pricing.on_demand_price(it.name)
+            extra.append(
+                Offering(
+                    zone=zone,
+                    capacity_type=CAPACITY_TYPE_RESERVED,
+                    price=0.0 if price is None else price / RESERVED_PRICE_DIVISOR,
+                    available=(
+                        launchable
+                        and zone in sold
+                        and zone in subnet_zones
+                        and r.state != "expiring"
+                        and available(r.id) > 0
+                    ),
+                    requirements=Requirements(reqs),
+                )
+            )
+        out.append(
+            InstanceType(
+                name=it.name,
+                capacity=it.capacity,
+                offerings=[*it.offerings, *extra],
+                # The constructor derives these three from the offerings again.
+                requirements=it.requirements.without(
+                    LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE, LABEL_CAPACITY_TYPE
+                ),
+                overhead=it.overhead,
+            )
+        )
+    return out
+
+
+def with_partitions(types: Sequence[InstanceType], partitions: int) -> list[InstanceType]:
+    """`types` with each offering offered once per partition of a partition placement group,
+    labelled `karpenter.k8s.aws/placement-group-partition` (1..`partitions`), so pods can spread
+    over partitions (Karpenter's rule). CPU work: callers run it off the event loop."""
+    labels = [
+        Requirements(
+            [Requirement(LABEL_PLACEMENT_GROUP_PARTITION, complement=False, values=(str(n),))]
+        )
+        for n in range(1, partitions + 1)
+    ]
+    out: list[InstanceType] = []
+    for it in types:
+        offerings = [
+            Offering(
+                zone=o.zone,
+                capacity_type=o.capacity_type,
+                price=o.price,
+                available=o.available,
+                requirements=o.requirements.union(partition),
+            )
+            for o in it.offerings
+            for partition in labels
+        ]
+        out.append(
+            InstanceType(
+                name=it.name,
+                capacity=it.capacity,
+                offerings=offerings,
+                requirements=it.requirements.without(
+                    LABEL_INSTANCE_TYPE, LABEL_TOPOLOGY_ZONE, LABEL_CAPACITY_TYPE
+                ),
+                overhead=it.overhead,
+            )
+        )
+    return out
+
+
 def usable(info: Mapping[str, Any]) -> bool:
     """HVM and an architecture Kubernetes nodes run (x86_64 or arm64)."""
     hvm = "hvm" in (info.get("SupportedVirtualizationTypes") or ())
@@ -181,8 +328,21 @@ class InstanceTypeProvider:
         clock: Callable[[], float] = time.monotonic,
         vm_memory_overhead_percent: float = DEFAULT_VM_MEMORY_OVERHEAD_PERCENT,
         reserved_enis: int = 0,
+        reservations: CapacityReservations | None = None,
+        placement_groups: PlacementGroups | None = None,
     ) -> None:
         self._clients = clients
+        self.placement_groups = placement_groups
+        """Where a class's placement group is found (its partitions become offerings)."""
+        self._partitioned: OrderedDict[
+            tuple[object, ...], tuple[list[InstanceType], list[InstanceType]]
+        ] = OrderedDict()
+        self.reservations = reservations
+        """Where the instances left in each capacity reservation are counted; None: no reserved
+        offerings (the `ReservedCapacity` gate is off)."""
+        self._reserved: OrderedDict[
+            tuple[object, ...], tuple[list[InstanceType], list[InstanceType]]
+        ] = OrderedDict()
         self.vm_memory_overhead_percent = vm_memory_overhead_percent
         self.reserved_enis = reserved_enis
         self.pricing = pricing
@@ -267,14 +427,79 @@ class InstanceTypeProvider:
 
     async def for_nodeclass(self, nodeclass: EC2NodeClass) -> list[InstanceType]:
         """The types a NodePool on `nodeclass` may use: its kubelet, AMI family and root volume
-        shape capacity, and only the zones of its resolved subnets have available offerings."""
+        shape capacity, and only the zones of its resolved subnets have available offerings.
+        With capacity reservations in its status, their types also get `reserved` offerings
+        (`with_reservations`); with a partition placement group, every offering is offered in
+        each partition (`with_partitions`)."""
         settings = capacity_settings_for(
             nodeclass.spec,
             vm_memory_overhead_percent=self.vm_memory_overhead_percent,
             reserved_enis=self.reserved_enis,
         )
         subnets = (nodeclass.status.subnets if nodeclass.status else None) or ()
-        return await self.list(settings, zones={s.zone for s in subnets})
+        zones = {s.zone for s in subnets}
+        types = await self.list(settings, zones=zones)
+        types = self._with_reservations(nodeclass, types, settings, zones)
+        selector = nodeclass.spec.placement_group_selector
+        if selector is None or self.placement_groups is None:
+            return types
+        try:
+            group = await self.placement_groups.get(selector)
+        except ClientError:
+            return types  # the class is not Ready then: nothing launches with it
+        if group is None or group.strategy != "partition" or not group.partition_count:
+            return types
+        key = (id(types), group.id, group.partition_count)
+        cached = self._partitioned.get(key)
+        if cached is not None and cached[0] is types:
+            return cached[1]
+        partitioned = await run_off_loop(with_partitions, types, group.partition_count)
+        self._partitioned[key] = (types, partitioned)
+        while len(self._partitioned) > RESERVED_KEPT:
+            self._partitioned.popitem(last=False)
+        return partitioned
+
+    def _with_reservations(
+        self,
+        nodeclass: EC2NodeClass,
+        types: builtins.list[InstanceType],
+        settings: CapacitySettings,
+        zones: set[str],
+    ) -> builtins.list[InstanceType]:
+        reservations = (nodeclass.status.capacity_reservations if nodeclass.status else None) or []
+        if self.reservations is None or not reservations:
+            return types
+        counts = tuple((r.id, self.reservations.available(r.id)) for r in reservations)
+        key = (id(types), nodeclass.name, repr(reservations), counts, frozenset(zones))
+        cached = self._reserved.get(key)
+        if cached is not None and cached[0] is types:
+            return cached[1]
+        family = settings.ami_family
+        reserved = with_reservations(
+            types,
+            reservations,
+            available=self.reservations.available,
+            bootable=lambda name: (
+                name in self.infos
+                and compatible(
+                    self.infos[name],
+                    family,
+                    network_interfaces=settings.network_interfaces,
+                    connection_tracking=settings.connection_tracking,
+                )
+            ),
+            offered_zones=lambda name: self.offered_zones.get(name, ()),
+            pricing=self.pricing,
+            zone_ids=self.zone_ids,
+            subnet_zones=zones,
+        )
+        # The same inputs give the same list object, so launches share their candidates; a
+        # few classes' lists are kept (each entry keeps its base list alive, so ids stay true).
+        self._reserved[key] = (types, reserved)
+        while len(self._reserved) > RESERVED_KEPT:
+            self._reserved.popitem(last=False)
+        return reserved
+        return reserved
 
     async def list(
         self,

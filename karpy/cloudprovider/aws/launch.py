@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from karpy.apis.aws.v1.ec2nodeclass import BlockDeviceMapping, EC2NodeClass
+from karpy.apis.aws.v1.ec2nodeclass import (
+    BlockDeviceMapping,
+    CapacityReservationStatus,
+    EC2NodeClass,
+    NetworkInterface,
+)
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError, error_code
 from karpy.cloudprovider.aws.userdata import BootstrapOptions, user_data
@@ -104,6 +109,10 @@ def launch_template_data(
     tags: Mapping[str, str],
     ip_family: str | None = None,
     efa_interfaces: int = 0,
+    reserved_capacity: bool = False,
+    capacity_reservation: CapacityReservationStatus | None = None,
+    placement_group_id: str | None = None,
+    placement_partition: int | None = None,
 ) -> dict[str, Any]:
     """`LaunchTemplateData` for one AMI and bootstrap: user data, instance profile, block
     devices, metadata options, monitoring, security groups on the primary interface, and the
@@ -111,8 +120,18 @@ def launch_template_data(
     primary interface gets a primary IPv6 address, which the node registers with, as
     Karpenter asks for it. With `efa_interfaces` (a NodeClaim asking for
     `vpc.amazonaws.com/efa`) there is one EFA interface per network card instead, the first
-    the primary (device index 0), as Karpenter requests them. The NodeClass must be resolved
-    (status set)."""
+    the primary (device index 0), as Karpenter requests them. An explicit
+    `spec.networkInterfaces` lays the interfaces out instead (one per entry, EFA-only ones as
+    `efa-only`), and `spec.connectionTracking` sets the timeouts of every interface that
+    carries IP traffic.
+
+    With the `ReservedCapacity` gate on (`reserved_capacity`), a template for a
+    `capacity_reservation` launches only into it (`capacity-reservations-only`, targeted; a
+    capacity block or an interruptible reservation also sets the market type), and every other
+    template keeps its instances out of open reservations (`none`), so the reservations karpy
+    counts are used only by the launches that target them. `placement_group_id` launches into
+    that placement group (into partition `placement_partition` when given). The NodeClass must
+    be resolved (status set)."""
     spec, status = nodeclass.spec, nodeclass.status
     if status is None or not status.security_groups or not status.instance_profile:
         raise ValueError(
@@ -132,8 +151,21 @@ def launch_template_data(
     if ip_family == "ipv6":
         interface["PrimaryIpv6"] = True
         interface["Ipv6AddressCount"] = 1
+    tracking = spec.connection_tracking
+    if tracking is not None:
+        interface["ConnectionTrackingSpecification"] = {
+            key: seconds
+            for key, seconds in (
+                ("TcpEstablishedTimeout", tracking.tcp_established_timeout),
+                ("UdpStreamTimeout", tracking.udp_stream_timeout),
+                ("UdpTimeout", tracking.udp_timeout),
+            )
+            if seconds is not None
+        }
     interfaces = [interface]
-    if efa_interfaces > 0:
+    if spec.network_interfaces:
+        interfaces = [_listed_interface(n, interface) for n in spec.network_interfaces]
+    elif efa_interfaces > 0:
         interfaces = [
             {
                 **interface,
@@ -159,9 +191,51 @@ def launch_template_data(
         "NetworkInterfaces": interfaces,
         "TagSpecifications": [{"ResourceType": "network-interface", "Tags": _tag_list(tags)}],
     }
+    if reserved_capacity:
+        if capacity_reservation is None:
+            data["CapacityReservationSpecification"] = {"CapacityReservationPreference": "none"}
+        else:
+            data["CapacityReservationSpecification"] = {
+                "CapacityReservationPreference": "capacity-reservations-only",
+                "CapacityReservationTarget": {"CapacityReservationId": capacity_reservation.id},
+            }
+            if capacity_reservation.reservation_type == "capacity-block":
+                data["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+            elif capacity_reservation.interruptible:
+                data["InstanceMarketOptions"] = {"MarketType": "interruptible-capacity-reservation"}
+    if placement_group_id is not None:
+        data["Placement"] = {"GroupId": placement_group_id}
+        if placement_partition is not None:
+            data["Placement"]["PartitionNumber"] = placement_partition
     if spec.cpu_options is not None and spec.cpu_options.nested_virtualization:
         data["CpuOptions"] = {"NestedVirtualization": spec.cpu_options.nested_virtualization}
     return data
+
+
+def _listed_interface(listed: NetworkInterface, primary: Mapping[str, Any]) -> dict[str, Any]:
+    """One interface of `spec.networkInterfaces`: the primary (card 0, device 0) as karpy
+    builds it; the others on their card and device with the security groups, regular ones
+    also with the prefixes, IPv6 and connection tracking, EFA-only ones without an IP."""
+    card, device = listed.network_card_index, listed.device_index
+    if card == 0 and device == 0:
+        return {**primary, "NetworkCardIndex": 0}
+    out: dict[str, Any] = {
+        "NetworkCardIndex": card,
+        "DeviceIndex": device,
+        "Groups": primary["Groups"],
+    }
+    if listed.interface_type == "efa-only":
+        out["InterfaceType"] = "efa-only"
+        return out
+    for key in (
+        "Ipv4PrefixCount",
+        "PrimaryIpv6",
+        "Ipv6AddressCount",
+        "ConnectionTrackingSpecification",
+    ):
+        if key in primary:
+            out[key] = primary[key]
+    return out
 
 
 def launch_template_name(data: Mapping[str, Any]) -> str:

@@ -24,6 +24,7 @@ from karpy.apis.aws.v1 import labels as aws
 from karpy.apis.aws.v1.ec2nodeclass import (
     AMISelectorTerm,
     AMIStatus,
+    CapacityReservationStatus,
     EC2NodeClass,
     EC2NodeClassSpec,
     EC2NodeClassStatus,
@@ -37,6 +38,12 @@ from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.clusterfacts import ClusterCIDRError, ClusterFacts
 from karpy.cloudprovider.aws.compatibility import windows_build
 from karpy.cloudprovider.aws.errors import ClientError, error_code, error_message
+from karpy.cloudprovider.aws.placementgroups import PlacementGroups, selector_text
+from karpy.cloudprovider.aws.reservations import (
+    CapacityReservations,
+    requeue_after,
+    reservation_status,
+)
 from karpy.cloudprovider.aws.validation import DryRunValidator
 
 __all__ = [
@@ -197,7 +204,11 @@ class NodeClassResolution:
     security_groups: list[SecurityGroupStatus] = field(default_factory=list)
     amis: list[AMIStatus] = field(default_factory=list)
     instance_profile: str | None = None
+    capacity_reservations: list[CapacityReservationStatus] | None = None
     conditions: list[Condition] = field(default_factory=list)
+    requeue_after: float | None = None
+    """Seconds until the class should be resolved again for a part that changes on its own
+    (a capacity reservation ending), or None for the controller's usual period."""
 
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)
@@ -218,13 +229,12 @@ class NodeClassResolution:
             if prev is not None and prev.status == cond.status:
                 cond = cond.model_copy(update={"last_transition_time": prev.last_transition_time})
             conditions.append(cond)
-        status = out.status
         out.status = EC2NodeClassStatus(
             subnets=self.subnets or None,
             security_groups=self.security_groups or None,
             amis=self.amis or None,
             instance_profile=self.instance_profile,
-            capacity_reservations=status.capacity_reservations if status else None,
+            capacity_reservations=self.capacity_reservations or None,
             conditions=conditions,
         )
         return out
@@ -243,6 +253,9 @@ class NodeClassResolver:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         ssm_ttl: timedelta = SSM_CACHE_TTL,
         facts: ClusterFacts | None = None,
+        reservations: CapacityReservations | None = None,
+        placement_groups: PlacementGroups | None = None,
+        reserved_capacity: bool = True,
     ) -> None:
         self.clients = clients
         self.cluster_name = cluster_name
@@ -255,6 +268,13 @@ class NodeClassResolver:
         self._ssm_ttl = ssm_ttl.total_seconds()
         self._ssm: dict[str, tuple[float, str | None]] = {}
         self.validator = DryRunValidator(clients, cluster_name=cluster_name, clock=clock)
+        self.reservations = reservations or CapacityReservations(clients, clock=clock, now=now)
+        """Shared with the instance types and the launch path (availability counts)."""
+        self.placement_groups = placement_groups or PlacementGroups(clients, clock=clock)
+        """Shared with the launch path (the launch template's placement)."""
+        self.reserved_capacity = reserved_capacity
+        """The `ReservedCapacity` feature gate: capacity reservations are resolved only when on
+        (the `CapacityReservationsReady` condition is then part of `Ready`)."""
 
     # -- subnets and security groups -----------------------------------------------------------
 
@@ -518,6 +538,10 @@ class NodeClassResolver:
             else "SecurityGroupSelector did not match any SecurityGroups "
             f"(securityGroupSelectorTerms {_terms(spec.security_group_selector_terms)})",
         )
+        if self.reserved_capacity:
+            await self._resolve_reservations(nodeclass, result, cond)
+        if spec.placement_group_selector is not None:
+            await self._resolve_placement_group(spec, cond)
         try:
             result.instance_profile = await self.instance_profile(nodeclass)
             cond(aws.CONDITION_INSTANCE_PROFILE_READY, True, aws.CONDITION_INSTANCE_PROFILE_READY)
@@ -570,6 +594,107 @@ class NodeClassResolver:
             "" if not failing else ", ".join(f"{t}=False" for t in failing),
         )
         return result
+
+    async def _resolve_reservations(
+        self,
+        nodeclass: EC2NodeClass,
+        result: NodeClassResolution,
+        cond: Callable[..., None],
+    ) -> None:
+        """`status.capacityReservations` and `CapacityReservationsReady`. The condition is True
+        whatever is found, as in Karpenter (the class still launches on-demand and spot), and
+        its message names each selected reservation karpy will not launch into and why: in a
+        zone without a subnet of the class, or of a kind karpy does not know. A failed lookup
+        keeps the reservations found before and says so."""
+        terms = nodeclass.spec.capacity_reservation_selector_terms or []
+        previous = (nodeclass.status.capacity_reservations if nodeclass.status else None) or []
+        ok = aws.CONDITION_CAPACITY_RESERVATIONS_READY
+        if not terms:
+            cond(ok, True, ok)
+            return
+        try:
+            found = await self.reservations.select(terms)
+        except ClientError as error:
+            result.capacity_reservations = list(previous)
+            result.requeue_after = 60.0
+            cond(
+                ok,
+                True,
+                ok,
+                "DescribeCapacityReservations failed, keeping the reservations found before: "
+                f"{error_code(error)}: {error_message(error)}",
+            )
+            return
+        now = self._now()
+        statuses: list[CapacityReservationStatus] = []
+        unusable: list[str] = []
+        zones = sorted({s.zone for s in result.subnets})
+        for raw in sorted(found, key=lambda r: str(r["CapacityReservationId"])):
+            status = reservation_status(raw, now)
+            rid = str(raw["CapacityReservationId"])
+            if status is None:
+                unusable.append(
+                    f"{rid} has instance match criteria {raw.get('InstanceMatchCriteria')!r} "
+                    f"and type {raw.get('ReservationType') or 'default'!r}, which karpy does "
+                    "not launch into"
+                )
+                continue
+            statuses.append(status)
+            if status.availability_zone not in zones:
+                unusable.append(
+                    f"{rid} ({status.instance_type}) is in {status.availability_zone}, where "
+                    f"the class has no subnet (subnets in {', '.join(zones) or 'no zone'}): "
+                    f"add a subnet in {status.availability_zone} to subnetSelectorTerms to "
+                    "launch into it"
+                )
+        result.capacity_reservations = statuses
+        result.requeue_after = requeue_after(statuses, now)
+        message = ""
+        if not found:
+            message = (
+                "capacityReservationSelectorTerms select no active capacity reservation "
+                f"({_terms(terms)})"
+            )
+        elif unusable:
+            message = "not launching into capacity reservation " + "; ".join(unusable)
+        cond(ok, True, ok, message)
+
+    async def _resolve_placement_group(
+        self, spec: EC2NodeClassSpec, cond: Callable[..., None]
+    ) -> None:
+        """`PlacementGroupReady`: True when the selector names an available group."""
+        selector = spec.placement_group_selector
+        assert selector is not None
+        ready = aws.CONDITION_PLACEMENT_GROUP_READY
+        named = selector_text(selector)
+        try:
+            group = await self.placement_groups.get(selector)
+        except ClientError as error:
+            cond(
+                ready,
+                False,
+                aws.REASON_PLACEMENT_GROUP_RESOLUTION_FAILED,
+                f"Failed to resolve placement group {named} (placementGroupSelector): "
+                f"{error_code(error)}: {error_message(error)}",
+            )
+            return
+        if group is None:
+            cond(
+                ready,
+                False,
+                aws.REASON_PLACEMENT_GROUP_NOT_FOUND,
+                f"Placement group {named} not found (placementGroupSelector): create it in "
+                f"{self.clients.region} or select an existing group",
+            )
+        elif group.state != "available":
+            cond(
+                ready,
+                False,
+                "PlacementGroupNotAvailable",
+                f"Placement group {named} is in state {group.state!r}, expected 'available'",
+            )
+        else:
+            cond(ready, True, ready)
 
     async def _cidr_error(self, spec: EC2NodeClassSpec) -> str | None:
         """Why the service CIDR an AL2023 NodeConfig needs is unknown, or None (other

@@ -3,7 +3,8 @@
 The status gets the subnets, security groups, AMIs, instance profile and the conditions (each
 with the generation it describes, and `Ready` over them all); the object gets Karpenter's hash
 annotations. A class that is not Ready is looked at again after a minute, a Ready one after five
-(Karpenter's requeue times), so new subnets or AMIs show up without an edit.
+(Karpenter's requeue times), so new subnets or AMIs show up without an edit; one with capacity
+reservations every minute, or when a reservation ends if that is sooner.
 
 The hash annotations follow Karpenter's `nodeclass.hash` controller: when the class carries
 another hash version (stamped by another Karpenter release, or by karpy before it computed
@@ -113,7 +114,10 @@ class EC2NodeClassController:
             await self._stamp_hash(name, obj)
         except NotFoundError:
             return None
-        return Result(requeue_after=READY_REQUEUE if resolution.ready else NOT_READY_REQUEUE)
+        period = READY_REQUEUE if resolution.ready else NOT_READY_REQUEUE
+        if resolution.requeue_after is not None:
+            period = min(period, resolution.requeue_after)
+        return Result(requeue_after=period)
 
     # -- hash ---------------------------------------------------------------------------------
 

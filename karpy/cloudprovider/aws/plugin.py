@@ -31,10 +31,14 @@ from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
 from karpy.cloudprovider.aws.nodeclasscontroller import EC2NodeClassController
 from karpy.cloudprovider.aws.nodeclassread import read_nodeclass
+from karpy.cloudprovider.aws.placementgroups import PlacementGroups
 from karpy.cloudprovider.aws.pricerefresh import OnDemandPriceRefresher
 from karpy.cloudprovider.aws.pricing import PricingProvider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
 from karpy.cloudprovider.aws.provider import AWSCloudProvider, NodeClassLookup
+from karpy.cloudprovider.aws.reservationcapacitytype import ReservationCapacityType
+from karpy.cloudprovider.aws.reservationexpiry import ReservationExpiration
+from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.overlays import LaunchOverlays
 from karpy.cloudprovider.registry import PluginContext, ProviderUnavailableError
@@ -42,7 +46,7 @@ from karpy.cloudprovider.types import CloudProvider
 from karpy.kube.cache import Cache
 from karpy.kube.client import Client
 from karpy.kube.errors import NotFoundError
-from karpy.kube.resources import Resource
+from karpy.kube.resources import NODES, Resource
 from karpy.settings import Settings
 
 __all__ = ["PLUGIN", "AWSPlugin", "kubernetes_version", "region_of"]
@@ -87,24 +91,37 @@ def build_aws_provider(
         kubernetes_version=kubernetes_version,
     )
     unavailable = UnavailableOfferings()
+    gate = settings.feature_gates.reserved_capacity
+    # One count of each reservation's free instances, one placement-group cache: the resolver
+    # fills them, the instance types and the launches read them.
+    reservations = CapacityReservations(clients)
+    placement_groups = PlacementGroups(clients)
     instance_types = InstanceTypeProvider(
         clients,
         PricingProvider(clients, isolated_vpc=settings.aws.isolated_vpc),
         unavailable,
         vm_memory_overhead_percent=settings.aws.vm_memory_overhead_percent,
         reserved_enis=settings.aws.reserved_enis,
+        reservations=reservations if gate else None,
+        placement_groups=placement_groups,
     )
     instances = AWSInstances(
         clients,
         ClusterInfo(name=settings.cluster_name, endpoint=cluster_endpoint, ca_bundle=ca_bundle),
         unavailable=unavailable,
         facts=facts,
+        reservations=reservations,
+        placement_groups=placement_groups,
+        reserved_capacity=gate,
     )
     resolver = NodeClassResolver(
         clients,
         cluster_name=settings.cluster_name,
         kubernetes_version=kubernetes_version,
         facts=facts,
+        reservations=reservations,
+        placement_groups=placement_groups,
+        reserved_capacity=gate,
     )
     return AWSCloudProvider(
         nodeclass_of=nodeclass_of,
@@ -169,8 +186,10 @@ class AWSPlugin:
         )
 
     def register(self, ctx: PluginContext, provider: CloudProvider) -> None:
-        """Add the AWS controllers: the EC2NodeClass reconciler and the garbage collectors of
-        launch templates and instance profiles when NodeClasses are resolved against EC2, and the
+        """Add the AWS controllers: the EC2NodeClass reconciler, the garbage collectors of
+        launch templates and instance profiles and (with `ReservedCapacity`) the deletion of
+        NodeClaims in expiring capacity blocks and the demotion of reserved NodeClaims whose
+        reservation is gone, when NodeClasses are resolved against EC2, and the
         leader-only interruption reconciler when `INTERRUPTION_QUEUE` names a queue (off, with a
         log line saying so, otherwise). The collectors share one cleanup helper."""
         if not isinstance(provider, AWSCloudProvider):
@@ -199,6 +218,25 @@ class AWSPlugin:
                     clock=ctx.clock,
                 )
             )
+            reservations = provider.instances.reservations
+            if ctx.settings.feature_gates.reserved_capacity and reservations is not None:
+                ctx.add(
+                    ReservationExpiration(
+                        client=ctx.client,
+                        nodeclaims=ctx.cache.informer(NODECLAIMS),
+                        reservations=reservations,
+                        clock=ctx.clock,
+                    )
+                )
+                ctx.add(
+                    ReservationCapacityType(
+                        client=ctx.client,
+                        nodeclaims=ctx.cache.informer(NODECLAIMS),
+                        nodes=ctx.cache.informer(NODES),
+                        instances=provider.instances,
+                        clock=ctx.clock,
+                    )
+                )
             if not ctx.settings.aws.isolated_vpc:
                 ctx.add(
                     InstanceProfileGC(
@@ -226,6 +264,7 @@ class AWSPlugin:
             unavailable=provider.instances.unavailable,
             clock=ctx.clock,
             on_disrupted=ctx.count_disrupted,
+            reservations=provider.instances.reservations,
         )
         ctx.add_runnable(
             InterruptionController(

@@ -19,6 +19,7 @@ from karpy.apis.v1 import NodeClaim, NodePool
 from karpy.apis.v1.common import NodeClassReference
 from karpy.cloudprovider.aws import drift
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.errors import ClientError
 from karpy.cloudprovider.aws.instances import AWSInstances
 from karpy.cloudprovider.aws.instancetypes import InstanceTypeProvider
 from karpy.cloudprovider.aws.nodeclass import NodeClassResolver
@@ -124,6 +125,18 @@ class AWSCloudProvider:
             except NodeClaimNotFoundError:
                 return None
             reason = drift.instance_drift(instance, nodeclass)
+        selector = nodeclass.spec.placement_group_selector
+        if reason is None:
+            if selector is None:
+                reason = drift.placement_group_drift(claim, None)
+            else:
+                try:
+                    group = await self.instances.placement_groups.get(selector)
+                except ClientError:
+                    group = None
+                # A group that cannot be read now says nothing (the class is not Ready).
+                if group is not None:
+                    reason = drift.placement_group_drift(claim, group.id)
         return reason
 
     def repair_policies(self) -> builtins.list[RepairPolicy]:

@@ -8,12 +8,15 @@ to count or fail calls register botocore event hooks through `AWSClients(on_clie
 
 from __future__ import annotations
 
+import copy
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from botocore.awsrequest import AWSResponse  # type: ignore[import-untyped]
+from botocore.validate import validate_parameters  # type: ignore[import-untyped]
 from moto.server import ThreadedMotoServer
 
 from karpy.cloudprovider.aws.clients import AWSClients
@@ -67,20 +70,57 @@ def aws_clients(moto_endpoint: str) -> AWSClients:
     return AWSClients(REGION, endpoint_url=moto_endpoint)
 
 
+class AnsweredError(Exception):
+    """Raised by an answer in `CallCounter.answers`: the call fails with this AWS error."""
+
+    def __init__(self, code: str, message: str, status: int = 400) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code, self.message, self.status = code, message, status
+
+
+Answer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
 class CallCounter:
     """Counts API calls by `service.Operation` through botocore's `before-call` events; pass
-    `counter.hook` as `AWSClients(on_client=...)`."""
+    `counter.hook` as `AWSClients(on_client=...)`.
+
+    `answers` is the seam for the calls moto does not implement (DescribeCapacityReservations,
+    DescribePlacementGroups): an entry `"ec2.DescribePlacementGroups": fn` answers that call
+    with `fn(api_params)` instead of sending it, as `botocore.stub.Stubber` does, while every
+    other call of the client still reaches the moto server. Each answer is checked against the
+    operation's output shape in botocore's model, so it is shaped as the API reference says;
+    an answer raising `AnsweredError` fails the call with that error code."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.clients: Counter[str] = Counter()
+        self.answers: dict[str, Answer] = {}
 
     def hook(self, service: str, client: Any) -> None:
         self.clients[service] += 1
 
-        def count(model: Any, **_: Any) -> None:
-            self.calls[f"{service}.{model.name}"] += 1
+        def remember(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+            context["karpy-test-params"] = copy.deepcopy(params)
 
+        def count(model: Any, context: dict[str, Any], **_: Any) -> Any:
+            name = f"{service}.{model.name}"
+            self.calls[name] += 1
+            answer = self.answers.get(name)
+            if answer is None:
+                return None
+            try:
+                parsed = answer(context.get("karpy-test-params") or {})
+            except AnsweredError as error:
+                failed = {
+                    "ResponseMetadata": {"HTTPStatusCode": error.status},
+                    "Error": {"Code": error.code, "Message": error.message},
+                }
+                return AWSResponse(None, error.status, {}, None), failed
+            validate_parameters(parsed, model.output_shape)
+            return AWSResponse(None, 200, {}, None), parsed
+
+        client.meta.events.register(f"before-parameter-build.{service}", remember)
         client.meta.events.register(f"before-call.{service}", count)
 
 

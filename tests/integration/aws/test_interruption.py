@@ -20,6 +20,7 @@ import pytest
 import structlog
 from kubetest import Kubectl
 
+from karpy.apis.aws.v1.ec2nodeclass import CapacityReservationSelectorTerm
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import ClientError
@@ -29,15 +30,18 @@ from karpy.cloudprovider.aws.interruption import (
     MessageHandler,
     parse_message,
 )
+from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.kube import Cache, Client, EventRecorder, RealClock
 from karpy.kube.backoff import Backoff
 from karpy.kube.metrics import REGISTRY
-from tests.integration.aws.conftest import REGION
+from tests.integration.aws.conftest import REGION, CallCounter
+from tests.integration.aws.ec2answers import FakeReservations, answer_ec2, reservation
 from tests.kit import node, nodeclaim
 from tests.kit.interruption import (
     body,
     rebalance_recommendation,
+    reservation_interruption,
     scheduled_change,
     spot_interruption,
     state_change,
@@ -137,7 +141,9 @@ class Env:
         text = message if isinstance(message, str) else body(message)
         sqs(self.endpoint).send_message(QueueUrl=self.url, MessageBody=text)
 
-    def handler(self, unavailable: UnavailableOfferings) -> MessageHandler:
+    def handler(
+        self, unavailable: UnavailableOfferings, reservations: CapacityReservations | None = None
+    ) -> MessageHandler:
         return MessageHandler(
             client=self.client,
             cache=self.cache,
@@ -147,6 +153,7 @@ class Env:
             on_disrupted=lambda claim, reason: self.disrupted.append(
                 (claim["metadata"]["name"], reason)
             ),
+            reservations=reservations,
         )
 
     def start(
@@ -279,6 +286,40 @@ async def test_a_spot_interruption_deletes_the_nodeclaim_and_marks_the_offering(
     assert (
         sample("karpenter_interruption_message_queue_duration_seconds_count")
         == before["latency"] + 1
+    )
+
+
+async def test_a_reservation_interruption_drains_and_stops_launches_into_it(
+    env: Env, kubectl: Kubectl
+) -> None:
+    launched(kubectl, "reserved-a", "i-0ccc", capacity="reserved")
+    kubectl("label", "nodeclaim", "reserved-a", "karpenter.k8s.aws/capacity-reservation-id=cr-1")
+    informer = env.cache.informer(NODECLAIMS)
+    await eventually(
+        lambda: "cr-1" in str((informer.get("reserved-a") or {}).get("metadata")),
+        what="the cache to see the reservation label",
+    )
+    await seen(env, "reserved-a", "i-0ccc")
+    counter = CallCounter()
+    answer_ec2(counter, reservations=FakeReservations([reservation("cr-1", available=3)]))
+    clients = AWSClients(REGION, endpoint_url=env.endpoint, on_client=counter.hook)
+    reservations = CapacityReservations(clients)
+    term = CapacityReservationSelectorTerm.model_validate({"id": "cr-1"})
+    assert [r["CapacityReservationId"] for r in await reservations.select([term])] == ["cr-1"]
+    assert reservations.available("cr-1") == 3
+    env.start(env.handler(UnavailableOfferings(), reservations))
+    env.send(reservation_interruption("i-0ccc"))
+
+    await eventually(lambda: deleting(kubectl, "reserved-a"), what="reserved-a deleting")
+    await env.drained()
+    assert disruption_reason(kubectl, "reserved-a") == "capacity_reservation_interrupted"
+    assert reservations.available("cr-1") == 0
+    await eventually(
+        lambda: (
+            {"CapacityReservationInstanceInterrupted", "TerminatingOnInterruption"}
+            <= event_reasons(kubectl, "reserved-a")
+        ),
+        what="events on the NodeClaim",
     )
 
 

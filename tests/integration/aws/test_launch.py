@@ -203,6 +203,7 @@ async def test_resolve_nodeclass(world: World) -> None:
         "SubnetsReady",
         "SecurityGroupsReady",
         "InstanceProfileReady",
+        "CapacityReservationsReady",  # the ReservedCapacity gate is on by default
         "ValidationSucceeded",
         "Ready",
     }

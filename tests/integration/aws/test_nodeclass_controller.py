@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,6 +18,7 @@ from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.descriptors import EC2NODECLASSES, NODECLAIMS
 from karpy.cloudprovider.aws.cleanup import NodeClassCleanup
 from karpy.cloudprovider.aws.clients import AWSClients
+from karpy.cloudprovider.aws.instances import AWSInstances, ClusterInfo
 from karpy.cloudprovider.aws.launch import LaunchTemplates
 from karpy.cloudprovider.aws.launchtemplategc import PERIOD as LAUNCH_TEMPLATE_GC_PERIOD
 from karpy.cloudprovider.aws.launchtemplategc import LaunchTemplateGC
@@ -31,10 +32,16 @@ from karpy.cloudprovider.aws.nodeclasscontroller import (
 from karpy.cloudprovider.aws.nodeclasshash import nodeclass_hash
 from karpy.cloudprovider.aws.plugin import build_aws_provider
 from karpy.cloudprovider.aws.profilegc import InstanceProfileGC
+from karpy.cloudprovider.aws.reservationcapacitytype import ReservationCapacityType
+from karpy.cloudprovider.aws.reservationexpiry import ReservationExpiration
+from karpy.cloudprovider.aws.reservations import CapacityReservations
+from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.cloudprovider.types import NodeClassNotReadyError
 from karpy.kube import Cache, Client, FakeClock, NotFoundError
+from karpy.kube.resources import NODES
 from karpy.settings import load_settings
 from tests.integration.aws.conftest import REGION
+from tests.integration.aws.ec2answers import FakeReservations, answer_ec2, reservation
 from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     CLUSTER,
     DISCOVERY,
@@ -44,7 +51,7 @@ from tests.integration.aws.test_launch import (  # noqa: F401  (fixtures)
     claim_of,
     world,
 )
-from tests.kit import nodeclaim
+from tests.kit import node, nodeclaim
 
 pytestmark = pytest.mark.usefixtures("crds", "clean_cluster")
 
@@ -555,3 +562,133 @@ async def test_launch_templates_left_unused_are_deleted_while_the_class_lives(
     # A launch with the old inputs again makes the template again.
     assert (await launch_templates.ensure(before, tags)).name == old
     assert old in await templates(world)
+
+
+async def test_nodeclaims_of_an_expiring_capacity_block_are_deleted(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    """A capacity block 30 minutes before its end is expiring (EC2 takes it back 30 minutes
+    before the end): its NodeClaims are deleted; an on-demand reservation ending as soon, and
+    a NodeClaim in no reservation, are left alone. DescribeCapacityReservations is answered at
+    botocore's seam (moto lacks it)."""
+    client, cache, controller = running
+    now = datetime.now(UTC)
+    answer_ec2(
+        world.counter,
+        reservations=FakeReservations(
+            [
+                reservation(
+                    "cr-0b10c0000000000a1", kind="capacity-block", end=now + timedelta(minutes=30)
+                ),
+                reservation("cr-0dc000000000000b2", end=now + timedelta(minutes=30)),
+            ]
+        ),
+    )
+    labelled = {
+        "block": "cr-0b10c0000000000a1",
+        "odcr": "cr-0dc000000000000b2",
+    }
+    for name, rid in labelled.items():
+        await client.create(
+            NODECLAIMS,
+            ec2_nodeclaim(name, labels={"karpenter.k8s.aws/capacity-reservation-id": rid}),
+        )
+    await client.create(NODECLAIMS, ec2_nodeclaim("plain"))
+    for name in ("block", "odcr", "plain"):
+        await cached(controller.nodeclaims, name, lambda c: c is not None)
+    expiry = ReservationExpiration(
+        client=client,
+        nodeclaims=controller.nodeclaims,
+        reservations=CapacityReservations(world.clients),
+        clock=FakeClock(wall_start=now),
+    )
+    assert expiry.reserved_claims() == {rid: [name] for name, rid in labelled.items()}
+    result = await expiry.reconcile(expiry.name)
+    assert result is not None and result.requeue_after == 60.0
+
+    def deleting(name: str) -> bool:
+        found = cache.informer(NODECLAIMS).get(name)
+        return found is None or bool((found.get("metadata") or {}).get("deletionTimestamp"))
+
+    for _ in range(600):  # the watch brings the deletion; generous on a busy machine
+        if deleting("block"):
+            break
+        await asyncio.sleep(0.1)
+    assert deleting("block")
+    assert not deleting("odcr") and not deleting("plain")
+
+
+async def test_a_reserved_nodeclaim_whose_instance_left_its_reservation_becomes_on_demand(
+    running: tuple[Client, Cache, EC2NodeClassController],
+    world: World,  # noqa: F811
+) -> None:
+    """The reservation ended: EC2 reports the instance as on-demand (moto's instances are never
+    in a reservation). The NodeClaim and its registered Node lose `reserved` and the reservation
+    label; a NodeClaim whose instance is unknown is left alone."""
+    client, cache, controller = running
+    async with world.clients.client("ec2") as ec2:
+        tags = {
+            "eks:eks-cluster-name": CLUSTER,
+            "karpenter.sh/nodepool": "pool",
+            "karpenter.k8s.aws/ec2nodeclass": "default",
+        }
+        run = await ec2.run_instances(
+            ImageId=world.amis["amd64"],
+            InstanceType="m5.large",
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=world.subnets["us-east-1a"],
+            TagSpecifications=[
+                {
+                    "ResourceType": "instance",
+                    "Tags": [{"Key": k, "Value": v} for k, v in tags.items()],
+                }
+            ],
+        )
+    instance = run["Instances"][0]["InstanceId"]
+    provider_id = f"aws:///us-east-1a/{instance}"
+    reserved = {
+        "karpenter.sh/capacity-type": "reserved",
+        "karpenter.k8s.aws/capacity-reservation-id": "cr-0dc000000000000b2",
+    }
+    for name, pid in (("left", provider_id), ("unknown", "aws:///us-east-1a/i-0000000000000000f")):
+        await client.create(NODECLAIMS, ec2_nodeclaim(name, labels=reserved))
+        await client.patch_status(NODECLAIMS, name, {"status": {"providerID": pid}})
+    await client.create(
+        NODES,
+        node(
+            "node-left",
+            provider_id=provider_id,
+            labels={**reserved, "karpenter.sh/registered": "true"},
+        ),
+    )
+    nodes = cache.informer(NODES)
+    await cache.wait_for_sync()
+    for name in ("left", "unknown"):
+        await cached(
+            controller.nodeclaims,
+            name,
+            lambda c: c is not None and (c.get("status") or {}).get("providerID"),
+        )
+    await cached(nodes, "node-left", lambda n: n is not None)
+    demote = ReservationCapacityType(
+        client=client,
+        nodeclaims=controller.nodeclaims,
+        nodes=nodes,
+        instances=AWSInstances(
+            world.clients,
+            ClusterInfo(name=CLUSTER, endpoint="https://prod.example"),
+            unavailable=UnavailableOfferings(),
+        ),
+    )
+    result = await demote.reconcile(demote.name)
+    assert result is not None and result.requeue_after == 60.0
+    left = await client.get(NODECLAIMS, "left")
+    assert left["metadata"]["labels"]["karpenter.sh/capacity-type"] == "on-demand"
+    assert "karpenter.k8s.aws/capacity-reservation-id" not in left["metadata"]["labels"]
+    node_left = await client.get(NODES, "node-left")
+    assert node_left["metadata"]["labels"]["karpenter.sh/capacity-type"] == "on-demand"
+    assert "karpenter.k8s.aws/capacity-reservation-id" not in node_left["metadata"]["labels"]
+    unknown = await client.get(NODECLAIMS, "unknown")
+    assert unknown["metadata"]["labels"]["karpenter.sh/capacity-type"] == "reserved"

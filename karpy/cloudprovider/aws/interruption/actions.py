@@ -34,6 +34,7 @@ class KindAction:
     action: Action
     notice: Notice
     mark_spot_unavailable: bool = False
+    mark_reservation_unavailable: bool = False
 
 
 ACTIONS: Final[dict[Kind, KindAction]] = {
@@ -57,6 +58,17 @@ ACTIONS: Final[dict[Kind, KindAction]] = {
     ),
     Kind.INSTANCE_TERMINATED: KindAction(
         Action.CORDON_AND_DRAIN, Notice(WARNING, "InstanceTerminating", "Instance is terminating")
+    ),
+    # EC2 takes the instance back from an interruptible capacity reservation: drain it, and
+    # launch nothing more into that reservation until EC2 next says it has room.
+    Kind.CAPACITY_RESERVATION_INTERRUPTED: KindAction(
+        Action.CORDON_AND_DRAIN,
+        Notice(
+            WARNING,
+            "CapacityReservationInstanceInterrupted",
+            "Capacity reservation instance interruption warning was triggered",
+        ),
+        mark_reservation_unavailable=True,
     ),
 }
 """Every kind but `no_op`, which touches nothing."""

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import structlog
 
+from karpy.apis.aws.v1 import labels as aws_labels
 from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import NODECLAIMS
 from karpy.apis.objects import is_deleting, label, meta
@@ -29,6 +30,7 @@ from karpy.cloudprovider.aws.interruption.actions import (
 )
 from karpy.cloudprovider.aws.interruption.messages import Message
 from karpy.cloudprovider.aws.interruption.metrics import ACTIONS_PERFORMED
+from karpy.cloudprovider.aws.reservations import CapacityReservations
 from karpy.cloudprovider.aws.unavailable import UnavailableOfferings
 from karpy.kube import Cache, Client, Clock
 from karpy.kube.errors import ConflictError, NotFoundError
@@ -78,8 +80,11 @@ class MessageHandler:
         unavailable: UnavailableOfferings,
         clock: Clock,
         on_disrupted: DisruptedHook | None = None,
+        reservations: CapacityReservations | None = None,
     ) -> None:
         self.client = client
+        self.reservations = reservations
+        """Where a capacity-reservation interruption marks its reservation full."""
         self.events = events
         self.unavailable = unavailable
         self.clock = clock
@@ -118,6 +123,10 @@ class MessageHandler:
             zone = claim_labels.get(labels.LABEL_TOPOLOGY_ZONE, "")
             if instance_type and zone:
                 self.unavailable.mark_unavailable(labels.CAPACITY_TYPE_SPOT, instance_type, zone)
+        if spec.mark_reservation_unavailable and self.reservations is not None:
+            reservation = claim_labels.get(aws_labels.LABEL_CAPACITY_RESERVATION_ID, "")
+            if reservation:
+                self.reservations.mark_unavailable(reservation)
         if is_deleting(claim):
             return False
         bound = log.bind(

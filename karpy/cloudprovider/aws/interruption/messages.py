@@ -1,9 +1,10 @@
 """The EventBridge messages the interruption queue carries, and how a body becomes one.
 
 Dispatch is on the envelope's (`version`, `source`, `detail-type`) as Karpenter does: spot
-interruption warnings, rebalance recommendations, AWS Health scheduled changes for EC2 and
-instance state changes. Any other event is a `NoOp` (deleted, counted); a body that is not an
-envelope of a known event at all raises `MalformedMessageError` naming the cause.
+interruption warnings, rebalance recommendations, AWS Health scheduled changes for EC2,
+instance state changes and capacity-reservation interruption warnings. Any other event is a
+`NoOp` (deleted, counted); a body that is not an envelope of a known event at all raises
+`MalformedMessageError` naming the cause.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ SPOT_INTERRUPTION: Final = "EC2 Spot Instance Interruption Warning"
 REBALANCE_RECOMMENDATION: Final = "EC2 Instance Rebalance Recommendation"
 STATE_CHANGE: Final = "EC2 Instance State-change Notification"
 HEALTH_EVENT: Final = "AWS Health Event"
+RESERVATION_INTERRUPTION: Final = "EC2 Capacity Reservation Instance Interruption Warning"
 
 STOPPING_STATES: Final = frozenset({"stopping", "stopped"})
 TERMINATING_STATES: Final = frozenset({"shutting-down", "terminated"})
@@ -47,6 +49,7 @@ class Kind(StrEnum):
     SCHEDULED_CHANGE = "scheduled_change"
     INSTANCE_STOPPED = "instance_stopped"
     INSTANCE_TERMINATED = "instance_terminated"
+    CAPACITY_RESERVATION_INTERRUPTED = "capacity_reservation_interrupted"
     NO_OP = "no_op"
 
 
@@ -155,6 +158,11 @@ def parse_message(body: str | bytes) -> Message:
     if key == (VERSION, SOURCE_EC2, SPOT_INTERRUPTION):
         spot = _validate(SpotInterruptionDetail, envelope.detail, "detail")
         return Message(kind=Kind.SPOT_INTERRUPTED, instance_ids=(spot.instance_id,), **common)
+    if key == (VERSION, SOURCE_EC2, RESERVATION_INTERRUPTION):
+        warned = _validate(SpotInterruptionDetail, envelope.detail, "detail")
+        return Message(
+            kind=Kind.CAPACITY_RESERVATION_INTERRUPTED, instance_ids=(warned.instance_id,), **common
+        )
     if key == (VERSION, SOURCE_EC2, REBALANCE_RECOMMENDATION):
         one = _validate(InstanceDetail, envelope.detail, "detail")
         return Message(

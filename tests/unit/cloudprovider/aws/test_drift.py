@@ -8,7 +8,12 @@ from typing import Any
 
 from karpy.apis.aws.v1 import EC2NodeClass
 from karpy.apis.v1 import NodeClaim
-from karpy.cloudprovider.aws.drift import ami_drift, instance_drift, static_drift
+from karpy.cloudprovider.aws.drift import (
+    ami_drift,
+    instance_drift,
+    placement_group_drift,
+    static_drift,
+)
 from karpy.scheduling.instancetypes import InstanceType, Offering
 from karpy.scheduling.requirements import Requirement, Requirements
 
@@ -115,3 +120,46 @@ def test_security_groups_then_subnet() -> None:
     )
     # An instance that reports no security group (moto's on-demand fleet instances) is not compared.
     assert instance_drift({"SubnetId": "subnet-a"}, nodeclass()) is None
+
+
+def test_an_instance_in_a_reservation_the_class_no_longer_selects_drifts() -> None:
+    reserved = {
+        "SecurityGroups": [{"GroupId": "sg-2"}, {"GroupId": "sg-1"}],
+        "SubnetId": "subnet-a",
+        "CapacityReservationId": "cr-1",
+        "CapacityReservationSpecification": {
+            "CapacityReservationPreference": "capacity-reservations-only"
+        },
+    }
+    entry = {
+        "id": "cr-1",
+        "availabilityZone": "us-east-1a",
+        "instanceType": "m5.large",
+        "instanceMatchCriteria": "targeted",
+        "ownerID": "123456789012",
+    }
+    assert instance_drift(reserved, nodeclass(capacityReservations=[entry])) is None
+    assert instance_drift(reserved, nodeclass()) == "CapacityReservationDrift"
+    # An instance that only matched an open reservation was not launched into it: no drift.
+    opened = {
+        **reserved,
+        "CapacityReservationSpecification": {"CapacityReservationPreference": "open"},
+    }
+    assert instance_drift(opened, nodeclass()) is None
+
+
+def test_the_placement_group_label_must_be_the_group_the_class_resolves_to() -> None:
+    def labelled(group: str | None) -> NodeClaim:
+        out = claim()
+        if group is not None:
+            out.metadata.labels = {
+                **(out.metadata.labels or {}),
+                "karpenter.k8s.aws/placement-group-id": group,
+            }
+        return out
+
+    assert placement_group_drift(labelled(None), None) is None
+    assert placement_group_drift(labelled("pg-1"), "pg-1") is None
+    assert placement_group_drift(labelled(None), "pg-1") == "PlacementGroupDrift"  # added
+    assert placement_group_drift(labelled("pg-1"), None) == "PlacementGroupDrift"  # removed
+    assert placement_group_drift(labelled("pg-1"), "pg-2") == "PlacementGroupDrift"  # changed

@@ -40,9 +40,13 @@ from tests.kit.interruption import (
         (scheduled_change("i-0abc", "i-0def"), Kind.SCHEDULED_CHANGE, ("i-0abc", "i-0def")),
         (scheduled_change("i-0abc", service="RDS"), Kind.NO_OP, ()),
         (
-            envelope("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", {}),
-            Kind.NO_OP,
-            (),
+            envelope(
+                "aws.ec2",
+                "EC2 Capacity Reservation Instance Interruption Warning",
+                {"instance-id": "i-0abc", "instance-action": "terminate"},
+            ),
+            Kind.CAPACITY_RESERVATION_INTERRUPTED,
+            ("i-0abc",),
         ),
         (envelope("aws.ec2", "AWS API Call via CloudTrail", {"x": 1}), Kind.NO_OP, ()),
         (envelope("my.app", "EC2 Spot Instance Interruption Warning", {}), Kind.NO_OP, ()),
