@@ -198,7 +198,7 @@ class KarpyProcess:
             metric_value(
                 self.metrics(),
                 f"{EVALUATION_DURATION}_count",
-                method="underutilized",
+                reason="underutilized",
                 consolidation_type="single",
             )
         )
