@@ -105,13 +105,21 @@ def _not_exported_page_part() -> str:
         if m.missing
     ]
     exported = sum(1 for m in KARPENTER_METRICS if m.name in registered)
+    listed = (
+        f"metrics of Karpenter {KARPENTER_VERSION} (core, and the AWS provider's where karpy has "
+        "the feature) listed in `karpy/controllers/metrics/upstream.py`, with the same names, "
+        "types, labels and buckets"
+    )
+    if rows:
+        summary = (
+            f"karpy exports {exported} of the {len(KARPENTER_METRICS)} {listed}. These are the "
+            "others:\n\n" + _table(("name", "type", "labels", "why not"), rows)
+        )
+    else:
+        summary = f"None: karpy exports all {len(KARPENTER_METRICS)} {listed}.\n"
     return (
-        f"\n## Karpenter's metrics karpy does not export\n\n"
-        f"karpy exports {exported} of the {len(KARPENTER_METRICS)} metrics of Karpenter "
-        f"{KARPENTER_VERSION} (core, and the AWS provider's where karpy has the feature) listed "
-        "in `karpy/controllers/metrics/upstream.py`, with the same names, types, labels and "
-        "buckets. These are the others:\n\n"
-        + _table(("name", "type", "labels", "why not"), rows)
+        "\n## Karpenter's metrics karpy does not export\n\n"
+        + summary
         + "\n"
         + ", ".join(_code(n) for n in NOT_IN_KARPENTER)
         + " are not defined by Karpenter "
@@ -148,7 +156,13 @@ def metrics_page() -> str:
         "`kubectl get nodepools -o wide`.\n"
         "- Pod timings (`karpenter_pods_bound_duration_seconds`, `_startup_duration_seconds`, "
         "`karpenter_pods_provisioning_*`) cover the pods karpy saw pending since it became "
-        "leader.\n",
+        "leader.\n"
+        "- operatorpkg's status metrics (`operator_nodepool_*`, `operator_nodeclaim_*`, "
+        "`operator_node_*`) follow each object's `status.conditions` and deletion as the "
+        "informers see them: a transition is counted when a condition's status differs from the "
+        "one last seen (and once per condition when an object is first seen, as after a restart), "
+        "and an object's series go when it is deleted. Cluster-scoped objects have "
+        '`namespace=""`.\n',
     ]
     for title in sorted(groups):
         out.append(f"\n## {title}\n\n")

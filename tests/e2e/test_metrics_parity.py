@@ -61,6 +61,13 @@ MUST_APPEAR = (
     "karpenter_cloudprovider_instance_type_offering_price_estimate",
     "karpenter_cluster_state_node_count",
     "karpenter_cluster_state_synced",
+    # operatorpkg's status controllers (the consolidated NodeClaim's termination is timed)
+    "operator_nodepool_status_condition_count",
+    "operator_nodeclaim_status_condition_count",
+    "operator_nodeclaim_status_condition_current_status_seconds",
+    "operator_nodeclaim_status_condition_transitions_total",
+    "operator_nodeclaim_termination_duration_seconds",
+    "operator_node_status_condition_count",
 )
 
 

@@ -91,7 +91,9 @@ def _m(
     return KarpenterMetric(name, kind, labels, help_text, source, buckets, eager, missing)
 
 
-_UNSYNCED = "operatorpkg's generic status-condition and termination metrics are not exported yet"
+_OPERATORPKG_STATUS = "awslabs/operatorpkg: status/controller.go, status/metrics.go"
+# prometheus/client_golang's `DefBuckets`: operatorpkg's histograms set no buckets of their own.
+_PROMETHEUS_DEF_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 KARPENTER_METRICS: Final[tuple[KarpenterMetric, ...]] = (
     _m(
@@ -610,37 +612,48 @@ KARPENTER_METRICS: Final[tuple[KarpenterMetric, ...]] = (
         f"{_AWS}: pkg/batcher/metrics.go",
         buckets=_BATCH_SIZE_BUCKETS,
     ),
-    # -- deliberately not exported --------------------------------------------------------------
+    # -- awslabs/operatorpkg's status controllers, one set per kind -----------------------------
     *(
         _m(
             f"operator_{kind}_status_condition_{suffix}",
             cast("MetricType", mtype),
             labels,
             text,
-            "awslabs/operatorpkg: status/metrics.go",
-            missing=_UNSYNCED,
+            _OPERATORPKG_STATUS,
+            buckets=buckets,
         )
         for kind in ("nodepool", "nodeclaim", "node")
-        for suffix, mtype, labels, text in (
-            ("count", "gauge", ("name", "type", "status", "reason"), "The number of a condition."),
+        for suffix, mtype, labels, text, buckets in (
+            (
+                "count",
+                "gauge",
+                ("namespace", "name", "type", "status", "reason"),
+                "The number of a condition for a given object, type and status. "
+                "e.g. Alarm := Available=False > 0",
+                None,
+            ),
             (
                 "current_status_seconds",
                 "gauge",
-                ("name", "type", "status", "reason"),
+                ("namespace", "name", "type", "status", "reason"),
                 "The current amount of time in seconds that a status condition has been in a "
-                "specific state.",
+                "specific state. Alarm := P99(Updated=Unknown) > 5 minutes",
+                None,
             ),
             (
                 "transition_seconds",
                 "histogram",
-                ("type", "status", "reason"),
-                "The amount of time a condition was in a given state before transitioning.",
+                ("type", "status"),
+                "The amount of time a condition was in a given state before transitioning. "
+                "e.g. Alarm := P99(Updated=False) > 5 minutes",
+                _PROMETHEUS_DEF_BUCKETS,
             ),
             (
                 "transitions_total",
                 "counter",
                 ("type", "status", "reason"),
                 "The count of transitions of a given object, type and status.",
+                None,
             ),
         )
     ),
@@ -650,23 +663,25 @@ KARPENTER_METRICS: Final[tuple[KarpenterMetric, ...]] = (
             cast("MetricType", mtype),
             labels,
             text,
-            "awslabs/operatorpkg: status/metrics.go",
-            missing=_UNSYNCED,
+            _OPERATORPKG_STATUS,
+            buckets=buckets,
         )
         for kind in ("nodepool", "nodeclaim", "node")
-        for suffix, mtype, labels, text in (
+        for suffix, mtype, labels, text, buckets in (
             (
                 "current_time_seconds",
                 "gauge",
-                ("name",),
+                ("namespace", "name"),
                 "The current amount of time in seconds that an object has been in terminating "
                 "state.",
+                None,
             ),
             (
                 "duration_seconds",
                 "histogram",
                 (),
                 "The amount of time taken by an object to terminate completely.",
+                _PROMETHEUS_DEF_BUCKETS,
             ),
         )
     ),
