@@ -66,8 +66,13 @@ async def _release(env: Env, name: str) -> None:
 
 
 async def _events(env: Env, reason: str) -> list[dict[str, Any]]:
+    """This test's events: objects of earlier tests on the same control plane had the same
+    names ("pool") but other uids, and their events outlive them."""
+    uids = set()
+    for resource in (NODEPOOLS, NODECLAIMS, NODES):
+        uids |= {o["metadata"]["uid"] for o in (await env.client.list(resource)).items}
     listed = await env.client.list(EVENTS, field_selector=f"reason={reason}")
-    return listed.items
+    return [e for e in listed.items if e["involvedObject"].get("uid") in uids]
 
 
 async def test_empty_nodes_go_one_at_a_time_under_a_one_node_budget(env: Env) -> None:
