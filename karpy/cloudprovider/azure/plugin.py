@@ -11,7 +11,11 @@ upstream provider's do. `ARM_ENDPOINT` points the SDK clients at another Resourc
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
@@ -59,6 +63,8 @@ def build_azure_provider(
     nodeclass_of: NodeClassLookup,
     unavailable: AzureUnavailableOfferings | None = None,
     close: Any = None,
+    ca_bundle: str = "",
+    cluster_version: Callable[[], Awaitable[str]] | None = None,
 ) -> AzureCloudProvider:
     """The provider and its parts from the settings and the SDK clients (no API call yet)."""
     az = settings.azure
@@ -90,8 +96,18 @@ def build_azure_provider(
             ssh_public_key=az.ssh_public_key,
             vnet_subnet_id=az.vnet_subnet_id,
             node_identities=az.node_identities,
+            ca_bundle=ca_bundle,
+            subscription_id=az.subscription_id,
+            location=az.location,
+            node_resource_group=az.node_resource_group,
+            tenant_id=os.environ.get("AZURE_TENANT_ID", ""),
+            network_plugin=az.network_plugin,
+            network_plugin_mode=az.network_plugin_mode,
+            network_dataplane=az.network_dataplane,
+            network_policy=az.network_policy,
         ),
         close=close,
+        cluster_version=cluster_version,
     )
 
 
@@ -108,6 +124,17 @@ def shipped_prices(region: str) -> dict[tuple[str, str], float]:
         **{"table-region": stand_in, "table-date": snapshot_info()["pricesAsOf"]},
     )
     return prices
+
+
+def _ca_bundle(path: str | None) -> str:
+    """The CA karpy trusts for the apiserver (its kubeconfig's or the service account's), base64,
+    for the nodes to trust (`KUBE_CA_CRT`); empty without one."""
+    if not path:
+        return ""
+    try:
+        return base64.b64encode(Path(path).read_bytes()).decode()
+    except OSError:
+        return ""
 
 
 class PriceRefresher:
@@ -222,6 +249,8 @@ class AzurePlugin:
             graph=graph,
             nodeclass_of=nodeclass_of,
             close=close,
+            ca_bundle=_ca_bundle(client.ca_file),
+            cluster_version=kubernetes_version,
         )
         provider.node_of = cache.informer(NODES).get
         provider.resolver = AKSNodeClassResolver(
