@@ -90,6 +90,7 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
                 "PROVIDER": "azure",
                 "CLUSTER_NAME": "aks-e2e",
                 "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
+                "KUBELET_BOOTSTRAP_TOKEN": "e2e000.0123456789abcdef",
                 "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
                 "LOCATION": LOCATION,
                 "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,

@@ -192,14 +192,18 @@ def normalized_cluster_label(resource_group: str) -> str:
     return value
 
 
-def kubelet_labels(labels: Mapping[str, str], *, node_resource_group: str) -> dict[str, str]:
-    """The labels the kubelet registers its Node with: AKS's agent labels, then the node's
-    labels that the kubelet accepts."""
+def kubelet_labels(
+    labels: Mapping[str, str], *, node_resource_group: str, kubelet_identity_client_id: str = ""
+) -> dict[str, str]:
+    """The labels the kubelet registers its Node with: AKS's agent labels (and the kubelet
+    identity's client ID when there is one), then the node's labels that the kubelet accepts."""
     out = {
         azure.AKS_LABEL_MODE: azure.MODE_USER,
         "kubernetes.azure.com/role": "agent",
         azure.AKS_LABEL_CLUSTER: normalized_cluster_label(node_resource_group),
     }
+    if kubelet_identity_client_id:
+        out[azure.AKS_LABEL_KUBELET_IDENTITY_CLIENT_ID] = kubelet_identity_client_id
     out.update(kubelet_safe(labels))
     return out
 
@@ -314,7 +318,11 @@ def variables(b: NodeBootstrap) -> dict[str, str]:
         (subnet[3], subnet[7], subnet[9]) if len(subnet) >= 10 else empty
     )
     flags = kubelet_flags(b)
-    labels = kubelet_labels(b.labels, node_resource_group=b.node_resource_group)
+    labels = kubelet_labels(
+        b.labels,
+        node_resource_group=b.node_resource_group,
+        kubelet_identity_client_id=b.kubelet_identity_client_id,
+    )
     credential_provider = credential_provider_url(b.kubernetes_version, b.arch)
     version = b.kubernetes_version.lstrip("v")
     true, false = "true", "false"

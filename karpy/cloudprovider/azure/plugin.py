@@ -23,6 +23,7 @@ import structlog
 
 from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.descriptors import AKSNODECLASSES, NODECLAIMS
+from karpy.cloudprovider.azure.bootstrap import api_server_name
 from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
 from karpy.cloudprovider.azure.instances import AzureInstances
 from karpy.cloudprovider.azure.nicgc import NICGarbageCollection
@@ -97,6 +98,8 @@ def build_azure_provider(
             vnet_subnet_id=az.vnet_subnet_id,
             node_identities=az.node_identities,
             ca_bundle=ca_bundle,
+            kubelet_identity_client_id=az.kubelet_identity_client_id,
+            admin_username=az.linux_admin_username,
             subscription_id=az.subscription_id,
             location=az.location,
             node_resource_group=az.node_resource_group,
@@ -211,6 +214,10 @@ class AzurePlugin:
         ]
         if missing:
             raise ProviderUnavailableError(f"{', '.join(missing)} required with PROVIDER=azure")
+        try:
+            api_server_name(settings.aws.cluster_endpoint)
+        except ValueError as err:
+            raise ProviderUnavailableError(str(err)) from None
 
     async def build(self, settings: Settings, *, client: Client, cache: Cache) -> CloudProvider:
         from azure.identity.aio import DefaultAzureCredential
@@ -249,7 +256,7 @@ class AzurePlugin:
             graph=graph,
             nodeclass_of=nodeclass_of,
             close=close,
-            ca_bundle=_ca_bundle(client.ca_file),
+            ca_bundle=settings.aws.cluster_ca_bundle or _ca_bundle(client.ca_file),
             cluster_version=kubernetes_version,
         )
         provider.node_of = cache.informer(NODES).get

@@ -107,6 +107,8 @@ class LaunchSettings:
     node_identities: tuple[str, ...] = ()
     ca_bundle: str = ""
     """The cluster CA nodes trust, base64 PEM."""
+    kubelet_identity_client_id: str = ""
+    admin_username: str = "azureuser"
     subscription_id: str = ""
     location: str = ""
     node_resource_group: str = ""
@@ -253,6 +255,8 @@ class AzureCloudProvider:
             network_dataplane=s.network_dataplane,
             network_policy=s.network_policy,
             tenant_id=s.tenant_id,
+            kubelet_identity_client_id=s.kubelet_identity_client_id,
+            admin_username=s.admin_username,
         )
 
     def _request(
@@ -282,6 +286,7 @@ class AzureCloudProvider:
             os_disk_size_gb=nodeclass.spec.os_disk_size_gb,
             custom_data="",
             ssh_public_key=self.launch.ssh_public_key,
+            admin_username=self.launch.admin_username,
             tags=tags,
             identities=self.launch.node_identities,
         )

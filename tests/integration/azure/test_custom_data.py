@@ -341,3 +341,12 @@ def test_values_with_shell_characters_reach_the_node_unchanged() -> None:
 def test_an_endpoint_without_a_host_is_refused() -> None:
     with pytest.raises(ValueError, match="no host name"):
         custom_data(boot(cluster_endpoint="https://:443"))
+
+
+def test_a_kubelet_identity_is_the_nodes_and_labels_them() -> None:
+    v = read_custom_data(custom_data(boot(kubelet_identity_client_id="client-1"))).variables
+    assert v["USER_ASSIGNED_IDENTITY_ID"] == "client-1"
+    labels = pairs(v["KUBELET_NODE_LABELS"], "=")
+    assert labels["kubernetes.azure.com/kubelet-identity-client-id"] == "client-1"
+    plain = read_custom_data(custom_data(boot())).variables
+    assert "kubernetes.azure.com/kubelet-identity-client-id" not in plain["KUBELET_NODE_LABELS"]

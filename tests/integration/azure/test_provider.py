@@ -19,7 +19,7 @@ from karpy.apis.azure.v1beta1 import labels as azure
 from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.azure.plugin import PriceRefresher, build_azure_provider
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
-from karpy.cloudprovider.registry import get_plugin
+from karpy.cloudprovider.registry import ProviderUnavailableError, get_plugin
 from karpy.cloudprovider.types import (
     InsufficientCapacityError,
     NodeClaimNotFoundError,
@@ -43,6 +43,8 @@ SETTINGS = {
     "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
     "VNET_SUBNET_ID": SUBNET,
     "KUBELET_BOOTSTRAP_TOKEN": "abcdef.0123456789abcdef",
+    "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client-1",
+    "LINUX_ADMIN_USERNAME": "aksadmin",
 }
 _RECORDS = json.loads(
     (
@@ -159,6 +161,8 @@ def test_provider_azure_is_registered() -> None:
     plugin = get_plugin("azure")
     assert plugin.name == "azure"
     plugin.check(load_settings(SETTINGS))
+    with pytest.raises(ProviderUnavailableError, match="no host name"):
+        plugin.check(load_settings({**SETTINGS, "CLUSTER_ENDPOINT": "https://:443"}))
 
 
 async def test_launch_get_list_drift_delete(
@@ -200,6 +204,8 @@ async def test_launch_get_list_drift_delete(
     assert boot["KUBE_CA_CRT"] == CA_BUNDLE
     assert boot["KUBERNETES_VERSION"] == "1.33.2"  # the apiserver's: the class has none yet
     assert boot["SUBNET"] == "aks-subnet"
+    assert boot["USER_ASSIGNED_IDENTITY_ID"] == "kubelet-client-1"
+    assert boot["ADMINUSER"] == vm["properties"]["osProfile"]["adminUsername"] == "aksadmin"
 
     got = await provider.get(provider_id)
     assert got.name == "default-abcde"
