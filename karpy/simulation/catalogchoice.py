@@ -15,7 +15,7 @@ could launch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
@@ -26,9 +26,11 @@ __all__ = [
     "AWS_KIND",
     "AZURE_KIND",
     "KWOK_KIND",
+    "AKSSizes",
     "NodeClassKinds",
     "choose_catalog",
     "load_catalog",
+    "sized_for_nodepool",
 ]
 
 AWS_KIND = "EC2NodeClass"
@@ -37,6 +39,8 @@ AZURE_KIND = "AKSNodeClass"
 
 NodeClassKinds = Mapping[str, str]
 """NodeClass kind -> where the scenario first names it (for messages)."""
+AKSSizes = Mapping[str, tuple[int | None, int]]
+"""AKSNodeClass name -> its (`maxPods` or None, `osDiskSizeGB`)."""
 
 AWS_FLAG = "--instance-types aws[:REGION] (or an AWS catalogue from `karpy catalog export "
 AWS_FLAG += "--provider aws`)"
@@ -174,3 +178,22 @@ def choose_catalog(value: str | None, kinds: NodeClassKinds) -> list[InstanceTyp
             f"give {KWOK_FLAG}"
         )
     return load_catalog(value, aws=given_aws)
+
+
+def sized_for_nodepool(
+    types: Sequence[InstanceType],
+    nodeclass: tuple[str, str, str] | None,
+    sizes: AKSSizes,
+    cache: dict[tuple[int | None, int], Sequence[InstanceType]],
+) -> Sequence[InstanceType]:
+    """The instance types a NodePool whose nodeClassRef is `nodeclass` (group, kind, name)
+    plans on: sized by its AKSNodeClass (`maxPods`, `osDiskSizeGB`) when it is known, as the
+    Azure provider sizes nodes, else the catalogue's. `cache` keeps one copy per sizing."""
+    if nodeclass is None or nodeclass[1] != AZURE_KIND or nodeclass[2] not in sizes:
+        return types
+    key = sizes[nodeclass[2]]
+    if key not in cache:
+        from karpy.cloudprovider.azure.snapshot import sized_for_nodeclass
+
+        cache[key] = sized_for_nodeclass(types, max_pods=key[0], os_disk_size_gb=key[1])
+    return cache[key]

@@ -25,6 +25,7 @@ from karpy.apis.v1 import NodePool, validate_nodepool, validate_schedulingconfig
 from karpy.scheduling import InstanceType, ResourceError, TaintError
 from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.model import MinValuesPolicy, PreferencePolicy
+from karpy.simulation.catalogchoice import sized_for_nodepool
 from karpy.simulation.documents import DEFAULT_MAX_PODS, Document, ScenarioError, read_documents
 from karpy.state.inputs import (
     ClusterObjects,
@@ -119,24 +120,6 @@ def _validate_aksnodeclass(doc: Document) -> tuple[int | None, int]:
     except ValidationError as err:
         raise ScenarioError(f"{doc.where()}: {err}") from None
     return spec.max_pods, spec.os_disk_size_gb
-
-
-def _pool_types(
-    types: Sequence[InstanceType],
-    nodeclass: NodeClassKey | None,
-    aks: Mapping[str, tuple[int | None, int]],
-    sized: dict[tuple[int | None, int], Sequence[InstanceType]],
-) -> Sequence[InstanceType]:
-    """The instance types a NodePool plans on: sized by its AKSNodeClass when the scenario has
-    it, else the catalogue's."""
-    if nodeclass is None or nodeclass[1] != "AKSNodeClass" or nodeclass[2] not in aks:
-        return types
-    key = aks[nodeclass[2]]
-    if key not in sized:
-        from karpy.cloudprovider.azure.snapshot import sized_for_nodeclass
-
-        sized[key] = sized_for_nodeclass(types, max_pods=key[0], os_disk_size_gb=key[1])
-    return sized[key]
 
 
 def _require_name(doc: Document) -> None:
@@ -303,7 +286,7 @@ def load_scenario(
     types = instance_types(kinds) if callable(instance_types) else instance_types
     sized: dict[tuple[int | None, int], Sequence[InstanceType]] = {}
     for doc, model in provisioned:
-        pool_types = _pool_types(types, nodeclasses.get(model.name), aks_classes, sized)
+        pool_types = sized_for_nodepool(types, nodeclasses.get(model.name), aks_classes, sized)
         try:
             nodepools.append((doc, NodePoolTemplate.from_nodepool(model.to_dict(), pool_types)))
         except (ValueError, TaintError) as err:
