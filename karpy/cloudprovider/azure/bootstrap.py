@@ -175,12 +175,57 @@ def agentbaker_network_plugin(plugin: str, mode: str, dataplane: str) -> str:
     return plugin
 
 
+_INT32_MAX: Final = (1 << 31) - 1
+_U64: Final = (1 << 64) - 1
+# Go's math/rand additive lagged Fibonacci generator (607 words, tap 273) takes its first
+# output from words 333 and 606 of its seeded state; these are the constants Go mixes into those
+# two words (`rngCooked[333]`, `rngCooked[606]` in math/rand/rng.go).
+_GO_RAND_COOKED: Final = {333: -4633371852008891965, 606: 4152330101494654406}
+
+
+def _go_seedrand(x: int) -> int:
+    """x * 48271 mod (2^31 - 1) (Schrage's method, as Go computes it in int32)."""
+    hi, lo = x // 44488, x % 44488
+    x = 48271 * lo - 3399 * hi
+    return x + _INT32_MAX if x < 0 else x
+
+
+def _go_rand_first_uint32(seed: int) -> int:
+    """`rand.New(rand.NewSource(seed)).Uint32()` of Go's math/rand: the generator is seeded
+    word by word from a Lehmer sequence, and the first output is the sum of words 333 and 606."""
+    rem = abs(seed) % _INT32_MAX  # Go's % truncates; a negative remainder is then lifted
+    x = (rem if seed >= 0 or rem == 0 else _INT32_MAX - rem) or 89482311
+    words: dict[int, int] = {}
+    for i in range(-20, 607):
+        x = _go_seedrand(x)
+        if i < 0:
+            continue
+        u = (x << 40) & _U64
+        x = _go_seedrand(x)
+        u ^= (x << 20) & _U64
+        x = _go_seedrand(x)
+        u ^= x
+        if i in _GO_RAND_COOKED:
+            words[i] = u ^ (_GO_RAND_COOKED[i] & _U64)
+    first = (words[333] + words[606]) & _U64
+    int63 = first & ((1 << 63) - 1)
+    return (int63 >> 31) & 0xFFFFFFFF
+
+
+def _fnv64a(data: bytes) -> int:
+    h = 0xCBF29CE484222325
+    for byte in data:
+        h = ((h ^ byte) * 0x100000001B3) & _U64
+    return h
+
+
 def cluster_id(fqdn: str) -> str:
-    """An 8-digit ID of the cluster from its DNS prefix (the FQDN's first 33 characters), for
-    the agent pool's NSG and route table names in the node's cloud configuration. Upstream
-    derives its digits with Go's `math/rand`; karpy's come from SHA-256 (see the docs)."""
-    digest = hashlib.sha256(fqdn[:33].encode()).digest()
-    return f"{int.from_bytes(digest[:4], 'big') % 10**8:08d}"
+    """AKS's 8-digit cluster ID (the `<id>` of `aks-agentpool-<id>-nsg`), derived from the DNS
+    prefix (the FQDN's first 33 characters) as AKS derives it: FNV-1a 64 of the prefix seeds
+    Go's math/rand, whose first Uint32 is printed with `%08d` and cut to 8 characters."""
+    digest = _fnv64a(fqdn[:33].encode())
+    seed = digest - (1 << 64) if digest >= 1 << 63 else digest  # Go's int64(uint64)
+    return f"{_go_rand_first_uint32(seed):08d}"[:8]
 
 
 def normalized_cluster_label(resource_group: str) -> str:

@@ -350,3 +350,23 @@ def test_a_kubelet_identity_is_the_nodes_and_labels_them() -> None:
     assert labels["kubernetes.azure.com/kubelet-identity-client-id"] == "client-1"
     plain = read_custom_data(custom_data(boot())).variables
     assert "kubernetes.azure.com/kubelet-identity-client-id" not in plain["KUBELET_NODE_LABELS"]
+
+
+# AKS cluster IDs of API server FQDNs as Go 1.26 computes them (upstream's getAKSClusterID:
+# FNV-1a 64 of the first 33 characters seeding math/rand, first Uint32, "%08d", 8 characters).
+GO_CLUSTER_IDS = {
+    "my-aks-dns-12345678.hcp.westus2.azmk8s.io": "33175740",
+    "test-cluster-dns-12345678.hcp.westus2.azmk8s.io": "17472771",
+    "karpenter-dns-abcdef01.hcp.eastus.azmk8s.io": "22767199",
+    "jzde8gx.d6ncf10epf91d-ho.d-.zdoc9is0j8h-t9l": "11966212",
+    "50ce9-uvw5.3efr4edt-2sywb3wkh5dnsipzz": "16270328",
+    "5fk2z9ri19r0wyojfljooa5.lqsaj08x-ui6d39zzzzg4zdmen2khvdga-j8": "56506322",
+    "xkwo886vompzom75wbbr4qmw2wxfogo4mvn4a4wfhym4l1vfz": "85506700",
+}
+
+
+@pytest.mark.parametrize(("fqdn", "expected"), sorted(GO_CLUSTER_IDS.items()))
+def test_the_agent_pool_names_carry_aks_s_cluster_id(fqdn: str, expected: str) -> None:
+    v = read_custom_data(custom_data(boot(cluster_endpoint=f"https://{fqdn}:443"))).variables
+    assert v["NETWORK_SECURITY_GROUP"] == f"aks-agentpool-{expected}-nsg"
+    assert v["ROUTE_TABLE"] == f"aks-agentpool-{expected}-routetable"
