@@ -263,7 +263,9 @@ class AzureSettings(BaseModel):
     network_policy: str = ""
     network_dataplane: Literal["azure", "cilium"] = "cilium"
     kubelet_bootstrap_token: str = ""
+    kubelet_identity_client_id: str = ""
     ssh_public_key: str = ""
+    linux_admin_username: str = "azureuser"
     node_identities: Annotated[tuple[str, ...], BeforeValidator(_comma_list)] = ()
     provision_mode: Literal["aksscriptless"] = "aksscriptless"
     arm_endpoint: str = "https://management.azure.com"
@@ -504,8 +506,20 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "KUBELET_BOOTSTRAP_TOKEN",
         ("azure", "kubelet_bootstrap_token"),
-        "azure: bootstrap token new nodes join with",
+        "azure: bootstrap token new nodes join with (required)",
         '""',
+    ),
+    SettingSpec(
+        "KUBELET_IDENTITY_CLIENT_ID",
+        ("azure", "kubelet_identity_client_id"),
+        "azure: client ID of the kubelet's managed identity on new nodes",
+        '""',
+    ),
+    SettingSpec(
+        "LINUX_ADMIN_USERNAME",
+        ("azure", "linux_admin_username"),
+        "azure: admin user name of the nodes' VMs",
+        "azureuser",
     ),
     SettingSpec(
         "SSH_PUBLIC_KEY",
@@ -609,6 +623,8 @@ class Settings(BaseSettings):
                 env
                 for env, value in (
                     ("CLUSTER_NAME", self.cluster_name),
+                    ("CLUSTER_ENDPOINT", self.aws.cluster_endpoint),
+                    ("KUBELET_BOOTSTRAP_TOKEN", self.azure.kubelet_bootstrap_token),
                     ("ARM_SUBSCRIPTION_ID", self.azure.subscription_id),
                     ("LOCATION", self.azure.location),
                     ("AZURE_NODE_RESOURCE_GROUP", self.azure.node_resource_group),

@@ -5,7 +5,8 @@ A NodePool that references an EC2NodeClass (or an EC2NodeClass in the scenario) 
 EC2 types: the shipped snapshot by default, `--instance-types aws:REGION` for another region,
 or an AWS catalogue file (`karpy catalog export --provider aws`). KWOKNodeClass means the kwok
 catalogue, built in or from a file. AKSNodeClass means Azure SKUs: the shipped Azure snapshot
-(`eastus` by default, `--instance-types azure:REGION` for another shipped region). A scenario
+(`eastus` by default, `--instance-types azure:REGION` for another shipped region), or an Azure
+catalogue file (`karpy catalog export --provider azure`). A scenario
 without any uses what `--instance-types` names (the kwok catalogue by default). A catalogue that
 does not match the NodeClasses, or a scenario that mixes providers, is a `CatalogError` that
 says which flag to use: planning an AWS NodePool on kwok types would print a plan no cluster
@@ -14,7 +15,7 @@ could launch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from karpy.cloudprovider.kwok.catalog import kwok_instance_types, load_kwok_catalog
@@ -25,9 +26,11 @@ __all__ = [
     "AWS_KIND",
     "AZURE_KIND",
     "KWOK_KIND",
+    "AKSSizes",
     "NodeClassKinds",
     "choose_catalog",
     "load_catalog",
+    "sized_for_nodepool",
 ]
 
 AWS_KIND = "EC2NodeClass"
@@ -36,22 +39,38 @@ AZURE_KIND = "AKSNodeClass"
 
 NodeClassKinds = Mapping[str, str]
 """NodeClass kind -> where the scenario first names it (for messages)."""
+AKSSizes = Mapping[str, tuple[int | None, int]]
+"""AKSNodeClass name -> its (`maxPods` or None, `osDiskSizeGB`)."""
 
 AWS_FLAG = "--instance-types aws[:REGION] (or an AWS catalogue from `karpy catalog export "
 AWS_FLAG += "--provider aws`)"
 KWOK_FLAG = "no --instance-types (the built-in kwok catalogue) or a kwok catalogue file"
-AZURE_FLAG = "--instance-types azure[:REGION] (or none, for the shipped Azure snapshot)"
+AZURE_FLAG = "--instance-types azure[:REGION] (or none, for the shipped Azure snapshot, or an "
+AZURE_FLAG += "Azure catalogue from `karpy catalog export --provider azure`)"
 
 
 def _is_azure_name(value: str) -> bool:
-    return value == "azure" or value.startswith("azure:")
+    return value == "azure" or value.startswith("azure:") or _is_azure_file(value)
+
+
+def _is_azure_file(value: str) -> bool:
+    if not _may_be_aws_file(value):  # the same first look: entries with `labels`
+        return False
+    from karpy.cloudprovider.azure.catalogfile import is_azure_catalog_file
+
+    return is_azure_catalog_file(value)
 
 
 def _azure(value: str | None) -> list[InstanceType]:
-    """The shipped Azure snapshot of the region `azure[:REGION]` names (eastus by default)."""
+    """The shipped Azure snapshot of the region `azure[:REGION]` names (eastus by default), or
+    the Azure catalogue file `value` names."""
     from karpy.cloudprovider.azure.snapshot import load_snapshot, parse_instance_types_argument
 
     region = parse_instance_types_argument(value or "azure")
+    if region is None and value:
+        from karpy.cloudprovider.azure.catalogfile import load_azure_catalog_file
+
+        return load_azure_catalog_file(value)
     return load_snapshot(region or "eastus")
 
 
@@ -159,3 +178,22 @@ def choose_catalog(value: str | None, kinds: NodeClassKinds) -> list[InstanceTyp
             f"give {KWOK_FLAG}"
         )
     return load_catalog(value, aws=given_aws)
+
+
+def sized_for_nodepool(
+    types: Sequence[InstanceType],
+    nodeclass: tuple[str, str, str] | None,
+    sizes: AKSSizes,
+    cache: dict[tuple[int | None, int], Sequence[InstanceType]],
+) -> Sequence[InstanceType]:
+    """The instance types a NodePool whose nodeClassRef is `nodeclass` (group, kind, name)
+    plans on: sized by its AKSNodeClass (`maxPods`, `osDiskSizeGB`) when it is known, as the
+    Azure provider sizes nodes, else the catalogue's. `cache` keeps one copy per sizing."""
+    if nodeclass is None or nodeclass[1] != AZURE_KIND or nodeclass[2] not in sizes:
+        return types
+    key = sizes[nodeclass[2]]
+    if key not in cache:
+        from karpy.cloudprovider.azure.snapshot import sized_for_nodeclass
+
+        cache[key] = sized_for_nodeclass(types, max_pods=key[0], os_disk_size_gb=key[1])
+    return cache[key]

@@ -96,8 +96,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--instance-types",
         metavar="CATALOG",
-        help="instance-type catalogue file (kwok's instance_types.json format, or an AWS one from "
-        "`karpy catalog export --provider aws`), or 'aws' / 'aws:REGION' for the shipped "
+        help="instance-type catalogue file (kwok's instance_types.json format, or an AWS or Azure "
+        "one from `karpy catalog export --provider aws|azure`), or 'aws' / 'aws:REGION' for the "
+        "shipped "
         "snapshot of real EC2 types and on-demand prices, or 'azure' / 'azure:REGION' for the "
         "shipped Azure SKUs and retail prices. Default: follows the NodeClasses, the shipped "
         "EC2 snapshot for EC2NodeClass, the Azure one (eastus) for AKSNodeClass, else the "

@@ -5,7 +5,8 @@ in-cluster configuration or `~/.kube/config`; `--context` picks a kubeconfig con
 the objects are those `karpy run`'s informers hold: NodePools, NodeClaims, Nodes, Pods,
 PodDisruptionBudgets, DaemonSets, Namespaces, LimitRanges, PodTemplates,
 PersistentVolumeClaims, PersistentVolumes, StorageClasses, and where their CRDs are installed
-SchedulingConfigs, NodeOverlays and CapacityBuffers (taken with the status
+SchedulingConfigs, NodeOverlays, CapacityBuffers and AKSNodeClasses (whose `maxPods` and
+`osDiskSizeGB` size the nodes of their NodePools, as in scenario files) (taken with the status
 `capacitybuffer.status` wrote, as `karpy run` takes them). Each kind is listed once, read
 only. The replay then turns them into the engine's input with the same builder as
 `karpy run` (`karpy.state.inputs`).
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from karpy.apis.descriptors import (
+    AKSNODECLASSES,
     CAPACITYBUFFERS,
     NODECLAIMS,
     NODEOVERLAYS,
@@ -50,6 +52,7 @@ from karpy.kube.resources import (
 from karpy.scheduling import InstanceType, TaintError
 from karpy.scheduling.engine import NodePoolTemplate
 from karpy.scheduling.engine.model import MinValuesPolicy, PreferencePolicy
+from karpy.simulation.catalogchoice import sized_for_nodepool
 from karpy.simulation.scenario import ScenarioObjects
 from karpy.state import pods as podutil
 from karpy.state.inputs import (
@@ -64,7 +67,14 @@ from karpy.state.inputs import (
 __all__ = ["list_cluster", "nodeclass_kinds", "objects_from_cluster", "pending_plan_input"]
 
 JSON = dict[str, Any]
-OPTIONAL = frozenset({SCHEDULINGCONFIGS.plural, NODEOVERLAYS.plural, CAPACITYBUFFERS.plural})
+OPTIONAL = frozenset(
+    {
+        SCHEDULINGCONFIGS.plural,
+        NODEOVERLAYS.plural,
+        CAPACITYBUFFERS.plural,
+        AKSNODECLASSES.plural,
+    }
+)
 """Kinds whose CRDs a cluster may not have installed (read as none)."""
 
 
@@ -82,6 +92,27 @@ def _name(obj: JSON) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
 
 
+def _aks_sizes(
+    nodeclasses: Sequence[JSON], warnings: list[str]
+) -> dict[str, tuple[int | None, int]]:
+    """The cluster's AKSNodeClasses' `maxPods` and `osDiskSizeGB` (defaulted), by name."""
+    if not nodeclasses:
+        return {}
+    from pydantic import ValidationError as ModelError
+
+    from karpy.apis.azure.v1beta1 import AKSNodeClass
+
+    out: dict[str, tuple[int | None, int]] = {}
+    for raw in nodeclasses:
+        try:
+            spec = AKSNodeClass.model_validate(raw).spec
+        except ModelError as err:
+            warnings.append(f"AKSNodeClass {_name(raw)}: its nodes are not sized by it: {err}")
+            continue
+        out[_name(raw)] = (spec.max_pods, spec.os_disk_size_gb)
+    return out
+
+
 def objects_from_cluster(
     listed: dict[str, list[JSON]],
     *,
@@ -94,13 +125,14 @@ def objects_from_cluster(
     models: list[NodePool] = []
     templates: list[NodePoolTemplate] = []
     nodeclasses: dict[str, NodeClassKey | None] = {}
+    sizes = _aks_sizes(listed.get(AKSNODECLASSES.plural, []), warnings)
+    sized: dict[tuple[int | None, int], Sequence[InstanceType]] = {}
     for raw in listed[NODEPOOLS.plural]:
         try:
             model = validate_nodepool(raw)
+            types = sized_for_nodepool(instance_types, nodepool_nodeclass(raw), sizes, sized)
             template = (
-                None
-                if model.is_static
-                else NodePoolTemplate.from_nodepool(model.to_dict(), instance_types)
+                None if model.is_static else NodePoolTemplate.from_nodepool(model.to_dict(), types)
             )
         except (ValidationError, ValueError, TaintError) as err:
             warnings.append(f"NodePool {_name(raw)}: skipped: {err}")
@@ -165,6 +197,9 @@ KINDS = (
     PERSISTENTVOLUMES,
     STORAGECLASSES,
 )
+LISTED = (*KINDS, AKSNODECLASSES)
+"""What `list_cluster` lists: `KINDS` (which `karpy top` watches) and the AKSNodeClasses that
+size the nodes of their NodePools."""
 
 
 async def list_cluster(
@@ -174,8 +209,8 @@ async def list_cluster(
     async with await Client.connect(
         kubeconfig=kubeconfig, context=context, user_agent="karpy-simulate"
     ) as client:
-        lists = await asyncio.gather(*(_list(client, k) for k in KINDS))
-    return {k.plural: items for k, items in zip(KINDS, lists, strict=True)}
+        lists = await asyncio.gather(*(_list(client, k) for k in LISTED))
+    return {k.plural: items for k, items in zip(LISTED, lists, strict=True)}
 
 
 def nodeclass_kinds(listed: dict[str, list[JSON]]) -> dict[str, str]:

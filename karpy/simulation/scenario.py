@@ -25,6 +25,7 @@ from karpy.apis.v1 import NodePool, validate_nodepool, validate_schedulingconfig
 from karpy.scheduling import InstanceType, ResourceError, TaintError
 from karpy.scheduling.engine import NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.model import MinValuesPolicy, PreferencePolicy
+from karpy.simulation.catalogchoice import sized_for_nodepool
 from karpy.simulation.documents import DEFAULT_MAX_PODS, Document, ScenarioError, read_documents
 from karpy.state.inputs import (
     ClusterObjects,
@@ -109,14 +110,16 @@ class Scenario:
     """A plan's pod errors with the SchedulingConfigs that ruled pods out (`Inputs.explain`)."""
 
 
-def _validate_aksnodeclass(doc: Document) -> None:
-    """An AKSNodeClass is checked against its CRD's schema and rules (as the apiserver would)."""
+def _validate_aksnodeclass(doc: Document) -> tuple[int | None, int]:
+    """An AKSNodeClass is checked against its CRD's schema and rules (as the apiserver would);
+    its `maxPods` and `osDiskSizeGB` (defaulted) size the nodes of NodePools that use it."""
     from karpy.apis.azure.v1beta1 import validate_aksnodeclass
 
     try:
-        validate_aksnodeclass(doc.obj)
+        spec = validate_aksnodeclass(doc.obj).spec
     except ValidationError as err:
         raise ScenarioError(f"{doc.where()}: {err}") from None
+    return spec.max_pods, spec.os_disk_size_gb
 
 
 def _require_name(doc: Document) -> None:
@@ -179,6 +182,7 @@ def load_scenario(
     models: list[NodePool] = []
     pdbs: list[dict[str, Any]] = []
     nodeclasses: dict[str, NodeClassKey | None] = {}
+    aks_classes: dict[str, tuple[int | None, int]] = {}
     configs: dict[str, dict[str, Any]] = {}
     overlays: dict[str, dict[str, Any]] = {}
     pod_docs: list[tuple[Document, dict[str, Any]]] = []
@@ -220,7 +224,7 @@ def load_scenario(
             provisioned.append((doc, model))
         elif kind in NODECLASS_KINDS:
             if kind == "AKSNodeClass":
-                _validate_aksnodeclass(doc)
+                aks_classes[doc.name] = _validate_aksnodeclass(doc)
             kinds.setdefault(kind, doc.where())
         elif kind == "SchedulingConfig":
             try:
@@ -280,9 +284,11 @@ def load_scenario(
             pdbs.append(_namespaced(doc))
     # the NodeClasses are all known now: the catalogue follows them
     types = instance_types(kinds) if callable(instance_types) else instance_types
+    sized: dict[tuple[int | None, int], Sequence[InstanceType]] = {}
     for doc, model in provisioned:
+        pool_types = sized_for_nodepool(types, nodeclasses.get(model.name), aks_classes, sized)
         try:
-            nodepools.append((doc, NodePoolTemplate.from_nodepool(model.to_dict(), types)))
+            nodepools.append((doc, NodePoolTemplate.from_nodepool(model.to_dict(), pool_types)))
         except (ValueError, TaintError) as err:
             raise ScenarioError(f"{doc.where()}: {err}") from None
     # what each object came from, named in errors only: (document, pod of a workload or "")

@@ -11,10 +11,12 @@ goes, the empty node is consolidated away and no VM or NIC is left.
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubetest import Kubectl
 
 from tests.e2e.aws_kubelets import Kubelets
@@ -22,6 +24,7 @@ from tests.e2e.azure_kubelets import AzureMachines
 from tests.e2e.conftest import KarpyFactory
 from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready
 from tests.integration.azure.fakearm import ThreadedFakeArm
+from tests.integration.azure.nodeboot import read_custom_data
 
 REPO = Path(__file__).resolve().parents[2]
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"
@@ -90,6 +93,7 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
                 "PROVIDER": "azure",
                 "CLUSTER_NAME": "aks-e2e",
                 "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
+                "KUBELET_BOOTSTRAP_TOKEN": "e2e000.0123456789abcdef",
                 "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
                 "LOCATION": LOCATION,
                 "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
@@ -142,6 +146,15 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
         assert labels["karpenter.azure.com/sku-family"] == "D"
         image = vm["properties"]["storageProfile"]["imageReference"]["id"]
         assert image.endswith("/2204gen2containerd/versions/202501.12.0")
+        # The AKS bootstrapping, read as the node reads it: this cluster's API server, the CA
+        # karpy trusts for it, the bootstrap token, the registration taint.
+        boot = read_custom_data(vm["properties"]["osProfile"]["customData"]).variables
+        assert boot["API_SERVER_NAME"] == "aks-e2e-dns-12345678.hcp.westus2.azmk8s.io"
+        assert boot["TLS_BOOTSTRAP_TOKEN"] == "e2e000.0123456789abcdef"
+        (cluster,) = yaml.safe_load(Path(kubeconfig).read_text())["clusters"]
+        ca = base64.b64decode(cluster["cluster"]["certificate-authority-data"])
+        assert base64.b64decode(boot["KUBE_CA_CRT"]) == ca
+        assert "--register-with-taints=karpenter.sh/unregistered:NoExecute" in boot["KUBELET_FLAGS"]
         # The cheapest D SKU for 1 CPU and 1Gi in westus2 at the snapshot's prices.
         assert labels["node.kubernetes.io/instance-type"] == "Standard_D2s_v3"
 

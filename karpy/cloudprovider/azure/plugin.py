@@ -11,7 +11,11 @@ upstream provider's do. `ARM_ENDPOINT` points the SDK clients at another Resourc
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, Final
 
 import aiohttp
@@ -19,6 +23,7 @@ import structlog
 
 from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.descriptors import AKSNODECLASSES, NODECLAIMS
+from karpy.cloudprovider.azure.bootstrap import api_server_name
 from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
 from karpy.cloudprovider.azure.instances import AzureInstances
 from karpy.cloudprovider.azure.nicgc import NICGarbageCollection
@@ -59,6 +64,8 @@ def build_azure_provider(
     nodeclass_of: NodeClassLookup,
     unavailable: AzureUnavailableOfferings | None = None,
     close: Any = None,
+    ca_bundle: str = "",
+    cluster_version: Callable[[], Awaitable[str]] | None = None,
 ) -> AzureCloudProvider:
     """The provider and its parts from the settings and the SDK clients (no API call yet)."""
     az = settings.azure
@@ -90,8 +97,20 @@ def build_azure_provider(
             ssh_public_key=az.ssh_public_key,
             vnet_subnet_id=az.vnet_subnet_id,
             node_identities=az.node_identities,
+            ca_bundle=ca_bundle,
+            kubelet_identity_client_id=az.kubelet_identity_client_id,
+            admin_username=az.linux_admin_username,
+            subscription_id=az.subscription_id,
+            location=az.location,
+            node_resource_group=az.node_resource_group,
+            tenant_id=os.environ.get("AZURE_TENANT_ID", ""),
+            network_plugin=az.network_plugin,
+            network_plugin_mode=az.network_plugin_mode,
+            network_dataplane=az.network_dataplane,
+            network_policy=az.network_policy,
         ),
         close=close,
+        cluster_version=cluster_version,
     )
 
 
@@ -108,6 +127,17 @@ def shipped_prices(region: str) -> dict[tuple[str, str], float]:
         **{"table-region": stand_in, "table-date": snapshot_info()["pricesAsOf"]},
     )
     return prices
+
+
+def _ca_bundle(path: str | None) -> str:
+    """The CA karpy trusts for the apiserver (its kubeconfig's or the service account's), base64,
+    for the nodes to trust (`KUBE_CA_CRT`); empty without one."""
+    if not path:
+        return ""
+    try:
+        return base64.b64encode(Path(path).read_bytes()).decode()
+    except OSError:
+        return ""
 
 
 class PriceRefresher:
@@ -184,6 +214,10 @@ class AzurePlugin:
         ]
         if missing:
             raise ProviderUnavailableError(f"{', '.join(missing)} required with PROVIDER=azure")
+        try:
+            api_server_name(settings.aws.cluster_endpoint)
+        except ValueError as err:
+            raise ProviderUnavailableError(str(err)) from None
 
     async def build(self, settings: Settings, *, client: Client, cache: Cache) -> CloudProvider:
         from azure.identity.aio import DefaultAzureCredential
@@ -222,6 +256,8 @@ class AzurePlugin:
             graph=graph,
             nodeclass_of=nodeclass_of,
             close=close,
+            ca_bundle=settings.aws.cluster_ca_bundle or _ca_bundle(client.ca_file),
+            cluster_version=kubernetes_version,
         )
         provider.node_of = cache.informer(NODES).get
         provider.resolver = AKSNodeClassResolver(

@@ -33,7 +33,12 @@ from karpy.apis.v1.labels import (
     LABEL_NODEPOOL,
     LABEL_TOPOLOGY_ZONE,
 )
-from karpy.cloudprovider.azure.bootstrap import HASH_VERSION, custom_data, nodeclass_hash
+from karpy.cloudprovider.azure.bootstrap import (
+    HASH_VERSION,
+    NodeBootstrap,
+    custom_data,
+    nodeclass_hash,
+)
 from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
 from karpy.cloudprovider.azure.instances import (
     AzureInstances,
@@ -42,6 +47,7 @@ from karpy.cloudprovider.azure.instances import (
     VirtualMachine,
 )
 from karpy.cloudprovider.azure.nodeclassstatus import IMAGE_DEFINITIONS, image_id
+from karpy.cloudprovider.azure.skus import EVICTION_MEMORY_AVAILABLE_MIB, kube_reserved
 from karpy.cloudprovider.azure.unavailable import LaunchFailure, classify
 from karpy.cloudprovider.kwok.instances import plan
 from karpy.cloudprovider.types import (
@@ -99,6 +105,18 @@ class LaunchSettings:
     ssh_public_key: str = ""
     vnet_subnet_id: str = ""
     node_identities: tuple[str, ...] = ()
+    ca_bundle: str = ""
+    """The cluster CA nodes trust, base64 PEM."""
+    kubelet_identity_client_id: str = ""
+    admin_username: str = "azureuser"
+    subscription_id: str = ""
+    location: str = ""
+    node_resource_group: str = ""
+    tenant_id: str = ""
+    network_plugin: str = "azure"
+    network_plugin_mode: str = "overlay"
+    network_dataplane: str = "cilium"
+    network_policy: str = ""
 
 
 def _vm_zone(zone_label: str) -> str | None:
@@ -118,8 +136,11 @@ class AzureCloudProvider:
         launch: LaunchSettings,
         close: Callable[[], Awaitable[None]] | None = None,
         node_of: NodeLookup | None = None,
+        cluster_version: Callable[[], Awaitable[str]] | None = None,
     ) -> None:
         self.nodeclass_of = nodeclass_of
+        self.cluster_version = cluster_version
+        """The apiserver's Kubernetes version, for nodes of a class not resolved yet."""
         self.node_of = node_of
         self.instance_types = instance_types
         self.instances = instances
@@ -169,19 +190,8 @@ class AzureCloudProvider:
         node_labels = choice.labels(reqs)
         node_labels.update(claim.metadata.labels or {})
         request = self._request(claim, nodeclass, it, offering.zone, offering.capacity_type)
-        request = replace(
-            request,
-            custom_data=custom_data(
-                api_server=self.launch.cluster_endpoint,
-                bootstrap_token=self.launch.bootstrap_token,
-                labels=node_labels,
-                max_pods=self.instance_types.pods(nodeclass),
-                taints=[
-                    _taint(t)
-                    for t in [*(claim.spec.taints or ()), *(claim.spec.startup_taints or ())]
-                ],
-            ),
-        )
+        boot = await self._bootstrap(claim, nodeclass, it, node_labels)
+        request = replace(request, custom_data=custom_data(boot))
         try:
             vm = await self.instances.launch(request)
         except CapacityError as err:
@@ -198,6 +208,56 @@ class AzureCloudProvider:
             },
         )
         return self._launched(claim, vm, types, nodeclass)
+
+    async def _kubernetes_version(self, nodeclass: AKSNodeClass) -> str:
+        """The class's resolved Kubernetes version, else the apiserver's."""
+        version = nodeclass.status.kubernetes_version if nodeclass.status else None
+        if not version and self.cluster_version is not None:
+            version = (await self.cluster_version()).lstrip("v").split("+")[0].split("-")[0]
+        if not version:
+            raise NodeClassNotReadyError(
+                f'AKSNodeClass "{nodeclass.metadata.name}" has no Kubernetes version resolved yet'
+            )
+        return version
+
+    async def _bootstrap(
+        self,
+        claim: NodeClaim,
+        nodeclass: AKSNodeClass,
+        it: InstanceType,
+        labels: Mapping[str, str],
+    ) -> NodeBootstrap:
+        """The node's bootstrapping: labels, taints, kubelet settings and the cluster's."""
+        sku = self.instance_types.sku(it.name)
+        cpu_milli, memory = kube_reserved(sku.vcpus, sku.memory_gib) if sku else (0, 0)
+        reserved = {"cpu": f"{cpu_milli}m", "memory": f"{memory // (1024 * 1024)}Mi"} if sku else {}
+        s = self.launch
+        return NodeBootstrap(
+            cluster_endpoint=s.cluster_endpoint,
+            bootstrap_token=s.bootstrap_token,
+            ca_bundle=s.ca_bundle,
+            kubernetes_version=await self._kubernetes_version(nodeclass),
+            arch=sku.architecture if sku is not None else "amd64",
+            subscription_id=s.subscription_id,
+            location=s.location,
+            node_resource_group=s.node_resource_group,
+            subnet_id=nodeclass.spec.vnet_subnet_id or s.vnet_subnet_id,
+            max_pods=self.instance_types.pods(nodeclass),
+            labels=labels,
+            taints=[
+                _taint(t) for t in [*(claim.spec.taints or ()), *(claim.spec.startup_taints or ())]
+            ],
+            kube_reserved=reserved,
+            eviction_memory=f"{EVICTION_MEMORY_AVAILABLE_MIB}Mi",
+            kubelet=nodeclass.spec.kubelet,
+            network_plugin=s.network_plugin,
+            network_plugin_mode=s.network_plugin_mode,
+            network_dataplane=s.network_dataplane,
+            network_policy=s.network_policy,
+            tenant_id=s.tenant_id,
+            kubelet_identity_client_id=s.kubelet_identity_client_id,
+            admin_username=s.admin_username,
+        )
 
     def _request(
         self,
@@ -226,6 +286,7 @@ class AzureCloudProvider:
             os_disk_size_gb=nodeclass.spec.os_disk_size_gb,
             custom_data="",
             ssh_public_key=self.launch.ssh_public_key,
+            admin_username=self.launch.admin_username,
             tags=tags,
             identities=self.launch.node_identities,
         )

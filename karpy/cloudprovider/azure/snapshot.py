@@ -10,7 +10,7 @@ offerings carry the on-demand price, as the AWS snapshot's do.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any, Final
@@ -20,11 +20,13 @@ from karpy.cloudprovider.azure.instancetypes import instance_type
 from karpy.cloudprovider.azure.skus import max_pods, parse_sku
 from karpy.scheduling.catalog import CatalogError
 from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.resources import EPHEMERAL_STORAGE, PODS
 
 __all__ = [
     "DEFAULT_REGION",
     "load_snapshot",
     "parse_instance_types_argument",
+    "sized_for_nodeclass",
     "snapshot_info",
     "snapshot_prices",
     "snapshot_regions",
@@ -103,4 +105,32 @@ def load_snapshot(
         )
         if it is not None:
             out.append(it)
+    return out
+
+
+def sized_for_nodeclass(
+    types: Sequence[InstanceType], *, max_pods: int | None, os_disk_size_gb: int
+) -> list[InstanceType]:
+    """The catalogue's types as nodes of an AKSNodeClass: its `maxPods` (when set) as the pods
+    capacity and its `osDiskSizeGB` as ephemeral storage, as the live provider sizes them. The
+    AKS overhead depends on neither; offerings and requirements are the catalogue's."""
+    storage = os_disk_size_gb * 10**9
+    out: list[InstanceType] = []
+    for t in types:
+        capacity = dict(t.capacity)
+        if max_pods is not None:
+            capacity[PODS] = max_pods
+        capacity[EPHEMERAL_STORAGE] = storage
+        if capacity == t.capacity:
+            out.append(t)
+            continue
+        out.append(
+            InstanceType(
+                name=t.name,
+                capacity=capacity,
+                offerings=t.offerings,
+                requirements=t.requirements,
+                overhead=t.overhead,
+            )
+        )
     return out

@@ -17,14 +17,18 @@ from azure.mgmt.resourcegraph.aio import ResourceGraphClient
 from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.azure.v1beta1 import labels as azure
 from karpy.apis.v1 import NodeClaim
-from karpy.cloudprovider.azure.bootstrap import read_custom_data
 from karpy.cloudprovider.azure.plugin import PriceRefresher, build_azure_provider
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
-from karpy.cloudprovider.registry import get_plugin
-from karpy.cloudprovider.types import InsufficientCapacityError, NodeClaimNotFoundError
+from karpy.cloudprovider.registry import ProviderUnavailableError, get_plugin
+from karpy.cloudprovider.types import (
+    InsufficientCapacityError,
+    NodeClaimNotFoundError,
+    NodeClassNotReadyError,
+)
 from karpy.settings import load_settings
 from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
 from tests.integration.azure.fakearm import FakeArm
+from tests.integration.azure.nodeboot import read_custom_data
 
 SUBNET = (
     f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
@@ -39,6 +43,8 @@ SETTINGS = {
     "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
     "VNET_SUBNET_ID": SUBNET,
     "KUBELET_BOOTSTRAP_TOKEN": "abcdef.0123456789abcdef",
+    "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client-1",
+    "LINUX_ADMIN_USERNAME": "aksadmin",
 }
 _RECORDS = json.loads(
     (
@@ -63,6 +69,13 @@ def _seed(arm: FakeArm) -> None:
         record["capabilities"].append({"name": "LowPriorityCapable", "value": "True"})
         records.append(record)
     arm.state.skus[LOCATION] = records
+
+
+CA_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
+
+
+async def _cluster_version() -> str:
+    return "v1.33.2"
 
 
 def _nodeclass(**spec: Any) -> AKSNodeClass:
@@ -135,6 +148,8 @@ def provider(
         network=network,
         graph=graph,
         nodeclass_of=classes,
+        ca_bundle=CA_BUNDLE,
+        cluster_version=_cluster_version,
     )
     from karpy.cloudprovider.azure.pricing import parse_prices
 
@@ -146,6 +161,8 @@ def test_provider_azure_is_registered() -> None:
     plugin = get_plugin("azure")
     assert plugin.name == "azure"
     plugin.check(load_settings(SETTINGS))
+    with pytest.raises(ProviderUnavailableError, match="no host name"):
+        plugin.check(load_settings({**SETTINGS, "CLUSTER_ENDPOINT": "https://:443"}))
 
 
 async def test_launch_get_list_drift_delete(
@@ -171,14 +188,24 @@ async def test_launch_get_list_drift_delete(
     assert vm["properties"]["storageProfile"]["imageReference"]["id"].endswith(
         "/images/2204gen2containerd/versions/latest"
     )
-    boot = read_custom_data(vm["properties"]["osProfile"]["customData"])
-    assert boot["KUBELET_REGISTER_WITH_TAINTS"] == (
+    boot = read_custom_data(vm["properties"]["osProfile"]["customData"]).variables
+    flags = dict(f.split("=", 1) for f in boot["KUBELET_FLAGS"].split(" "))
+    assert flags["--register-with-taints"] == (
         "karpenter.sh/unregistered:NoExecute,dedicated=web:NoSchedule"
     )
-    assert "karpenter.sh/nodepool=default" in boot["KUBELET_NODE_LABELS"]
-    assert "node.kubernetes.io/instance-type=Standard_D2s_v3" in boot["KUBELET_NODE_LABELS"]
-    assert boot["KUBELET_MAX_PODS"] == "250"  # Azure CNI overlay
-    assert boot["KUBELET_BOOTSTRAP_TOKEN"] == SETTINGS["KUBELET_BOOTSTRAP_TOKEN"]
+    labels = dict(p.split("=", 1) for p in boot["KUBELET_NODE_LABELS"].split(","))
+    assert labels["karpenter.sh/nodepool"] == "default"
+    assert labels["node.kubernetes.io/instance-type"] == "Standard_D2s_v3"
+    assert labels["kubernetes.azure.com/cluster"] == RESOURCE_GROUP
+    assert flags["--max-pods"] == "250"  # Azure CNI overlay
+    assert flags["--kube-reserved"] == "cpu=100m,memory=1843Mi"  # Standard_D2s_v3's
+    assert boot["TLS_BOOTSTRAP_TOKEN"] == SETTINGS["KUBELET_BOOTSTRAP_TOKEN"]
+    assert boot["API_SERVER_NAME"] == "test-cluster-dns-12345678.hcp.westus2.azmk8s.io"
+    assert boot["KUBE_CA_CRT"] == CA_BUNDLE
+    assert boot["KUBERNETES_VERSION"] == "1.33.2"  # the apiserver's: the class has none yet
+    assert boot["SUBNET"] == "aks-subnet"
+    assert boot["USER_ASSIGNED_IDENTITY_ID"] == "kubelet-client-1"
+    assert boot["ADMINUSER"] == vm["properties"]["osProfile"]["adminUsername"] == "aksadmin"
 
     got = await provider.get(provider_id)
     assert got.name == "default-abcde"
@@ -195,6 +222,33 @@ async def test_launch_get_list_drift_delete(
         await provider.delete(launched)
     with pytest.raises(NodeClaimNotFoundError):
         await provider.get(provider_id)
+
+
+async def test_nodes_get_the_class_s_resolved_kubernetes_version(
+    arm: FakeArm, provider: AzureCloudProvider, classes: Classes
+) -> None:
+    resolved = _nodeclass()
+    resolved.status = (
+        type(resolved)
+        .model_validate(
+            {"metadata": {"name": "default"}, "status": {"kubernetesVersion": "1.32.7"}}
+        )
+        .status
+    )
+    classes.current = resolved
+    await provider.create(_claim())
+    (vm,) = arm.state.of_kind("vm")
+    boot = read_custom_data(vm["properties"]["osProfile"]["customData"]).variables
+    assert boot["KUBERNETES_VERSION"] == "1.32.7"
+
+
+async def test_no_kubernetes_version_anywhere_launches_nothing(
+    arm: FakeArm, provider: AzureCloudProvider
+) -> None:
+    provider.cluster_version = None
+    with pytest.raises(NodeClassNotReadyError, match="no Kubernetes version"):
+        await provider.create(_claim())
+    assert arm.state.of_kind("vm") == []
 
 
 async def test_a_relaunch_after_a_crash_adopts_the_vm(

@@ -470,6 +470,7 @@ def test_azure_reads_aksnodeclasses_writes_their_status_and_takes_its_settings_f
         sets=[
             "provider=azure",
             "settings.clusterName=aks",
+            "settings.clusterEndpoint=https://aks-dns-12345678.hcp.westus2.azmk8s.io:443",
             "controller.env[0].name=ARM_SUBSCRIPTION_ID",
             "controller.env[0].value=00000000-0000-0000-0000-000000000001",
             "controller.env[1].name=LOCATION",
@@ -479,6 +480,8 @@ def test_azure_reads_aksnodeclasses_writes_their_status_and_takes_its_settings_f
             "controller.env[3].name=VNET_SUBNET_ID",
             "controller.env[3].value=/subscriptions/s/resourceGroups/rg/providers/"
             "Microsoft.Network/virtualNetworks/v/subnets/s",
+            "controller.env[4].name=KUBELET_BOOTSTRAP_TOKEN",
+            "controller.env[4].value=abcdef.0123456789abcdef",
             "serviceAccount.annotations.azure\\.workload\\.identity/client-id=abc",
         ],
         extra=["--set-string", "podLabels.azure\\.workload\\.identity/use=true"],

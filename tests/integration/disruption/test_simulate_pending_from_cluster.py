@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
+from karpy.apis.descriptors import AKSNODECLASSES, KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.kube import NODES
 from tests.integration.disruption.support import AMD64_ON_DEMAND, Env, unschedulable
 from tests.kit import kwok_nodeclass, nodepool
@@ -110,3 +110,47 @@ async def test_pending_pods_of_a_live_cluster_are_planned_read_only(
     # read only: no NodeClaim or Node was made
     assert (await env.client.list(NODECLAIMS)).items == []
     assert (await env.client.list(NODES)).items == []
+
+
+async def test_an_aksnodeclass_in_the_cluster_sizes_its_nodepools_nodes(
+    env: Env, kubeconfig: str, namespace: str
+) -> None:
+    """Its maxPods caps the pods of each planned node: 12 pending pods take 2 nodes of
+    10 pods (250 a node, Azure CNI overlay's, without it)."""
+    await env.create(
+        AKSNODECLASSES,
+        {
+            "apiVersion": "karpenter.azure.com/v1beta1",
+            "kind": "AKSNodeClass",
+            "metadata": {"name": "sized"},
+            "spec": {"maxPods": 10},
+        },
+    )
+    sku = {
+        "key": "node.kubernetes.io/instance-type",
+        "operator": "In",
+        "values": ["Standard_D16s_v3"],
+    }
+    await env.create(
+        NODEPOOLS,
+        nodepool(
+            "aks",
+            nodeclass="sized",
+            kind="AKSNodeClass",
+            group="karpenter.azure.com",
+            requirements=[*AMD64_ON_DEMAND, sku],
+        ),
+    )
+    for i in range(12):
+        await unschedulable(env, namespace, f"small-{i}", "100m")
+
+    code, out, err = await _karpy(
+        "simulate", "--from-cluster", "--kubeconfig", kubeconfig, "-o", "json"
+    )
+    assert code == 0, err
+    plan: JSON = json.loads(out)
+    assert plan["unschedulable"] == []
+    assert sorted(len(claim["pods"]) for claim in plan["nodeClaims"]) == [2, 10], plan
+    assert {claim["offering"]["instanceType"] for claim in plan["nodeClaims"]} == {
+        "Standard_D16s_v3"
+    }

@@ -89,3 +89,79 @@ def test_an_invalid_aksnodeclass_exits_2_naming_the_field(
     code, out, err = run(capsys, "-f", str(bad))
     assert code == 2 and out == ""
     assert "imageFamily" in err
+
+
+SIZED = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {{name: sized}}
+spec:
+  template:
+    spec:
+      nodeClassRef: {{group: karpenter.azure.com, kind: AKSNodeClass, name: sized}}
+      requirements:
+        - {{key: node.kubernetes.io/instance-type, operator: In, values: [Standard_D16s_v3]}}
+        - {{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}}
+---
+apiVersion: karpenter.azure.com/v1beta1
+kind: AKSNodeClass
+metadata: {{name: sized}}
+spec: {spec}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: app, namespace: default}}
+spec:
+  replicas: {replicas}
+  selector: {{matchLabels: {{app: app}}}}
+  template:
+    metadata: {{labels: {{app: app}}}}
+    spec:
+      containers:
+        - name: app
+          image: app
+          resources: {{requests: {requests}}}
+"""
+
+
+def plan_sized(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], *, spec: str, replicas: int, requests: str
+) -> list[dict[str, object]]:
+    path = tmp_path / "sized.yaml"
+    path.write_text(SIZED.format(spec=spec, replicas=replicas, requests=requests))
+    code, out, err = run(capsys, "-f", str(path), "-o", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["unschedulable"] == []
+    claims: list[dict[str, object]] = doc["nodeClaims"]
+    return claims
+
+
+@pytest.mark.parametrize(
+    ("spec", "nodes"),
+    [
+        ("{}", 1),  # the snapshot's Azure CNI overlay default: 250 pods a node
+        ("{maxPods: 10}", 3),  # 24 pods, 10 a node
+    ],
+)
+def test_the_aksnodeclass_maxpods_caps_the_pods_of_its_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, nodes: int
+) -> None:
+    claims = plan_sized(tmp_path, capsys, spec=spec, replicas=24, requests="{cpu: 10m}")
+    assert len(claims) == nodes
+
+
+@pytest.mark.parametrize(
+    ("spec", "nodes"),
+    [
+        ("{}", 6),  # 128 GB OS disks (the default): one 100Gi pod a node
+        ("{osDiskSizeGB: 512}", 2),  # 4 a node
+    ],
+)
+def test_the_aksnodeclass_os_disk_is_the_ephemeral_storage_of_its_nodes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], spec: str, nodes: int
+) -> None:
+    claims = plan_sized(
+        tmp_path, capsys, spec=spec, replicas=6, requests="{cpu: 10m, ephemeral-storage: 100Gi}"
+    )
+    assert len(claims) == nodes
