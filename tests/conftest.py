@@ -34,7 +34,7 @@ _binaries_error: str | None = None
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest test files first (tests/file_order.py), so that with `make test`'s
-    `--dist loadfile --no-loadscope-reorder` both workers start on the long e2e files and the
+    `--dist loadfile --no-loadscope-reorder` the workers start on the long e2e files and the
     short ones fill the end."""
     items[:] = file_order.order(items, lambda item: item.nodeid)
 
