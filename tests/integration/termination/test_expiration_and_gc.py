@@ -117,12 +117,15 @@ async def test_expired_nodeclaims_are_deleted_when_they_expire(env: Env) -> None
 
     await clock.step(120)
     await env.until(lambda: env.gone(NODECLAIMS, "hourly"), message="hourly to be deleted")
+    # The apiserver has the deletion before the controller reads its reply and reports it.
+    await env.until(lambda: disrupted, message="the expiry to be reported")
     assert disrupted == [("hourly", "expired")]
     assert not await env.gone(NODECLAIMS, "daily")
     assert not await env.gone(NODECLAIMS, "forever")
 
     await clock.step(24 * 3600)
     await env.until(lambda: env.gone(NODECLAIMS, "daily"), message="daily to be deleted")
+    await env.until(lambda: len(disrupted) >= 2, message="the second expiry to be reported")
     await asyncio.sleep(0.5)
     assert not await env.gone(NODECLAIMS, "forever")
     assert [name for name, _ in disrupted] == ["hourly", "daily"]
