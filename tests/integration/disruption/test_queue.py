@@ -2,14 +2,19 @@
 persists itself, launches its replacement, and deletes the candidate only once the replacement
 is Initialized; a timed-out command untaints and unmarks its candidate and keeps its replacement;
 a fresh queue (a new leader) resumes a
-persisted command whose replacement exists and rolls back one whose launch was cut short."""
+persisted command whose replacement exists and rolls back one whose launch was cut short; a
+delete command deletes and counts its candidate once while queue steps run beside its start."""
 
 from __future__ import annotations
+
+import asyncio
+from typing import Any
 
 import pytest
 
 from karpy.apis.descriptors import KWOKNODECLASSES, NODECLAIMS, NODEPOOLS
 from karpy.apis.v1 import validate_nodepool
+from karpy.controllers.common.metrics import NODECLAIMS_DISRUPTED_TOTAL
 from karpy.controllers.disruption.candidates import Candidate
 from karpy.controllers.disruption.events import DedupingEvents
 from karpy.controllers.disruption.methods import Command
@@ -30,7 +35,9 @@ from tests.kit import conditions, kwok_nodeclass, nodepool, ready_claim_conditio
 pytestmark = pytest.mark.timeout(180)
 
 
-async def _setup(env: Env, *, command_timeout: float = 600.0) -> tuple[OrchestrationQueue, Cluster]:
+async def _setup(
+    env: Env, *, command_timeout: float = 600.0, client: Any = None
+) -> tuple[OrchestrationQueue, Cluster]:
     await env.create(KWOKNODECLASSES, kwok_nodeclass())
     await env.create(NODEPOOLS, nodepool())
     await managed_node(env, "old", hold=True)
@@ -44,7 +51,7 @@ async def _setup(env: Env, *, command_timeout: float = 600.0) -> tuple[Orchestra
         message="cluster state",
     )
     queue = OrchestrationQueue(
-        client=env.client,
+        client=client or env.client,
         cluster=cluster,
         events=DedupingEvents(EventRecorder(env.client), clock=RealClock()),
         timeout=command_timeout,
@@ -70,6 +77,35 @@ def _command(cluster: Cluster) -> Command:
         candidates=(Candidate(node=node, nodepool=pool),),
         replacements=(replacement,),
         reason="Drifted",
+    )
+
+
+class SlowDeletes:
+    """The API client with every delete held a moment: a queue step runs while the delete
+    that `start` issued is still in flight."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.deletes: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def delete(self, resource: Any, name: str, **kwargs: Any) -> Any:
+        self.deletes.append(name)
+        await asyncio.sleep(0.3)
+        return await self.inner.delete(resource, name, **kwargs)
+
+
+def _emptied(nodepool: str) -> float:
+    """karpenter_nodeclaims_disrupted_total{reason="empty"} for `nodepool`, any capacity type."""
+    return sum(
+        sample.value
+        for metric in NODECLAIMS_DISRUPTED_TOTAL.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+        and sample.labels.get("reason") == "empty"
+        and sample.labels.get("nodepool") == nodepool
     )
 
 
@@ -194,3 +230,25 @@ async def test_a_new_leader_rolls_back_a_command_cut_short_before_launching(env:
     assert not _tainted(await env.get(NODES, "old"))
     listed = await env.client.list(NODECLAIMS)
     assert [c["metadata"]["name"] for c in listed.items] == ["old"]
+
+
+async def test_a_delete_command_deletes_and_counts_its_candidate_once(env: Env) -> None:
+    client = SlowDeletes(env.client)
+    queue, cluster = await _setup(env, client=client)
+    node = cluster.node_for_nodeclaim("old")
+    assert node is not None
+    pool = validate_nodepool(cluster.nodepool_informer.get("pool") or {})
+    command = Command(candidates=(Candidate(node=node, nodepool=pool),), reason="Empty")
+    before = _emptied("pool")
+
+    async def steps() -> None:
+        for _ in range(10):
+            await queue.step()
+            await asyncio.sleep(0.05)
+
+    started, _ = await asyncio.gather(queue.start(command), steps())
+    assert started
+    assert client.deletes == ["old"]
+    assert _emptied("pool") - before == 1
+    assert (await env.get(NODECLAIMS, "old"))["metadata"].get("deletionTimestamp")
+    assert len(queue) == 0

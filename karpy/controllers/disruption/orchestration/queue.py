@@ -153,6 +153,7 @@ class _Running:
     replacements: list[str]
     started: datetime
     done: set[str] = field(default_factory=set)
+    finishing: bool = False
 
 
 class OrchestrationQueue:
@@ -408,6 +409,11 @@ class OrchestrationQueue:
         return "initialized" if is_condition_true(claim, cond.NODECLAIM_INITIALIZED) else "waiting"
 
     async def _finish(self, running: _Running) -> None:
+        """Delete the candidates, once: a delete command finishes from `start` while a queue
+        step may already see it as running with nothing left to wait for."""
+        if running.finishing:
+            return
+        running.finishing = True
         log.info(
             "deleting disruption candidates",
             **{"command-id": running.id},
