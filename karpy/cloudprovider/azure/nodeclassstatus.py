@@ -14,13 +14,16 @@ conditions, reasons and order.
   to use instead), `KubernetesVersionNotReady` while the version is unknown.
 - `SubnetsReady`: the class's `vnetSubnetID` (else `VNET_SUBNET_ID`) exists: False,
   `SubnetNotFound`, when ARM answers 404; a malformed ID is `SubnetIDInvalid`.
-- `Ready`: over the three, as operatorpkg computes a root condition (`UnhealthyDependents`, the
+- `ValidationSucceeded`: the class can be launched with in this provision mode (`validate`).
+  Upstream v1.7.x's runtime validation passes every admitted class; its later releases fail it as
+  `IncompatibleProvisionMode` for image families the provision mode cannot launch, as karpy does
+  for the Windows families in "aksscriptless".
+- `Ready`: over the four, as operatorpkg computes a root condition (`UnhealthyDependents`, the
   message naming the False ones); a class not Ready is not launched with.
 
 Conditions keep their transition time while their status holds and carry the generation they
 describe. The class carries the finalizer `karpenter.azure.com/termination`: once deleted, it
-waits while NodeClaims still use it (a NodeClaim's deletion wakes it), then lets it go. Not yet:
-`ValidationSucceeded`.
+waits while NodeClaims still use it (a NodeClaim's deletion wakes it), then lets it go.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ __all__ = [
     "DEPENDENTS",
     "AKSNodeClassController",
     "AKSNodeClassResolver",
+    "validate",
 ]
 
 JSON = dict[str, Any]
@@ -63,6 +67,7 @@ DEPENDENTS: Final = (
     azure.CONDITION_IMAGES_READY,
     azure.CONDITION_KUBERNETES_VERSION_READY,
     azure.CONDITION_SUBNETS_READY,
+    azure.CONDITION_VALIDATION_SUCCEEDED,
 )
 FIPS_UNSUPPORTED: Final = (
     "fipsMode FIPS needs FIPS node images, which AKS publishes only to its shared image "
@@ -187,9 +192,31 @@ class AKSNodeClassResolver:
             conditions.set_true(azure.CONDITION_SUBNETS_READY)
         else:
             conditions.set_false(azure.CONDITION_SUBNETS_READY, reason=reason, message=message)
+        reason, message = validate(spec)
+        if reason:
+            conditions.set_false(
+                azure.CONDITION_VALIDATION_SUCCEEDED, reason=reason, message=message
+            )
+        else:
+            conditions.set_true(azure.CONDITION_VALIDATION_SUCCEEDED)
         conditions.compute_root()
         status["conditions"] = conditions.items
         return status
+
+
+def validate(spec: Mapping[str, Any]) -> tuple[str, str]:
+    """(reason, message) of why a class cannot be launched with in this provision mode; empty
+    when it can. Upstream v1.7.x's runtime validation passes every class (its CRD rules reject
+    the rest at admission); later releases fail it, as `IncompatibleProvisionMode`, for an image
+    family the provision mode cannot launch, which here are the Windows families."""
+    family = str(spec.get("imageFamily") or "")
+    if family in WINDOWS_FAMILIES:
+        return (
+            "IncompatibleProvisionMode",
+            f"imageFamily {family} is not supported with provision mode aksscriptless: "
+            "upstream launches Windows nodes only with PROVISION_MODE=aksmachineapi",
+        )
+    return "", ""
 
 
 class AKSNodeClassController:

@@ -1,6 +1,6 @@
 """AKSNodeClass status against the fake ARM: node images chosen for the cluster's Kubernetes
 version and resolved to their newest version per architecture, the Kubernetes version, the
-subnet checked; Ready over them; a launch then uses the resolved image."""
+subnet checked, the class validated; Ready over them; a launch then uses the resolved image."""
 
 from __future__ import annotations
 
@@ -130,6 +130,7 @@ async def test_a_good_class_is_ready_with_the_newest_images(
         "ImagesReady",
         "KubernetesVersionReady",
         "SubnetsReady",
+        "ValidationSucceeded",
         "Ready",
     ):
         assert _status(conditions, type_) == ("True", type_)
@@ -253,6 +254,7 @@ async def test_an_image_family_with_no_published_version_is_not_ready(
     images = get_condition(status["conditions"], "ImagesReady")
     assert images is not None and images["reason"] == "ImagesNotFound"
     assert images["message"] == f"no versions of {AZURE_LINUX}/V3gen2"
+    assert _status(status["conditions"], "ValidationSucceeded") == ("True", "ValidationSucceeded")
     assert _status(status["conditions"], "Ready") == ("False", "UnhealthyDependents")
 
 
@@ -271,7 +273,7 @@ async def test_fips_needs_images_the_community_galleries_do_not_have(
 
 
 @pytest.mark.parametrize("family", ["Windows2022", "Windows2025"])
-async def test_a_windows_class_is_not_ready_and_says_what_to_use_instead(
+async def test_a_windows_class_fails_validation_and_says_what_to_use_instead(
     arm: FakeArm, resolver: AKSNodeClassResolver, family: str
 ) -> None:
     _seed_every_family(arm)
@@ -287,9 +289,13 @@ async def test_a_windows_class_is_not_ready_and_says_what_to_use_instead(
     assert "PROVISION_MODE=aksmachineapi" in message
     assert "not the community galleries" in message
     assert "use a Linux imageFamily (Ubuntu, Ubuntu2204, Ubuntu2404 or AzureLinux)" in message
+    validation = get_condition(conditions, "ValidationSucceeded")
+    assert validation is not None and validation["status"] == "False"
+    assert validation["reason"] == "IncompatibleProvisionMode"
+    assert f"imageFamily {family} is not supported" in validation["message"]
     ready = get_condition(conditions, "Ready")
     assert ready is not None and ready["status"] == "False"
-    assert ready["message"] == "ImagesReady=False"
+    assert ready["message"] == "ImagesReady=False, ValidationSucceeded=False"
     AKSNodeClass.model_validate({**obj, "status": status})
     # No request went to look for a Windows image.
     assert ("GET", "image-versions") not in arm.state.calls
@@ -315,7 +321,7 @@ async def test_a_launch_uses_the_resolved_image_and_a_not_ready_class_none(
     classes.current = AKSNodeClass.model_validate(
         {**_obj(imageFamily="Windows2022"), "status": windows}
     )
-    with pytest.raises(NodeClassNotReadyError, match="ImagesReady=False"):
+    with pytest.raises(NodeClassNotReadyError, match="ValidationSucceeded=False"):
         await provider.create(_claim("default-windows"))
     assert arm.state.calls[("PUT", "vm")] == 1
 
