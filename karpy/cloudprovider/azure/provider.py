@@ -381,7 +381,7 @@ class AzureCloudProvider:
         )
 
     async def _types(self) -> builtins.list[InstanceType]:
-        return await self.instance_types.for_nodeclass(None)
+        return await self.instance_types.every_size()
 
     async def get(self, provider_id: str) -> NodeClaim:
         name = _vm_name_of(provider_id)
