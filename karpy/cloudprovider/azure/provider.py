@@ -42,7 +42,8 @@ from karpy.cloudprovider.azure.bootstrap import (
     custom_data,
     nodeclass_hash,
 )
-from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
+from karpy.cloudprovider.azure.catalog import AzureInstanceTypes, installs_gpu_drivers
+from karpy.cloudprovider.azure.gpu import driver_for
 from karpy.cloudprovider.azure.imagefamily import image_definitions, image_id
 from karpy.cloudprovider.azure.instances import (
     AzureInstances,
@@ -234,7 +235,8 @@ class AzureCloudProvider:
         it: InstanceType,
         labels: Mapping[str, str],
     ) -> NodeBootstrap:
-        """The node's bootstrapping: labels, taints, kubelet settings and the cluster's."""
+        """The node's bootstrapping: labels, taints, kubelet settings and the cluster's, and the
+        NVIDIA driver of a GPU size unless the class manages drivers elsewhere."""
         sku = self.instance_types.sku(it.name)
         cpu_milli, memory = kube_reserved(sku.vcpus, sku.memory_gib) if sku else (0, 0)
         reserved = {"cpu": f"{cpu_milli}m", "memory": f"{memory // (1024 * 1024)}Mi"} if sku else {}
@@ -264,6 +266,7 @@ class AzureCloudProvider:
             tenant_id=s.tenant_id,
             kubelet_identity_client_id=s.kubelet_identity_client_id,
             admin_username=s.admin_username,
+            gpu=driver_for(it.name) if installs_gpu_drivers(nodeclass) else None,
         )
 
     def _request(
@@ -403,7 +406,7 @@ class AzureCloudProvider:
         )
 
     async def _types(self) -> builtins.list[InstanceType]:
-        return await self.instance_types.for_nodeclass(None)
+        return await self.instance_types.every_size()
 
     async def get(self, provider_id: str) -> NodeClaim:
         name = _vm_name_of(provider_id)
