@@ -6,7 +6,9 @@ the nodes' subnet. karpy authenticates with the SDK's `DefaultAzureCredential` u
 fake serves App Service's managed identity protocol, `IDENTITY_ENDPOINT`) and trusts the fake's
 certificate through `SSL_CERT_FILE`. The kwok simulator plays the VMs' kubelets
 (`tests.e2e.azure_kubelets`). A pending pod is provisioned as a VM that joins; when the pod
-goes, the empty node is consolidated away and no VM or NIC is left.
+goes, the empty node is consolidated away and no VM or NIC is left. A pod asking for an NVIDIA
+GPU, under a NodePool asking for NVIDIA sizes, gets a GPU VM whose custom data installs the
+driver and whose Node offers `nvidia.com/gpu`.
 """
 
 from __future__ import annotations
@@ -83,28 +85,37 @@ def _seed(arm: ThreadedFakeArm) -> None:
     arm.state.retry_after = "1"
 
 
+def _env(arm: ThreadedFakeArm) -> dict[str, str]:
+    return {
+        "PROVIDER": "azure",
+        "CLUSTER_NAME": "aks-e2e",
+        "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
+        "KUBELET_BOOTSTRAP_TOKEN": "e2e000.0123456789abcdef",
+        "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
+        "LOCATION": LOCATION,
+        "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
+        "VNET_SUBNET_ID": SUBNET,
+        "ARM_ENDPOINT": arm.url,
+        "AZURE_PRICES_ENDPOINT": arm.url,
+        "IDENTITY_ENDPOINT": f"{arm.url}/msi/token",
+        "IDENTITY_HEADER": "e2e",
+        "SSL_CERT_FILE": str(arm.cert_path),
+    }
+
+
+def _launched(kubectl: Kubectl) -> dict[str, Any] | None:
+    for claim in nodeclaims(kubectl):
+        if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
+            return claim
+    return None
+
+
 def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
     karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
 ) -> None:
     with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
         _seed(arm)
-        karpy_factory(
-            {
-                "PROVIDER": "azure",
-                "CLUSTER_NAME": "aks-e2e",
-                "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
-                "KUBELET_BOOTSTRAP_TOKEN": "e2e000.0123456789abcdef",
-                "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
-                "LOCATION": LOCATION,
-                "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
-                "VNET_SUBNET_ID": SUBNET,
-                "ARM_ENDPOINT": arm.url,
-                "AZURE_PRICES_ENDPOINT": arm.url,
-                "IDENTITY_ENDPOINT": f"{arm.url}/msi/token",
-                "IDENTITY_HEADER": "e2e",
-                "SSL_CERT_FILE": str(arm.cert_path),
-            }
-        )
+        karpy_factory(_env(arm))
         kubectl.apply(NODECLASS)
         kubectl.apply(NODEPOOL)
         wait_nodepool_ready(kubectl, "default", timeout=120)
@@ -126,13 +137,9 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
             }
         )
 
-        def launched() -> dict[str, Any] | None:
-            for claim in nodeclaims(kubectl):
-                if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
-                    return claim
-            return None
-
-        claim = wait_for(launched, timeout=120, message="a NodeClaim with an Azure providerID")
+        claim = wait_for(
+            lambda: _launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
+        )
         name = claim["metadata"]["name"]
         (vm,) = arm.state.of_kind("vm")
         assert vm["name"] == f"aks-{name}"
@@ -179,6 +186,119 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
             lambda: not arm.state.of_kind("vm") and not arm.state.of_kind("nic"),
             timeout=180,
             message="the empty node consolidated away, its VM and NIC deleted",
+        )
+        wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
+    assert kubelets.errors == []
+
+
+GPU_SKUS = json.loads(
+    (REPO / "tests/unit/cloudprovider/azure/data/southcentralus-gpu-skus.json").read_text()
+)["value"]
+# Test prices, not Azure's: NC6s_v3 is the cheapest NVIDIA size.
+GPU_PRICES = {
+    "Standard_NC6s_v3": 3.0,
+    "Standard_NC16as_T4_v3": 3.2,
+    "Standard_NV36ads_A10_v5": 3.3,
+    "Standard_NC24ads_A100_v4": 3.7,
+    "Standard_ND96asr_v4": 27.0,
+    "Standard_ND96isr_MI300X_v5": 1.0,
+}
+
+
+def _seed_gpus(arm: ThreadedFakeArm) -> None:
+    _seed(arm)
+    for record in json.loads(json.dumps(GPU_SKUS)):
+        record["locations"] = [LOCATION]
+        for info in record["locationInfo"]:
+            info["location"] = LOCATION
+        arm.state.skus[LOCATION].append(record)
+    arm.state.prices += [
+        {
+            "armSkuName": name,
+            "armRegionName": LOCATION,
+            "retailPrice": price,
+            "skuName": name.removeprefix("Standard_").replace("_", " "),
+            "productName": "Virtual Machines N Series",
+            "type": "Consumption",
+            "unitOfMeasure": "1 Hour",
+        }
+        for name, price in GPU_PRICES.items()
+    ]
+
+
+def test_a_gpu_pod_gets_a_gpu_vm_whose_node_offers_the_gpu(
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
+) -> None:
+    with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
+        _seed_gpus(arm)
+        karpy_factory(_env(arm))
+        kubectl.apply(NODECLASS)
+        nodepool = json.loads(json.dumps(NODEPOOL))
+        requirements = nodepool["spec"]["template"]["spec"]["requirements"]
+        requirements[-1] = {
+            "key": "karpenter.azure.com/sku-gpu-manufacturer",
+            "operator": "In",
+            "values": ["nvidia"],
+        }
+        kubectl.apply(nodepool)
+        wait_nodepool_ready(kubectl, "default", timeout=120)
+        gpu = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
+        kubectl.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "trainer", "namespace": namespace},
+                "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [
+                        {
+                            "name": "trainer",
+                            "image": "cuda",
+                            "resources": {"requests": gpu, "limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ],
+                },
+            }
+        )
+        claim = wait_for(
+            lambda: _launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
+        )
+        name = claim["metadata"]["name"]
+        labels = claim["metadata"]["labels"]
+        assert labels["node.kubernetes.io/instance-type"] == "Standard_NC6s_v3"
+        assert labels["karpenter.azure.com/sku-gpu-manufacturer"] == "nvidia"
+        assert labels["karpenter.azure.com/sku-gpu-count"] == "1"
+        assert claim["status"]["allocatable"]["nvidia.com/gpu"] == "1"
+        (vm,) = arm.state.of_kind("vm")
+        assert vm["properties"]["hardwareProfile"]["vmSize"] == "Standard_NC6s_v3"
+        boot = read_custom_data(vm["properties"]["osProfile"]["customData"]).variables
+        assert boot["GPU_NODE"] == "true"
+        assert (boot["GPU_DRIVER_TYPE"], boot["GPU_DRIVER_VERSION"]) == ("cuda", "550.144.03")
+
+        def running() -> bool:
+            pod = kubectl.json("get", "pod", "trainer", "-n", namespace)
+            return (
+                pod["spec"].get("nodeName") == vm["name"]
+                and pod["status"].get("phase") == "Running"
+            )
+
+        wait_for(running, timeout=120, message="the GPU pod bound to the VM's Node and Running")
+        node = kubectl.json("get", "node", vm["name"])
+        assert node["status"]["allocatable"]["nvidia.com/gpu"] == "1"
+        assert node["metadata"]["labels"]["karpenter.azure.com/sku-gpu-manufacturer"] == "nvidia"
+
+        def initialized() -> bool:
+            state = condition(kubectl.json("get", "nodeclaim", name), "Initialized")
+            return state is not None and state.get("status") == "True"
+
+        # Initialized only once the Node offers the GPU the NodeClaim was launched for.
+        wait_for(initialized, timeout=90, message="the GPU NodeClaim Initialized")
+
+        kubectl("delete", "pod", "trainer", "-n", namespace, timeout=60)
+        wait_for(
+            lambda: not arm.state.of_kind("vm") and not arm.state.of_kind("nic"),
+            timeout=180,
+            message="the empty GPU node consolidated away, its VM and NIC deleted",
         )
         wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
     assert kubelets.errors == []

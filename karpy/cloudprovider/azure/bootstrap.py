@@ -20,7 +20,13 @@ inherit them) and starts `provision_start.sh`. The variables that make the node 
   Karpenter removes once the Node registers), `--max-pods`, `--cluster-dns`, the SKU's
   `--kube-reserved` and `--eviction-hard`, and the AKSNodeClass's `kubelet` settings;
 - the cluster's networking, subscription, region and node resource group, the Kubernetes
-  version and binaries of the node's architecture, and the containerd configuration.
+  version and binaries of the node's architecture, and the containerd configuration;
+- on a GPU node (a size AKS installs NVIDIA drivers on, `karpy.cloudprovider.azure.gpu`):
+  `GPU_NODE=true` with the driver's kind, version and `aks-gpu` image tag (`GPU_DRIVER_TYPE`,
+  `GPU_DRIVER_VERSION`, `GPU_IMAGE_SHA`), which the image's scripts install, and containerd's
+  default runtime `nvidia-container-runtime`, as upstream's aksscriptless mode gives it (MIG,
+  fabric manager and the device plugin stay off there too). A class with `gpu.mode: None` gets
+  none of it: its GPU nodes boot as any node, for a GPU operator to set up.
 
 Hash: karpy's own value of the AKSNodeClass spec, with its own hash version, so a NodeClaim
 launched by the upstream provider (another version) is re-stamped, never found drifted.
@@ -43,6 +49,7 @@ from karpy.apis.azure.v1beta1 import labels as azure
 from karpy.apis.azure.v1beta1.aksnodeclass import KubeletConfiguration
 from karpy.apis.v1.labels import TAINT_EFFECT_NO_EXECUTE, TAINT_UNREGISTERED_KEY
 from karpy.cloudprovider.aws.kubeletlabels import kubelet_safe
+from karpy.cloudprovider.azure.gpu import GpuDriver
 
 __all__ = [
     "CLUSTER_DNS_DEFAULT",
@@ -125,18 +132,21 @@ net.ipv4.neigh.default.gc_thresh3=16384
 """
 
 
-def _containerd_config(*, cgroup_v2: bool = True) -> str:
-    """containerd's configuration (version 2, CRI with runc) on an AKS node."""
+def _containerd_config(*, cgroup_v2: bool = True, gpu: bool = False) -> str:
+    """containerd's configuration (version 2, CRI) on an AKS node: runc, or on a GPU node the
+    NVIDIA container runtime (which hands the GPUs to containers) for every runtime."""
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     systemd = "      SystemdCgroup = true\n" if cgroup_v2 else ""
+    default = "nvidia-container-runtime" if gpu else "runc"
+    binary = "/usr/bin/nvidia-container-runtime" if gpu else "/usr/bin/runc"
     runtimes = ""
-    for name in ("runc", "untrusted"):
+    for name in (default, "untrusted"):
         runtimes += (
             f"    [{cri}.containerd.runtimes.{name}]\n"
             '      runtime_type = "io.containerd.runc.v2"\n'
             f"    [{cri}.containerd.runtimes.{name}.options]\n"
-            '      BinaryName = "/usr/bin/runc"\n'
-            f"{systemd if name == 'runc' else ''}"
+            f'      BinaryName = "{binary}"\n'
+            f"{systemd if name == default else ''}"
         )
     return (
         "version = 2\n"
@@ -144,7 +154,7 @@ def _containerd_config(*, cgroup_v2: bool = True) -> str:
         f"[{cri}]\n"
         f'  sandbox_image = "{PAUSE_IMAGE}"\n'
         f"  [{cri}.containerd]\n"
-        '    default_runtime_name = "runc"\n'
+        f'    default_runtime_name = "{default}"\n'
         f"{runtimes}"
         f"  [{cri}.registry]\n"
         '    config_path = "/etc/containerd/certs.d"\n'
@@ -305,6 +315,8 @@ class NodeBootstrap:
     tenant_id: str = ""
     kubelet_identity_client_id: str = ""
     admin_username: str = "azureuser"
+    gpu: GpuDriver | None = None
+    """The NVIDIA driver to install: set on a GPU node whose class installs drivers."""
 
 
 def kubelet_flags(b: NodeBootstrap) -> dict[str, str]:
@@ -371,6 +383,7 @@ def variables(b: NodeBootstrap) -> dict[str, str]:
     credential_provider = credential_provider_url(b.kubernetes_version, b.arch)
     version = b.kubernetes_version.lstrip("v")
     true, false = "true", "false"
+    gpu = b.gpu
     return {
         "ADMINUSER": b.admin_username,
         "TENANT_ID": b.tenant_id,
@@ -424,7 +437,7 @@ def variables(b: NodeBootstrap) -> dict[str, str]:
         "CONTAINER_RUNTIME": "containerd",
         "CLI_TOOL": "ctr",
         "NEEDS_CONTAINERD": true,
-        "CONTAINERD_CONFIG_CONTENT": _b64(_containerd_config()),
+        "CONTAINERD_CONFIG_CONTENT": _b64(_containerd_config(gpu=gpu is not None)),
         "API_SERVER_NAME": fqdn,
         "KUBE_CA_CRT": b.ca_bundle,
         "ENABLE_TLS_BOOTSTRAPPING": true,
@@ -434,8 +447,16 @@ def variables(b: NodeBootstrap) -> dict[str, str]:
         "KUBELET_NODE_LABELS": _join(labels, "="),
         "KUBELET_CONFIG_FILE_ENABLED": false,
         "IS_VHD": true,
-        "GPU_NODE": false,
+        "GPU_NODE": true if gpu is not None else false,
+        "SGX_NODE": false,
+        "MIG_NODE": false,
         "CONFIG_GPU_DRIVER_IF_NEEDED": true,
+        "ENABLE_GPU_DEVICE_PLUGIN_IF_NEEDED": false,
+        "GPU_NEEDS_FABRIC_MANAGER": false,
+        "GPU_DRIVER_TYPE": gpu.kind if gpu is not None else "",
+        "GPU_DRIVER_VERSION": gpu.version if gpu is not None else "",
+        "GPU_IMAGE_SHA": gpu.image_tag if gpu is not None else "",
+        "GPU_INSTANCE_PROFILE": "",
         "NEEDS_CGROUPV2": true,
         "SYSCTL_CONTENT": _b64(_SYSCTLS),
         "ENSURE_NO_DUPE_PROMISCUOUS_BRIDGE": false,

@@ -3,8 +3,9 @@ unavailable-offerings cache rules out marked unavailable, for one AKSNodeClass.
 
 The SKU list is read once through the Resource SKUs API (`$filter=location eq '<region>'`) and
 kept for `sku_ttl` (SKUs change rarely; upstream caches them for hours too). Instance types are
-rebuilt only when something they depend on changes: the NodeClass's `maxPods` and
-`osDiskSizeGB`, the price table (`set_prices`) or the cache's `seq_num`.
+rebuilt only when something they depend on changes: the NodeClass's `maxPods`,
+`osDiskSizeGB`, `imageFamily` and `gpu.mode` (which GPU sizes are offered), the price table
+(`set_prices`) or the cache's `seq_num`.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from karpy.apis.azure.v1beta1 import AKSNodeClass
+from karpy.apis.azure.v1beta1.aksnodeclass import IMAGE_FAMILY_DEFAULT
 from karpy.cloudprovider.azure.instancetypes import PriceTable, instance_type, zone_label
 from karpy.cloudprovider.azure.skus import Sku, max_pods, parse_sku
 from karpy.cloudprovider.azure.unavailable import AzureUnavailableOfferings
 from karpy.scheduling.instancetypes import InstanceType
 
-__all__ = ["DEFAULT_SKU_TTL", "AzureInstanceTypes", "sku_records"]
+__all__ = ["DEFAULT_SKU_TTL", "AzureInstanceTypes", "installs_gpu_drivers", "sku_records"]
 
 DEFAULT_SKU_TTL: Final = 3600.0
 
@@ -36,6 +38,13 @@ async def sku_records(compute: Any, *, location: str) -> list[Mapping[str, Any]]
     """Every Resource SKU record of `location`, in ARM's JSON form."""
     pages = compute.resource_skus.list(filter=f"location eq '{location}'")
     return [_wire(item) async for item in pages]
+
+
+def installs_gpu_drivers(nodeclass: AKSNodeClass | None) -> bool:
+    """Whether the class's GPU nodes get their drivers from AKS's provisioning (`gpu.mode`
+    `Driver`, the default) rather than from elsewhere (`None`)."""
+    gpu = nodeclass.spec.gpu if nodeclass is not None else None
+    return gpu is None or gpu.mode != "None"
 
 
 class AzureInstanceTypes:
@@ -104,19 +113,54 @@ class AzureInstanceTypes:
 
     async def for_nodeclass(self, nodeclass: AKSNodeClass | None) -> list[InstanceType]:
         """The region's SKUs as instance types for `nodeclass` (None: the class's defaults)."""
+        return await self._for(
+            pods=self.pods(nodeclass),
+            os_disk_size_gb=nodeclass.spec.os_disk_size_gb if nodeclass is not None else 128,
+            image_family=(
+                nodeclass.spec.image_family if nodeclass is not None else IMAGE_FAMILY_DEFAULT
+            ),
+            install_gpu_drivers=installs_gpu_drivers(nodeclass),
+        )
+
+    async def every_size(self) -> list[InstanceType]:
+        """Every size of the region, none left out for its GPUs, sized as a default class's:
+        what a VM of any class is read back with (its SKU's labels and capacity)."""
+        return await self._for(
+            pods=self.pods(None),
+            os_disk_size_gb=128,
+            image_family=IMAGE_FAMILY_DEFAULT,
+            install_gpu_drivers=False,
+        )
+
+    async def _for(
+        self, *, pods: int, os_disk_size_gb: int, image_family: str, install_gpu_drivers: bool
+    ) -> list[InstanceType]:
         skus = await self.skus()
-        disk = nodeclass.spec.os_disk_size_gb if nodeclass is not None else 128
-        pods = self.pods(nodeclass)
-        key = (pods, disk, self._prices_version, self.unavailable.seq_num, id(skus))
+        key: tuple[Any, ...] = (pods, os_disk_size_gb, image_family, install_gpu_drivers)
+        key += (self._prices_version, self.unavailable.seq_num, id(skus))
         built = self._built.get(key)
         if built is None:
-            built = self._build(skus.values(), pods=pods, os_disk_size_gb=disk)
+            built = self._build(
+                skus.values(),
+                pods=pods,
+                os_disk_size_gb=os_disk_size_gb,
+                image_family=image_family,
+                install_gpu_drivers=install_gpu_drivers,
+            )
             if len(self._built) > 16:
                 self._built.clear()
             self._built[key] = built
         return built
 
-    def _build(self, skus: Any, *, pods: int, os_disk_size_gb: int) -> list[InstanceType]:
+    def _build(
+        self,
+        skus: Any,
+        *,
+        pods: int,
+        os_disk_size_gb: int,
+        image_family: str,
+        install_gpu_drivers: bool,
+    ) -> list[InstanceType]:
         out: list[InstanceType] = []
         for sku in skus:
             it = instance_type(
@@ -126,6 +170,8 @@ class AzureInstanceTypes:
                 pods=pods,
                 os_disk_size_gb=os_disk_size_gb,
                 vm_memory_overhead_percent=self.vm_memory_overhead_percent,
+                image_family=image_family,
+                install_gpu_drivers=install_gpu_drivers,
             )
             if it is None:
                 continue

@@ -5,7 +5,9 @@ The format is the kwok `instance_types.json` one (`karpy.scheduling.catalog`) wi
 `labels` (the SKU's `karpenter.azure.com/sku-*` and AKS labels, as the AWS export carries its
 own), and only the offerings that were available. Reading one back gives each type the AKS
 kubelet overhead (kube-reserved by vCPUs and memory, from the `sku-cpu` and `sku-memory`
-labels, plus the `memory.available<750Mi` eviction threshold), as the live provider does.
+labels, plus the `memory.available<750Mi` eviction threshold), as the live provider does, and
+reads the GPU labels an entry does not carry (`sku-gpu-manufacturer`, `sku-gpu-name`) as
+`DoesNotExist`, so a NodePool asking for NVIDIA GPUs gets only the entries that have them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = ["dump_azure_catalog", "is_azure_catalog_file", "load_azure_catalog_fi
 
 _CARRIED = frozenset({LABEL_ARCH, LABEL_OS, LABEL_TOPOLOGY_ZONE, LABEL_CAPACITY_TYPE})
 """Labels the catalogue format carries in its own fields or in the offerings."""
+_ABSENT_AS_DOES_NOT_EXIST = (azure.LABEL_SKU_GPU_MANUFACTURER, azure.LABEL_SKU_GPU_NAME)
 
 
 def dump_azure_catalog(types: Iterable[InstanceType]) -> list[dict[str, Any]]:
@@ -95,10 +98,18 @@ def load_azure_catalog_file(path: str | Path) -> list[InstanceType]:
             labels_by_name[entry["name"]] = labels if isinstance(labels, Mapping) else {}
 
     def labels_for(name: str, capacity: ResourceMap) -> Sequence[Requirement]:
+        labels = labels_by_name.get(name, {})
         return [
-            Requirement(str(key), complement=False, values=(str(value),))
-            for key, value in labels_by_name.get(name, {}).items()
-            if key not in _CARRIED
+            *(
+                Requirement(str(key), complement=False, values=(str(value),))
+                for key, value in labels.items()
+                if key not in _CARRIED
+            ),
+            *(
+                Requirement(key, complement=False, values=())
+                for key in _ABSENT_AS_DOES_NOT_EXIST
+                if key not in labels
+            ),
         ]
 
     return [

@@ -1,18 +1,29 @@
 """The AKSNodeClass status: what `AKSNodeClassResolver` finds for a class, and the controller that
-writes it (`AKSNodeClassController`, registered by the plugin).
+writes it (`AKSNodeClassController`, registered by the plugin), with the upstream Azure provider's
+conditions, reasons and order.
 
-- `ImagesReady`: the newest version of the AKS node image of the class's `imageFamily` in the
-  community galleries, per architecture (`status.images`, each with its `kubernetes.io/arch`
-  requirement). Windows families are not served yet: False, `ImageFamilyNotSupported`.
-- `KubernetesVersionReady`: the apiserver's version (`status.kubernetesVersion`, `1.33.1`).
+- `KubernetesVersionReady`: the apiserver's version (`status.kubernetesVersion`, `1.33.1`). It is
+  resolved first, because the images depend on it.
+- `ImagesReady`: the newest version of each AKS node image the class's `imageFamily` means at
+  that Kubernetes version (`imagefamily`: `Ubuntu` is 22.04 before 1.34 and 24.04 from it,
+  `AzureLinux` is Azure Linux 2 before 1.32 and 3 from it), per architecture (`status.images`,
+  each with its `kubernetes.io/arch` requirement), so `status.images` moves to the new OS when
+  the cluster's version crosses a boundary. False with `ImagesNotFound` when the gallery has no
+  version, `SIGRequiredForFIPS` with `fipsMode: FIPS` (FIPS images are not in the community
+  galleries), `ImageFamilyNotSupported` for the Windows families (the message says why and what
+  to use instead), `KubernetesVersionNotReady` while the version is unknown.
 - `SubnetsReady`: the class's `vnetSubnetID` (else `VNET_SUBNET_ID`) exists: False,
   `SubnetNotFound`, when ARM answers 404; a malformed ID is `SubnetIDInvalid`.
-- `Ready`: over the three, as operatorpkg computes a root condition.
+- `ValidationSucceeded`: the class can be launched with in this provision mode (`validate`).
+  Upstream v1.7.x's runtime validation passes every admitted class; its later releases fail it as
+  `IncompatibleProvisionMode` for image families the provision mode cannot launch, as karpy does
+  for the Windows families in "aksscriptless".
+- `Ready`: over the four, as operatorpkg computes a root condition (`UnhealthyDependents`, the
+  message naming the False ones); a class not Ready is not launched with.
 
 Conditions keep their transition time while their status holds and carry the generation they
 describe. The class carries the finalizer `karpenter.azure.com/termination`: once deleted, it
-waits while NodeClaims still use it (a NodeClaim's deletion wakes it), then lets it go. Not yet:
-`ValidationSucceeded`.
+waits while NodeClaims still use it (a NodeClaim's deletion wakes it), then lets it go.
 """
 
 from __future__ import annotations
@@ -29,16 +40,21 @@ from karpy.apis.azure.v1beta1 import labels as azure
 from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import AKSNODECLASSES
 from karpy.apis.v1.labels import LABEL_ARCH
+from karpy.cloudprovider.azure.imagefamily import (
+    WINDOWS_FAMILIES,
+    image_definitions,
+    image_id,
+    windows_unsupported,
+)
 from karpy.kube import Client, Clock, Informer, NotFoundError, RealClock, Result
 from karpy.kube.builder import Builder
 from karpy.kube.client import PatchType
 
 __all__ = [
     "DEPENDENTS",
-    "IMAGE_DEFINITIONS",
     "AKSNodeClassController",
     "AKSNodeClassResolver",
-    "image_id",
+    "validate",
 ]
 
 JSON = dict[str, Any]
@@ -51,40 +67,19 @@ DEPENDENTS: Final = (
     azure.CONDITION_IMAGES_READY,
     azure.CONDITION_KUBERNETES_VERSION_READY,
     azure.CONDITION_SUBNETS_READY,
+    azure.CONDITION_VALIDATION_SUCCEEDED,
 )
-
-_UBUNTU: Final = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
-_AZURE_LINUX: Final = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
-IMAGE_DEFINITIONS: Final[dict[str, dict[str, tuple[str, str]]]] = {
-    "Ubuntu": {
-        "amd64": (_UBUNTU, "2204gen2containerd"),
-        "arm64": (_UBUNTU, "2204gen2arm64containerd"),
-    },
-    "Ubuntu2204": {
-        "amd64": (_UBUNTU, "2204gen2containerd"),
-        "arm64": (_UBUNTU, "2204gen2arm64containerd"),
-    },
-    "Ubuntu2404": {
-        "amd64": (_UBUNTU, "2404gen2containerd"),
-        "arm64": (_UBUNTU, "2404gen2arm64containerd"),
-    },
-    "AzureLinux": {
-        "amd64": (_AZURE_LINUX, "V2gen2"),
-        "arm64": (_AZURE_LINUX, "V2gen2arm64"),
-    },
-}
-"""Image family -> architecture -> (community gallery, image definition) of the AKS node images,
-as the upstream provider names them."""
+FIPS_UNSUPPORTED: Final = (
+    "fipsMode FIPS needs FIPS node images, which AKS publishes only to its shared image "
+    "galleries (upstream reads them only with UseSIG, in AKS-managed node auto-provisioning); "
+    "karpy reads the community galleries: leave fipsMode out or set it to Disabled"
+)
 
 _SUBNET: Final = re.compile(
     r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
     r"Microsoft\.Network/virtualNetworks/(?P<vnet>[^/]+)/subnets/(?P<subnet>[^/]+)",
     re.IGNORECASE,
 )
-
-
-def image_id(gallery: str, definition: str, version: str) -> str:
-    return f"/CommunityGalleries/{gallery}/images/{definition}/versions/{version}"
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -119,14 +114,22 @@ class AKSNodeClassResolver:
             return None
         return max(names, key=_version_key) if names else None
 
-    async def images(self, family: str) -> tuple[list[JSON], str, str]:
-        """(`status.images`, reason, message); no images with the reason they are missing."""
-        definitions = IMAGE_DEFINITIONS.get(family)
-        if definitions is None:
-            return [], "ImageFamilyNotSupported", f"imageFamily {family} is not supported yet"
+    async def images(
+        self, family: str, kubernetes_version: str, *, fips: bool = False
+    ) -> tuple[list[JSON], str, str]:
+        """(`status.images`, reason, message) of a family at a Kubernetes version: the newest
+        version of each of its image definitions, in preference order; no images with the reason
+        they are missing."""
+        if fips:
+            return [], "SIGRequiredForFIPS", FIPS_UNSUPPORTED
+        if family in WINDOWS_FAMILIES:
+            return [], "ImageFamilyNotSupported", windows_unsupported(family)
+        definitions = image_definitions(family, kubernetes_version)
+        if not definitions:
+            return [], "ImageFamilyNotSupported", f"imageFamily {family} is not known"
         images: list[JSON] = []
         missing: list[str] = []
-        for arch, (gallery, definition) in definitions.items():
+        for arch, gallery, definition in definitions:
             version = await self._latest(gallery, definition)
             if version is None:
                 missing.append(f"{gallery}/{definition}")
@@ -153,36 +156,67 @@ class AKSNodeClassResolver:
         return True, "", ""
 
     async def resolve(self, obj: Mapping[str, Any], *, now: datetime) -> JSON:
-        """The class's new status (conditions updated from its current ones)."""
+        """The class's new status (conditions updated from its current ones). The Kubernetes
+        version is resolved first: the images are chosen for it."""
         spec = obj.get("spec") or {}
         status: JSON = dict(obj.get("status") or {})
         conditions = Conditions.of(obj, now=now, dependents=DEPENDENTS)
-        images, reason, message = await self.images(str(spec.get("imageFamily") or "Ubuntu"))
-        if images:
-            status["images"] = images
-            conditions.set_true(azure.CONDITION_IMAGES_READY)
-        else:
-            status.pop("images", None)
-            conditions.set_false(azure.CONDITION_IMAGES_READY, reason=reason, message=message)
+        family = str(spec.get("imageFamily") or "Ubuntu")
         version = (await self._kubernetes_version()).lstrip("v").split("+")[0]
         if version:
             status["kubernetesVersion"] = version
             conditions.set_true(azure.CONDITION_KUBERNETES_VERSION_READY)
+            images, reason, message = await self.images(
+                family, version, fips=spec.get("fipsMode") == "FIPS"
+            )
         else:
             conditions.set_false(
                 azure.CONDITION_KUBERNETES_VERSION_READY,
                 reason="KubernetesVersionUnknown",
                 message="the apiserver reported no version",
             )
+            images, reason, message = (
+                [],
+                "KubernetesVersionNotReady",
+                "images are chosen for the cluster's Kubernetes version, which is not known yet",
+            )
+        if images:
+            status["images"] = images
+            conditions.set_true(azure.CONDITION_IMAGES_READY)
+        else:
+            status.pop("images", None)
+            conditions.set_false(azure.CONDITION_IMAGES_READY, reason=reason, message=message)
         subnet_id = str(spec.get("vnetSubnetID") or self.default_subnet_id)
         ok, reason, message = await self.subnet(subnet_id)
         if ok:
             conditions.set_true(azure.CONDITION_SUBNETS_READY)
         else:
             conditions.set_false(azure.CONDITION_SUBNETS_READY, reason=reason, message=message)
+        reason, message = validate(spec)
+        if reason:
+            conditions.set_false(
+                azure.CONDITION_VALIDATION_SUCCEEDED, reason=reason, message=message
+            )
+        else:
+            conditions.set_true(azure.CONDITION_VALIDATION_SUCCEEDED)
         conditions.compute_root()
         status["conditions"] = conditions.items
         return status
+
+
+def validate(spec: Mapping[str, Any]) -> tuple[str, str]:
+    """(reason, message) of why a class cannot be launched with in this provision mode; empty
+    when it can. Upstream v1.7.x's runtime validation passes every class (its CRD rules reject
+    the rest at admission); later releases fail it, as `IncompatibleProvisionMode`, for an image
+    family the provision mode cannot launch, which here are the Windows families."""
+    family = str(spec.get("imageFamily") or "")
+    if family in WINDOWS_FAMILIES:
+        return (
+            "IncompatibleProvisionMode",
+            f"imageFamily {family} is not supported with provision mode aksscriptless: "
+            "upstream launches Windows nodes only with PROVISION_MODE=aksmachineapi",
+        )
+    return "", ""
 
 
 class AKSNodeClassController:

@@ -5,9 +5,12 @@ A refused launch (SkuNotAvailable, AllocationFailed, quota, ...) is recorded in 
 unavailable-offerings cache before the `InsufficientCapacityError` goes up, so the retried
 NodeClaim's instance types no longer offer what was refused and no request is repeated.
 
-The AKSNodeClass must not be `Ready=False`. Until the AKSNodeClass status controller lands, a
-class with no status yet launches with the settings' subnet and the community gallery's latest
-node image of its `imageFamily`; a resolved `status.images` is used when present.
+The AKSNodeClass must not be `Ready=False`. Its resolved `status.images` entry for the instance
+type is used; a class with no status yet launches with the settings' subnet and the community
+gallery's latest node image of what its `imageFamily` means at the Kubernetes version
+(`imagefamily`). Instance types whose architecture none of the resolved images boots (arm64 with
+Azure Linux 3) are not offered for the class; before the images are resolved, such a launch fails
+with `ImageNotFound`, as upstream's "no compatible images found" does.
 """
 
 from __future__ import annotations
@@ -39,18 +42,20 @@ from karpy.cloudprovider.azure.bootstrap import (
     custom_data,
     nodeclass_hash,
 )
-from karpy.cloudprovider.azure.catalog import AzureInstanceTypes
+from karpy.cloudprovider.azure.catalog import AzureInstanceTypes, installs_gpu_drivers
+from karpy.cloudprovider.azure.gpu import driver_for
+from karpy.cloudprovider.azure.imagefamily import image_definitions, image_id
 from karpy.cloudprovider.azure.instances import (
     AzureInstances,
     CapacityError,
     LaunchRequest,
     VirtualMachine,
 )
-from karpy.cloudprovider.azure.nodeclassstatus import IMAGE_DEFINITIONS, image_id
 from karpy.cloudprovider.azure.skus import EVICTION_MEMORY_AVAILABLE_MIB, kube_reserved
 from karpy.cloudprovider.azure.unavailable import LaunchFailure, classify
 from karpy.cloudprovider.kwok.instances import plan
 from karpy.cloudprovider.types import (
+    CreateError,
     InsufficientCapacityError,
     NodeClaimNotFoundError,
     NodeClassNotReadyError,
@@ -88,12 +93,14 @@ REPAIR_POLICIES: Final = (
 """A kubelet that has not been Ready for 10 minutes (the upstream Azure provider's policy)."""
 
 
-def default_image_id(image_family: str, arch: str) -> str:
-    """The community gallery's latest AKS node image of a family for an architecture (before
-    the status controller has resolved a version)."""
-    definitions = IMAGE_DEFINITIONS.get(image_family) or IMAGE_DEFINITIONS["Ubuntu"]
-    gallery, definition = definitions.get(arch) or definitions["amd64"]
-    return image_id(gallery, definition, "latest")
+def default_image_id(image_family: str, arch: str, kubernetes_version: str) -> str | None:
+    """The community gallery's latest AKS node image of a family for an architecture at a
+    Kubernetes version (before the status controller has resolved a version); None when the
+    family has no image for the architecture (Azure Linux 3 on arm64, the Windows families)."""
+    for found in image_definitions(image_family, kubernetes_version):
+        if found.arch == arch:
+            return image_id(found.gallery, found.definition, "latest")
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,12 +192,13 @@ class AzureCloudProvider:
             claim.spec.resources.requests if claim.spec.resources else None,
             field="spec.resources.requests",
         )
-        choice = plan(reqs, requests, types)
+        choice = plan(reqs, requests, _with_image(nodeclass, types))
         it, offering = choice.instance_type, choice.offering
         node_labels = choice.labels(reqs)
         node_labels.update(claim.metadata.labels or {})
-        request = self._request(claim, nodeclass, it, offering.zone, offering.capacity_type)
         boot = await self._bootstrap(claim, nodeclass, it, node_labels)
+        image = self._image(nodeclass, it, boot.arch, boot.kubernetes_version)
+        request = self._request(claim, nodeclass, it, offering.zone, offering.capacity_type, image)
         request = replace(request, custom_data=custom_data(boot))
         try:
             vm = await self.instances.launch(request)
@@ -227,7 +235,8 @@ class AzureCloudProvider:
         it: InstanceType,
         labels: Mapping[str, str],
     ) -> NodeBootstrap:
-        """The node's bootstrapping: labels, taints, kubelet settings and the cluster's."""
+        """The node's bootstrapping: labels, taints, kubelet settings and the cluster's, and the
+        NVIDIA driver of a GPU size unless the class manages drivers elsewhere."""
         sku = self.instance_types.sku(it.name)
         cpu_milli, memory = kube_reserved(sku.vcpus, sku.memory_gib) if sku else (0, 0)
         reserved = {"cpu": f"{cpu_milli}m", "memory": f"{memory // (1024 * 1024)}Mi"} if sku else {}
@@ -257,6 +266,7 @@ class AzureCloudProvider:
             tenant_id=s.tenant_id,
             kubelet_identity_client_id=s.kubelet_identity_client_id,
             admin_username=s.admin_username,
+            gpu=driver_for(it.name) if installs_gpu_drivers(nodeclass) else None,
         )
 
     def _request(
@@ -266,12 +276,8 @@ class AzureCloudProvider:
         it: InstanceType,
         zone: str,
         capacity_type: str,
+        image_id: str,
     ) -> LaunchRequest:
-        sku = self.instance_types.sku(it.name)
-        arch = sku.architecture if sku is not None else "amd64"
-        image = _resolved_image(nodeclass, it) or default_image_id(
-            nodeclass.spec.image_family, arch
-        )
         tags = dict(nodeclass.spec.tags or {})
         tags[azure.TAG_NODECLASS] = nodeclass.metadata.name or ""
         return LaunchRequest(
@@ -282,7 +288,7 @@ class AzureCloudProvider:
             zone=_vm_zone(zone),
             spot=capacity_type == CAPACITY_TYPE_SPOT,
             subnet_id=nodeclass.spec.vnet_subnet_id or self.launch.vnet_subnet_id,
-            image_id=image,
+            image_id=image_id,
             os_disk_size_gb=nodeclass.spec.os_disk_size_gb,
             custom_data="",
             ssh_public_key=self.launch.ssh_public_key,
@@ -290,6 +296,25 @@ class AzureCloudProvider:
             tags=tags,
             identities=self.launch.node_identities,
         )
+
+    @staticmethod
+    def _image(
+        nodeclass: AKSNodeClass, it: InstanceType, arch: str, kubernetes_version: str
+    ) -> str:
+        """The class's resolved image for the instance type, else the family's latest at the
+        Kubernetes version; a clear error when neither exists for its architecture."""
+        resolved = nodeclass.status.images if nodeclass.status else None
+        found = _resolved_image(nodeclass, it)
+        if found is None and not resolved:
+            found = default_image_id(nodeclass.spec.image_family, arch, kubernetes_version)
+        if found is None:
+            raise CreateError(
+                f'AKSNodeClass "{nodeclass.metadata.name}" has no {arch} image of imageFamily '
+                f"{nodeclass.spec.image_family} at Kubernetes {kubernetes_version} for "
+                f"instance type {it.name}",
+                reason="ImageNotFound",
+            )
+        return found
 
     def _record(self, err: CapacityError, it: InstanceType) -> None:
         kind = classify(err.code, str(err))
@@ -381,7 +406,7 @@ class AzureCloudProvider:
         )
 
     async def _types(self) -> builtins.list[InstanceType]:
-        return await self.instance_types.for_nodeclass(None)
+        return await self.instance_types.every_size()
 
     async def get(self, provider_id: str) -> NodeClaim:
         name = _vm_name_of(provider_id)
@@ -406,7 +431,7 @@ class AzureCloudProvider:
             nodeclass = await self._nodeclass(nodepool.spec.template.spec.node_class_ref)
         except (InsufficientCapacityError, NodeClassNotReadyError):
             return []
-        return await self.instance_types.for_nodeclass(nodeclass)
+        return _with_image(nodeclass, await self.instance_types.for_nodeclass(nodeclass))
 
     async def is_drifted(self, claim: NodeClaim) -> str | None:
         """`NodeClassDrift` when the AKSNodeClass spec's hash differs from the one stamped on
@@ -492,6 +517,15 @@ def _resolved_image(nodeclass: AKSNodeClass, it: InstanceType) -> str | None:
         if it.requirements.intersects(reqs) is None:
             return image.id
     return None
+
+
+def _with_image(nodeclass: AKSNodeClass, types: list[InstanceType]) -> list[InstanceType]:
+    """The instance types one of the class's resolved images boots (all of them before the
+    images are resolved): an architecture the image family has no image for (arm64 with Azure
+    Linux 3) is not offered, so pods that need it stay pending instead of failing launches."""
+    if not (nodeclass.status and nodeclass.status.images):
+        return types
+    return [it for it in types if _resolved_image(nodeclass, it) is not None]
 
 
 def _require_not_failed(nodeclass: AKSNodeClass) -> None:

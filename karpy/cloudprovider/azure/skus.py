@@ -7,6 +7,10 @@ A record is the ARM JSON of one `ResourceSku` (`name`, `size`, `family`, `locati
 `VM_MEMORY_OVERHEAD_PERCENT`; kube-reserved is AKS's bracketed "tax" on CPU cores and memory GiB
 (AKS's documented resource reservations); system-reserved is nothing; the hard eviction threshold
 is `memory.available` 750Mi; ephemeral storage is the OS disk; pods from the network plugin.
+
+GPUs: the record's `GPUs` capability counts them; they are NVIDIA GPUs a node can use (the
+`nvidia.com/gpu` capacity and the `sku-gpu-*` labels) only on the sizes AKS installs NVIDIA
+drivers on (`karpy.cloudprovider.azure.gpu`), as upstream counts them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from karpy.apis.azure.v1beta1 import labels as azure
+from karpy.cloudprovider.azure.gpu import is_nvidia_size
 
 __all__ = [
     "EVICTION_MEMORY_AVAILABLE_MIB",
@@ -27,6 +32,7 @@ __all__ = [
     "kube_reserved",
     "max_pods",
     "node_resources",
+    "nvidia_gpus",
     "parse_sku",
     "parse_sku_name",
     "sku_labels",
@@ -106,6 +112,14 @@ class Sku:
 
     def flag(self, name: str) -> bool:
         return self.capability(name).lower() == "true"
+
+    @property
+    def gpus(self) -> int:
+        """The GPUs of the size (the `GPUs` capability; 0 without one or when unreadable)."""
+        try:
+            return max(0, int(self.capability("GPUs", "0")))
+        except ValueError:
+            return 0
 
     @property
     def available_zones(self) -> tuple[str, ...]:
@@ -197,6 +211,8 @@ class SkuName:
     family: str
     series: str
     version: str
+    accelerator: str = ""
+    """The GPU named in the size (`A100` of `NC24ads_A100_v4`), else empty."""
 
 
 # [Standard_]<family letters><subfamily letters><vCPUs>[-<constrained vCPUs>]<features>
@@ -219,12 +235,26 @@ def parse_sku_name(name: str) -> SkuName | None:
         series += "_" + match["accelerator"]
     if match["version"]:
         series += "_v" + match["version"]
-    return SkuName(family=match["family"], series=series, version=version)
+    return SkuName(
+        family=match["family"],
+        series=series,
+        version=version,
+        accelerator=match["accelerator"] or "",
+    )
+
+
+def nvidia_gpus(sku: Sku) -> int:
+    """The NVIDIA GPUs a node of `sku` offers: the record's count on a size AKS installs NVIDIA
+    drivers on, else 0 (upstream's `nvidia.com/gpu` capacity and `sku-gpu-count`)."""
+    return sku.gpus if is_nvidia_size(sku.name) else 0
 
 
 def sku_labels(sku: Sku) -> dict[str, str]:
     """The `karpenter.azure.com/sku-*` labels every node of `sku` carries (the single-valued ones;
-    GPU, ephemeral OS disk and zone labels need more than the record and come with launch)."""
+    ephemeral OS disk and zone labels need more than the record and come with launch).
+
+    `sku-gpu-count` is on every size (`0` without NVIDIA GPUs); `sku-gpu-manufacturer` and
+    `sku-gpu-name` (the GPU the size name carries, when it names one) only on NVIDIA sizes."""
     out = {
         azure.LABEL_SKU_NAME: sku.name,
         azure.LABEL_SKU_CPU: str(sku.vcpus),
@@ -241,4 +271,9 @@ def sku_labels(sku: Sku) -> dict[str, str]:
         out[azure.LABEL_SKU_FAMILY] = parts.family
         out[azure.LABEL_SKU_SERIES] = parts.series
         out[azure.LABEL_SKU_VERSION] = parts.version
+    out[azure.LABEL_SKU_GPU_COUNT] = str(nvidia_gpus(sku))
+    if is_nvidia_size(sku.name):
+        out[azure.LABEL_SKU_GPU_MANUFACTURER] = azure.MANUFACTURER_NVIDIA
+        if parts is not None and parts.accelerator:
+            out[azure.LABEL_SKU_GPU_NAME] = parts.accelerator
     return out

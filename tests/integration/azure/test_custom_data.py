@@ -3,7 +3,8 @@ cloud-init runs, which waits for the node image's provisioning scripts, sets eve
 need to join the node (checked for form, as the scripts use them: the API server's host name in
 the bootstrap kubeconfig, the base64 CA, the bootstrap token, the containerd TOML, ...) and
 starts them; kubelet flags the kubelet parses and only labels it accepts, judged by the
-`k8s.io/kubelet` module's own rule (hack/kubeletlabels)."""
+`k8s.io/kubelet` module's own rule (hack/kubeletlabels); a GPU node's NVIDIA driver and
+containerd runtime."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from cryptography.x509.oid import NameOID
 
 from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.cloudprovider.azure.bootstrap import NodeBootstrap, custom_data
+from karpy.cloudprovider.azure.gpu import driver_for
 from karpy.scheduling.quantity import parse_quantity
 from tests.integration.aws.gotools import kubelet_label_rule
 from tests.integration.azure.nodeboot import START, read_custom_data
@@ -102,6 +104,11 @@ BOOLEANS = (
     "USE_INSTANCE_METADATA",
     "NEEDS_CGROUPV2",
     "GPU_NODE",
+    "MIG_NODE",
+    "SGX_NODE",
+    "GPU_NEEDS_FABRIC_MANAGER",
+    "CONFIG_GPU_DRIVER_IF_NEEDED",
+    "ENABLE_GPU_DEVICE_PLUGIN_IF_NEEDED",
     "KUBELET_CONFIG_FILE_ENABLED",
 )
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -372,3 +379,58 @@ def test_the_agent_pool_names_carry_aks_s_cluster_id(fqdn: str, expected: str) -
     v = read_custom_data(custom_data(boot(cluster_endpoint=f"https://{fqdn}:443"))).variables
     assert v["NETWORK_SECURITY_GROUP"] == f"aks-agentpool-{expected}-nsg"
     assert v["ROUTE_TABLE"] == f"aks-agentpool-{expected}-routetable"
+
+
+# -- GPU nodes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "kind", "version", "tag"),
+    [
+        ("Standard_NC6s_v3", "cuda", "550.144.03", "20250328201547"),
+        ("Standard_ND96asr_v4", "cuda", "550.144.03", "20250328201547"),
+        ("Standard_NV36ads_A10_v5", "grid", "550.144.06", "20250512225043"),
+        ("Standard_NC24", "cuda", "470.82.01", "20250328201547"),
+    ],
+)
+def test_a_gpu_node_installs_its_nvidia_driver_and_runs_containers_with_it(
+    size: str, kind: str, version: str, tag: str
+) -> None:
+    v = read_custom_data(custom_data(boot(gpu=driver_for(size)))).variables
+    assert v["GPU_NODE"] == "true"
+    assert v["CONFIG_GPU_DRIVER_IF_NEEDED"] == "true"
+    # The image's scripts pull mcr.microsoft.com/aks/aks-gpu-<type>:<version>-<sha>.
+    assert (v["GPU_DRIVER_TYPE"], v["GPU_DRIVER_VERSION"], v["GPU_IMAGE_SHA"]) == (
+        kind,
+        version,
+        tag,
+    )
+    assert re.fullmatch(r"\d+\.\d+\.\d+", v["GPU_DRIVER_VERSION"])
+    assert re.fullmatch(r"\d{14}", v["GPU_IMAGE_SHA"])
+    # As upstream's aksscriptless mode: no MIG, no SGX, no fabric manager, no device plugin
+    # from the scripts (the NVIDIA device plugin is the cluster's).
+    for name in ("MIG_NODE", "SGX_NODE", "GPU_NEEDS_FABRIC_MANAGER"):
+        assert v[name] == "false", name
+    assert v["ENABLE_GPU_DEVICE_PLUGIN_IF_NEEDED"] == "false"
+    assert v["GPU_INSTANCE_PROFILE"] == ""
+    containerd = tomllib.loads(base64.b64decode(v["CONTAINERD_CONFIG_CONTENT"]).decode())
+    runtimes = containerd["plugins"]["io.containerd.grpc.v1.cri"]["containerd"]
+    assert runtimes["default_runtime_name"] == "nvidia-container-runtime"
+    nvidia = runtimes["runtimes"]["nvidia-container-runtime"]
+    assert nvidia["runtime_type"] == "io.containerd.runc.v2"
+    assert nvidia["options"] == {
+        "BinaryName": "/usr/bin/nvidia-container-runtime",
+        "SystemdCgroup": True,
+    }
+    assert runtimes["runtimes"]["untrusted"]["options"]["BinaryName"] == (
+        "/usr/bin/nvidia-container-runtime"
+    )
+    assert "runc" not in runtimes["runtimes"]
+
+
+def test_a_node_without_gpu_drivers_is_no_gpu_node() -> None:
+    v = read_custom_data(custom_data(boot())).variables
+    assert v["GPU_NODE"] == "false"
+    assert (v["GPU_DRIVER_TYPE"], v["GPU_DRIVER_VERSION"], v["GPU_IMAGE_SHA"]) == ("", "", "")
+    for name in ("MIG_NODE", "SGX_NODE", "GPU_NEEDS_FABRIC_MANAGER"):
+        assert v[name] == "false", name

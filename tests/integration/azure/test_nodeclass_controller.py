@@ -1,6 +1,7 @@
 """The AKSNodeClass status controller on the local control plane with the fake ARM: the status
 the resolver finds is written through the status subresource (so the apiserver checks it against
-the CRD), and a class that is not Ready is looked at again sooner."""
+the CRD), the images are chosen for the control plane's own Kubernetes version, a class that
+fails validation is not Ready, and a class that is not Ready is looked at again sooner."""
 
 from __future__ import annotations
 
@@ -23,7 +24,13 @@ from karpy.cloudprovider.azure.nodeclassstatus import (
 from karpy.kube import Cache, Client, NotFoundError
 from tests.integration.azure.conftest import LOCATION
 from tests.integration.azure.fakearm import FakeArm
-from tests.integration.azure.test_nodeclass_status import OTHER_SUBNET, SUBNET, UBUNTU
+from tests.integration.azure.test_nodeclass_status import (
+    OTHER_SUBNET,
+    SUBNET,
+    UBUNTU,
+    UBUNTU_2204,
+    UBUNTU_2404,
+)
 from tests.kit import nodeclaim
 
 pytestmark = pytest.mark.usefixtures("crds", "clean_cluster")
@@ -46,8 +53,8 @@ async def running(
     network: NetworkManagementClient,
 ) -> AsyncIterator[tuple[Client, Cache, AKSNodeClassController]]:
     arm.state.subnets.add(SUBNET.lower())
-    arm.state.images[(UBUNTU, "2204gen2containerd")] = ["202501.12.0"]
-    arm.state.images[(UBUNTU, "2204gen2arm64containerd")] = ["202501.12.0"]
+    for definition in UBUNTU_2204 + UBUNTU_2404:
+        arm.state.images[(UBUNTU, definition)] = ["202501.12.0"]
     client = await Client.connect(kubeconfig=kubeconfig)
 
     async def version() -> str:
@@ -109,6 +116,7 @@ async def test_the_status_is_written_and_follows_the_subnet(
         "ImagesReady": "True",
         "KubernetesVersionReady": "True",
         "SubnetsReady": "True",
+        "ValidationSucceeded": "True",
         "Ready": "True",
     }
 
@@ -120,6 +128,59 @@ async def test_the_status_is_written_and_follows_the_subnet(
     assert found["SubnetsReady"]["reason"] == "SubnetNotFound"
     assert found["SubnetsReady"]["observedGeneration"] == 2
     assert (found["Ready"]["status"], found["Ready"]["message"]) == ("False", "SubnetsReady=False")
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.lstrip("v").split(".")[:2]
+    return int(major), int(minor)
+
+
+async def test_a_windows_class_fails_validation_and_a_linux_one_passes(
+    running: tuple[Client, Cache, AKSNodeClassController],
+) -> None:
+    client, cache, controller = running
+    await client.create(AKSNODECLASSES, manifest(imageFamily="Windows2025"))
+    await seen(cache, 1)
+    result = await controller.reconcile("default")
+    assert result is not None and result.requeue_after == NOT_READY_REQUEUE
+    obj = await client.get(AKSNODECLASSES, "default")
+    assert "images" not in obj["status"]
+    found = conditions(obj)
+    validation = found["ValidationSucceeded"]
+    assert (validation["status"], validation["reason"]) == ("False", "IncompatibleProvisionMode")
+    assert "PROVISION_MODE=aksmachineapi" in validation["message"]
+    assert validation["observedGeneration"] == 1
+    assert (found["ImagesReady"]["status"], found["ImagesReady"]["reason"]) == (
+        "False",
+        "ImageFamilyNotSupported",
+    )
+    assert "use a Linux imageFamily" in found["ImagesReady"]["message"]
+    assert (found["Ready"]["status"], found["Ready"]["message"]) == (
+        "False",
+        "ImagesReady=False, ValidationSucceeded=False",
+    )
+
+    # The default family on this control plane's own version passes, with the images AKS's
+    # default Ubuntu means at that version.
+    await client.patch(AKSNODECLASSES, "default", {"spec": {"imageFamily": "Ubuntu"}})
+    await seen(cache, 2)
+    result = await controller.reconcile("default")
+    assert result is not None and result.requeue_after == READY_REQUEUE
+    obj = await client.get(AKSNODECLASSES, "default")
+    found = conditions(obj)
+    assert {t: (c["status"], c["observedGeneration"]) for t, c in found.items()} == {
+        t: ("True", 2)
+        for t in (
+            "ImagesReady",
+            "KubernetesVersionReady",
+            "SubnetsReady",
+            "ValidationSucceeded",
+            "Ready",
+        )
+    }
+    server = str((await client.server_version())["gitVersion"])
+    expected = UBUNTU_2404 if _minor(server) >= (1, 34) else UBUNTU_2204
+    assert [i["id"].split("/")[4] for i in obj["status"]["images"]] == expected
 
 
 async def test_a_deleted_class_waits_for_its_nodeclaims(
