@@ -5,17 +5,20 @@ seeded with the shipped snapshot's SKUs and retail prices for westus2, the AKS n
 the nodes' subnet. karpy authenticates with the SDK's `DefaultAzureCredential` unchanged (the
 fake serves App Service's managed identity protocol, `IDENTITY_ENDPOINT`) and trusts the fake's
 certificate through `SSL_CERT_FILE`. The kwok simulator plays the VMs' kubelets
-(`tests.e2e.azure_kubelets`). A pending pod is provisioned as a VM that joins; when the pod
-goes, the empty node is consolidated away and no VM or NIC is left.
+(`tests.e2e.azure_kubelets`). A pending pod is provisioned as a VM that joins (its kubelet's
+cluster DNS the kube-dns Service's custom ClusterIP); when the pod goes, the empty node is
+consolidated away and no VM or NIC is left.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubetest import Kubectl
 
@@ -35,6 +38,8 @@ SUBNET = (
     "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
 )
 UBUNTU = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
+# In the local control plane's service CIDR (10.0.0.0/24), and not AKS's default 10.0.0.10.
+CUSTOM_DNS = "10.0.0.54"
 
 NODECLASS = {
     "apiVersion": "karpenter.azure.com/v1beta1",
@@ -83,56 +88,88 @@ def _seed(arm: ThreadedFakeArm) -> None:
     arm.state.retry_after = "1"
 
 
+def _karpy_env(arm: ThreadedFakeArm) -> dict[str, str]:
+    return {
+        "PROVIDER": "azure",
+        "CLUSTER_NAME": "aks-e2e",
+        "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
+        "KUBELET_BOOTSTRAP_TOKEN": "e2e000.0123456789abcdef",
+        "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
+        "LOCATION": LOCATION,
+        "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
+        "VNET_SUBNET_ID": SUBNET,
+        "ARM_ENDPOINT": arm.url,
+        "AZURE_PRICES_ENDPOINT": arm.url,
+        "IDENTITY_ENDPOINT": f"{arm.url}/msi/token",
+        "IDENTITY_HEADER": "e2e",
+        "SSL_CERT_FILE": str(arm.cert_path),
+    }
+
+
+def _pod(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "web",
+                    "image": "nginx",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                }
+            ],
+        },
+    }
+
+
+def _launched(kubectl: Kubectl) -> dict[str, Any] | None:
+    for claim in nodeclaims(kubectl):
+        if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
+            return claim
+    return None
+
+
+def _running_on(kubectl: Kubectl, namespace: str, node: str) -> bool:
+    pod = kubectl.json("get", "pod", "web", "-n", namespace)
+    return pod["spec"].get("nodeName") == node and pod["status"].get("phase") == "Running"
+
+
+@pytest.fixture
+def kube_dns(kubectl: Kubectl) -> Iterator[str]:
+    """CoreDNS's Service as AKS names it, with a ClusterIP of a custom service CIDR's."""
+    kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": {
+                "clusterIP": CUSTOM_DNS,
+                "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}],
+            },
+        }
+    )
+    try:
+        yield CUSTOM_DNS
+    finally:
+        kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+
+
 def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
-    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str, kube_dns: str
 ) -> None:
     with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
         _seed(arm)
-        karpy_factory(
-            {
-                "PROVIDER": "azure",
-                "CLUSTER_NAME": "aks-e2e",
-                "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
-                "KUBELET_BOOTSTRAP_TOKEN": "e2e000.0123456789abcdef",
-                "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
-                "LOCATION": LOCATION,
-                "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
-                "VNET_SUBNET_ID": SUBNET,
-                "ARM_ENDPOINT": arm.url,
-                "AZURE_PRICES_ENDPOINT": arm.url,
-                "IDENTITY_ENDPOINT": f"{arm.url}/msi/token",
-                "IDENTITY_HEADER": "e2e",
-                "SSL_CERT_FILE": str(arm.cert_path),
-            }
-        )
+        karpy_factory(_karpy_env(arm))
         kubectl.apply(NODECLASS)
         kubectl.apply(NODEPOOL)
         wait_nodepool_ready(kubectl, "default", timeout=120)
-        kubectl.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "web", "namespace": namespace},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {
-                            "name": "web",
-                            "image": "nginx",
-                            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                        }
-                    ],
-                },
-            }
+        kubectl.apply(_pod(namespace))
+        claim = wait_for(
+            lambda: _launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
         )
-
-        def launched() -> dict[str, Any] | None:
-            for claim in nodeclaims(kubectl):
-                if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
-                    return claim
-            return None
-
-        claim = wait_for(launched, timeout=120, message="a NodeClaim with an Azure providerID")
         name = claim["metadata"]["name"]
         (vm,) = arm.state.of_kind("vm")
         assert vm["name"] == f"aks-{name}"
@@ -154,7 +191,10 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
         (cluster,) = yaml.safe_load(Path(kubeconfig).read_text())["clusters"]
         ca = base64.b64decode(cluster["cluster"]["certificate-authority-data"])
         assert base64.b64decode(boot["KUBE_CA_CRT"]) == ca
-        assert "--register-with-taints=karpenter.sh/unregistered:NoExecute" in boot["KUBELET_FLAGS"]
+        flags = dict(flag.split("=", 1) for flag in boot["KUBELET_FLAGS"].split(" "))
+        assert flags["--register-with-taints"].startswith("karpenter.sh/unregistered:NoExecute")
+        # The cluster's DNS Service, read by karpy through the chart's `-dns` rights.
+        assert flags["--cluster-dns"] == kube_dns
         # The cheapest D SKU for 1 CPU and 1Gi in westus2 at the snapshot's prices.
         assert labels["node.kubernetes.io/instance-type"] == "Standard_D2s_v3"
 
@@ -165,14 +205,11 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
 
         wait_for(initialized, timeout=90, message="NodeClaim Initialized")
 
-        def running() -> bool:
-            pod = kubectl.json("get", "pod", "web", "-n", namespace)
-            return (
-                pod["spec"].get("nodeName") == vm["name"]
-                and pod["status"].get("phase") == "Running"
-            )
-
-        wait_for(running, timeout=60, message="pod bound to the VM's Node and Running")
+        wait_for(
+            lambda: _running_on(kubectl, namespace, vm["name"]),
+            timeout=60,
+            message="pod bound to the VM's Node and Running",
+        )
 
         kubectl("delete", "pod", "web", "-n", namespace, timeout=60)
         wait_for(
