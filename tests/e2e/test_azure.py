@@ -7,7 +7,9 @@ fake serves App Service's managed identity protocol, `IDENTITY_ENDPOINT`) and tr
 certificate through `SSL_CERT_FILE`. The kwok simulator plays the VMs' kubelets
 (`tests.e2e.azure_kubelets`). A pending pod is provisioned as a VM that joins (its kubelet's
 cluster DNS the kube-dns Service's custom ClusterIP); when the pod goes, the empty node is
-consolidated away and no VM or NIC is left.
+consolidated away and no VM or NIC is left. With ARM throttling VM and NIC creation and Resource
+Graph queries (429 with `Retry-After`), the pod still gets one VM and one NIC, and the calls the
+fake answers stay bounded.
 """
 
 from __future__ import annotations
@@ -218,4 +220,65 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
             message="the empty node consolidated away, its VM and NIC deleted",
         )
         wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
+    assert kubelets.errors == []
+
+
+# Throttling windows, in seconds: Resource Graph from karpy's start (its garbage collectors list
+# VMs at once); from the pod's creation, NIC creation, then VM creation a while longer.
+GRAPH_THROTTLED = 30.0
+NIC_THROTTLED = 8.0
+VM_THROTTLED = 16.0
+
+
+def test_a_throttled_arm_still_gives_the_pod_one_vm_and_one_nic_with_bounded_calls(
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
+) -> None:
+    with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
+        _seed(arm)
+        arm.state.throttle_for(GRAPH_THROTTLED, {("POST", "graph")}, retry_after="1")
+        karpy_factory(_karpy_env(arm))
+        kubectl.apply(NODECLASS)
+        kubectl.apply(NODEPOOL)
+        wait_nodepool_ready(kubectl, "default", timeout=120)
+        arm.state.throttle_for(NIC_THROTTLED, {("PUT", "nic")}, retry_after="1")
+        arm.state.throttle_for(VM_THROTTLED, {("PUT", "vm")}, retry_after="1")
+        kubectl.apply(_pod(namespace))
+        claim = wait_for(
+            lambda: _launched(kubectl), timeout=180, message="a NodeClaim with an Azure providerID"
+        )
+        (vm,) = arm.state.of_kind("vm")
+        (nic,) = arm.state.of_kind("nic")
+        assert vm["name"] == nic["name"] == f"aks-{claim['metadata']['name']}"
+        wait_for(
+            lambda: _running_on(kubectl, namespace, vm["name"]),
+            timeout=90,
+            message="pod bound to the VM's Node and Running",
+        )
+        # Still one NodeClaim, one VM, one NIC: no launch was made twice, and the NIC made
+        # before the VM's throttled PUTs was kept for their retries, never deleted and remade.
+        assert len(nodeclaims(kubectl)) == 1
+        assert len(arm.state.of_kind("vm")) == len(arm.state.of_kind("nic")) == 1
+        assert arm.state.calls[("DELETE", "nic")] == arm.state.calls[("DELETE", "vm")] == 0
+        throttled = arm.state.throttled_calls
+        # Each throttled kind was refused, so the launch and the garbage collectors' listing
+        # really rode through 429s...
+        for kind in (("POST", "graph"), ("PUT", "nic"), ("PUT", "vm")):
+            assert throttled[kind] > 0, (kind, dict(throttled))
+        # ...without a retry storm: the SDK waits Retry-After (1 s) between its 4 tries of a
+        # call, and karpy retries a failed call at once (a launch) or after its backoff (a
+        # listing), so each caller sends at most 4 requests in 3 s of its kind's window: the
+        # two garbage collectors list VMs through Resource Graph, the launch alone makes NICs
+        # and VMs. A client that ignored Retry-After would send hundreds a second.
+        callers = {("POST", "graph"): 2, ("PUT", "nic"): 1, ("PUT", "vm"): 1}
+        windows = {
+            ("POST", "graph"): GRAPH_THROTTLED,
+            ("PUT", "nic"): NIC_THROTTLED,
+            ("PUT", "vm"): VM_THROTTLED - NIC_THROTTLED,
+        }
+        for kind, window in windows.items():
+            assert throttled[kind] <= callers[kind] * (window * 4 / 3 + 4), (kind, dict(throttled))
+        # Once through, one VM PUT; the NIC's PUT is repeated (idempotently) only by relaunches
+        # after a VM PUT that stayed throttled, each of which was refused at least once.
+        assert arm.state.calls[("PUT", "vm")] == 1
+        assert 1 <= arm.state.calls[("PUT", "nic")] <= 1 + throttled[("PUT", "vm")]
     assert kubelets.errors == []
