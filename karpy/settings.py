@@ -245,6 +245,22 @@ def _comma_list(value: object) -> object:
     return value
 
 
+def _tag_pairs(value: object) -> object:
+    """`ADDITIONAL_TAGS` is `key=value` pairs separated by commas, as upstream's flag reads it:
+    blanks around them and empty entries are dropped, a value may be empty, a key may not."""
+    if not isinstance(value, str):
+        return value
+    tags: dict[str, str] = {}
+    for pair in value.split(","):
+        if not pair.strip():
+            continue
+        parts = pair.split("=")
+        if len(parts) != 2 or not parts[0].strip():
+            raise ValueError(f"{pair.strip()!r} is not a key=value pair with a key")
+        tags[parts[0].strip()] = parts[1].strip()
+    return tags
+
+
 class AzureSettings(BaseModel):
     """The Azure provider's settings, named as the upstream Azure provider's
     (`pkg/operator/options`, `pkg/auth`): what VMs are launched into and how nodes join.
@@ -267,6 +283,10 @@ class AzureSettings(BaseModel):
     ssh_public_key: str = ""
     linux_admin_username: str = "azureuser"
     node_identities: Annotated[tuple[str, ...], BeforeValidator(_comma_list)] = ()
+    dns_service_ip: str = ""
+    additional_tags: Annotated[dict[str, str], BeforeValidator(_tag_pairs)] = Field(
+        default_factory=dict
+    )
     provision_mode: Literal["aksscriptless"] = "aksscriptless"
     arm_endpoint: str = "https://management.azure.com"
     prices_endpoint: str = "https://prices.azure.com"
@@ -275,6 +295,17 @@ class AzureSettings(BaseModel):
     @classmethod
     def _region(cls, value: str) -> str:
         return value.strip().lower()
+
+    @field_validator("dns_service_ip")
+    @classmethod
+    def _ip(cls, value: str) -> str:
+        value = value.strip()
+        if value:
+            try:
+                ipaddress.ip_address(value)
+            except ValueError:
+                raise ValueError(f"{value!r} is not an IP address") from None
+        return value
 
     @field_validator("vnet_subnet_id")
     @classmethod
@@ -531,6 +562,19 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "NODE_IDENTITIES",
         ("azure", "node_identities"),
         "azure: user-assigned identity resource IDs given to every VM, comma-separated",
+        '""',
+    ),
+    SettingSpec(
+        "DNS_SERVICE_IP",
+        ("azure", "dns_service_ip"),
+        "azure: the nodes' cluster DNS (--cluster-dns); unset: the kube-system/kube-dns "
+        "Service's ClusterIP, else 10.0.0.10",
+        '""',
+    ),
+    SettingSpec(
+        "ADDITIONAL_TAGS",
+        ("azure", "additional_tags"),
+        "azure: tags for every VM and NIC, key=value,...; the AKSNodeClass's tags win",
         '""',
     ),
     SettingSpec(

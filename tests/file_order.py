@@ -33,7 +33,7 @@ WEIGHTS: dict[str, float] = {
     "tests/integration/disruption/test_explain.py": 210.0,
     "tests/integration/disruption/test_top.py": 40.0,
     "tests/e2e/test_capacitybuffer.py": 78.0,
-    "tests/e2e/test_azure.py": 120.0,
+    "tests/e2e/test_azure.py": 150.0,
     "tests/e2e/test_aws.py": 59.0,
 }
 """Seconds per test file, by path relative to the repository."""

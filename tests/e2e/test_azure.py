@@ -5,19 +5,23 @@ seeded with the shipped snapshot's SKUs and retail prices for westus2, the AKS n
 the nodes' subnet. karpy authenticates with the SDK's `DefaultAzureCredential` unchanged (the
 fake serves App Service's managed identity protocol, `IDENTITY_ENDPOINT`) and trusts the fake's
 certificate through `SSL_CERT_FILE`. The kwok simulator plays the VMs' kubelets
-(`tests.e2e.azure_kubelets`). A pending pod is provisioned as a VM that joins; when the pod
-goes, the empty node is consolidated away and no VM or NIC is left. A pod asking for an NVIDIA
-GPU, under a NodePool asking for NVIDIA sizes, gets a GPU VM whose custom data installs the
-driver and whose Node offers `nvidia.com/gpu`.
+(`tests.e2e.azure_kubelets`). A pending pod is provisioned as a VM that joins (its kubelet's
+cluster DNS the kube-dns Service's custom ClusterIP); when the pod goes, the empty node is
+consolidated away and no VM or NIC is left. A pod asking for an NVIDIA GPU, under a NodePool
+asking for NVIDIA sizes, gets a GPU VM whose custom data installs the driver and whose Node offers
+`nvidia.com/gpu`. With ARM throttling VM and NIC creation and Resource Graph queries (429 with
+`Retry-After`), the pod still gets one VM and one NIC, and the calls the fake answers stay bounded.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubetest import Kubectl
 
@@ -37,6 +41,8 @@ SUBNET = (
     "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
 )
 UBUNTU = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
+# In the local control plane's service CIDR (10.0.0.0/24), and not AKS's default 10.0.0.10.
+CUSTOM_DNS = "10.0.0.54"
 
 NODECLASS = {
     "apiVersion": "karpenter.azure.com/v1beta1",
@@ -85,7 +91,7 @@ def _seed(arm: ThreadedFakeArm) -> None:
     arm.state.retry_after = "1"
 
 
-def _env(arm: ThreadedFakeArm) -> dict[str, str]:
+def _karpy_env(arm: ThreadedFakeArm) -> dict[str, str]:
     return {
         "PROVIDER": "azure",
         "CLUSTER_NAME": "aks-e2e",
@@ -103,6 +109,24 @@ def _env(arm: ThreadedFakeArm) -> dict[str, str]:
     }
 
 
+def _pod(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "web",
+                    "image": "nginx",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                }
+            ],
+        },
+    }
+
+
 def _launched(kubectl: Kubectl) -> dict[str, Any] | None:
     for claim in nodeclaims(kubectl):
         if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
@@ -110,33 +134,42 @@ def _launched(kubectl: Kubectl) -> dict[str, Any] | None:
     return None
 
 
+def _running_on(kubectl: Kubectl, namespace: str, node: str) -> bool:
+    pod = kubectl.json("get", "pod", "web", "-n", namespace)
+    return pod["spec"].get("nodeName") == node and pod["status"].get("phase") == "Running"
+
+
+@pytest.fixture
+def kube_dns(kubectl: Kubectl) -> Iterator[str]:
+    """CoreDNS's Service as AKS names it, with a ClusterIP of a custom service CIDR's."""
+    kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": {
+                "clusterIP": CUSTOM_DNS,
+                "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}],
+            },
+        }
+    )
+    try:
+        yield CUSTOM_DNS
+    finally:
+        kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+
+
 def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
-    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str, kube_dns: str
 ) -> None:
     with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
         _seed(arm)
-        karpy_factory(_env(arm))
+        karpy_factory(_karpy_env(arm))
         kubectl.apply(NODECLASS)
         kubectl.apply(NODEPOOL)
         wait_nodepool_ready(kubectl, "default", timeout=120)
-        kubectl.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": "web", "namespace": namespace},
-                "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [
-                        {
-                            "name": "web",
-                            "image": "nginx",
-                            "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                        }
-                    ],
-                },
-            }
-        )
-
+        kubectl.apply(_pod(namespace))
         claim = wait_for(
             lambda: _launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
         )
@@ -161,7 +194,10 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
         (cluster,) = yaml.safe_load(Path(kubeconfig).read_text())["clusters"]
         ca = base64.b64decode(cluster["cluster"]["certificate-authority-data"])
         assert base64.b64decode(boot["KUBE_CA_CRT"]) == ca
-        assert "--register-with-taints=karpenter.sh/unregistered:NoExecute" in boot["KUBELET_FLAGS"]
+        flags = dict(flag.split("=", 1) for flag in boot["KUBELET_FLAGS"].split(" "))
+        assert flags["--register-with-taints"].startswith("karpenter.sh/unregistered:NoExecute")
+        # The cluster's DNS Service, read by karpy through the chart's `-dns` rights.
+        assert flags["--cluster-dns"] == kube_dns
         # The cheapest D SKU for 1 CPU and 1Gi in westus2 at the snapshot's prices.
         assert labels["node.kubernetes.io/instance-type"] == "Standard_D2s_v3"
 
@@ -172,14 +208,11 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
 
         wait_for(initialized, timeout=90, message="NodeClaim Initialized")
 
-        def running() -> bool:
-            pod = kubectl.json("get", "pod", "web", "-n", namespace)
-            return (
-                pod["spec"].get("nodeName") == vm["name"]
-                and pod["status"].get("phase") == "Running"
-            )
-
-        wait_for(running, timeout=60, message="pod bound to the VM's Node and Running")
+        wait_for(
+            lambda: _running_on(kubectl, namespace, vm["name"]),
+            timeout=60,
+            message="pod bound to the VM's Node and Running",
+        )
 
         kubectl("delete", "pod", "web", "-n", namespace, timeout=60)
         wait_for(
@@ -231,7 +264,7 @@ def test_a_gpu_pod_gets_a_gpu_vm_whose_node_offers_the_gpu(
 ) -> None:
     with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
         _seed_gpus(arm)
-        karpy_factory(_env(arm))
+        karpy_factory(_karpy_env(arm))
         kubectl.apply(NODECLASS)
         nodepool = json.loads(json.dumps(NODEPOOL))
         requirements = nodepool["spec"]["template"]["spec"]["requirements"]
@@ -301,4 +334,65 @@ def test_a_gpu_pod_gets_a_gpu_vm_whose_node_offers_the_gpu(
             message="the empty GPU node consolidated away, its VM and NIC deleted",
         )
         wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
+    assert kubelets.errors == []
+
+
+# Throttling windows, in seconds: Resource Graph from karpy's start (its garbage collectors list
+# VMs at once); from the pod's creation, NIC creation, then VM creation a while longer.
+GRAPH_THROTTLED = 30.0
+NIC_THROTTLED = 8.0
+VM_THROTTLED = 16.0
+
+
+def test_a_throttled_arm_still_gives_the_pod_one_vm_and_one_nic_with_bounded_calls(
+    karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
+) -> None:
+    with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
+        _seed(arm)
+        arm.state.throttle_for(GRAPH_THROTTLED, {("POST", "graph")}, retry_after="1")
+        karpy_factory(_karpy_env(arm))
+        kubectl.apply(NODECLASS)
+        kubectl.apply(NODEPOOL)
+        wait_nodepool_ready(kubectl, "default", timeout=120)
+        arm.state.throttle_for(NIC_THROTTLED, {("PUT", "nic")}, retry_after="1")
+        arm.state.throttle_for(VM_THROTTLED, {("PUT", "vm")}, retry_after="1")
+        kubectl.apply(_pod(namespace))
+        claim = wait_for(
+            lambda: _launched(kubectl), timeout=180, message="a NodeClaim with an Azure providerID"
+        )
+        (vm,) = arm.state.of_kind("vm")
+        (nic,) = arm.state.of_kind("nic")
+        assert vm["name"] == nic["name"] == f"aks-{claim['metadata']['name']}"
+        wait_for(
+            lambda: _running_on(kubectl, namespace, vm["name"]),
+            timeout=90,
+            message="pod bound to the VM's Node and Running",
+        )
+        # Still one NodeClaim, one VM, one NIC: no launch was made twice, and the NIC made
+        # before the VM's throttled PUTs was kept for their retries, never deleted and remade.
+        assert len(nodeclaims(kubectl)) == 1
+        assert len(arm.state.of_kind("vm")) == len(arm.state.of_kind("nic")) == 1
+        assert arm.state.calls[("DELETE", "nic")] == arm.state.calls[("DELETE", "vm")] == 0
+        throttled = arm.state.throttled_calls
+        # Each throttled kind was refused, so the launch and the garbage collectors' listing
+        # really rode through 429s...
+        for kind in (("POST", "graph"), ("PUT", "nic"), ("PUT", "vm")):
+            assert throttled[kind] > 0, (kind, dict(throttled))
+        # ...without a retry storm: the SDK waits Retry-After (1 s) between its 4 tries of a
+        # call, and karpy retries a failed call at once (a launch) or after its backoff (a
+        # listing), so each caller sends at most 4 requests in 3 s of its kind's window: the
+        # two garbage collectors list VMs through Resource Graph, the launch alone makes NICs
+        # and VMs. A client that ignored Retry-After would send hundreds a second.
+        callers = {("POST", "graph"): 2, ("PUT", "nic"): 1, ("PUT", "vm"): 1}
+        windows = {
+            ("POST", "graph"): GRAPH_THROTTLED,
+            ("PUT", "nic"): NIC_THROTTLED,
+            ("PUT", "vm"): VM_THROTTLED - NIC_THROTTLED,
+        }
+        for kind, window in windows.items():
+            assert throttled[kind] <= callers[kind] * (window * 4 / 3 + 4), (kind, dict(throttled))
+        # Once through, one VM PUT; the NIC's PUT is repeated (idempotently) only by relaunches
+        # after a VM PUT that stayed throttled, each of which was refused at least once.
+        assert arm.state.calls[("PUT", "vm")] == 1
+        assert 1 <= arm.state.calls[("PUT", "nic")] <= 1 + throttled[("PUT", "vm")]
     assert kubelets.errors == []

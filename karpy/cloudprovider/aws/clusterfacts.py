@@ -7,7 +7,8 @@
   known. A found CIDR is kept and re-read every `CIDR_TTL`; a failure is not remembered, so the
   next reconcile asks again, and a failed refresh keeps the CIDR already known.
 - Cluster DNS IP: the ClusterIP of the `kube-system/kube-dns` Service, the default Karpenter gives
-  nodes whose EC2NodeClass sets no `kubelet.clusterDNS`. Re-read every `DNS_TTL`.
+  nodes whose EC2NodeClass sets no `kubelet.clusterDNS` (`karpy.cloudprovider.kubedns`, shared
+  with the Azure provider). Re-read every `DNS_TTL`.
 - Kubernetes version: the apiserver's `/version`, re-read every `VERSION_TTL` (Karpenter's
   refresh), so alias AMIs follow a control-plane upgrade without a restart.
 """
@@ -24,9 +25,9 @@ import structlog
 
 from karpy.cloudprovider.aws.clients import AWSClients
 from karpy.cloudprovider.aws.errors import BotoCoreError, ClientError, error_code, error_message
+from karpy.cloudprovider.kubedns import DNS_TTL, KubeDNS
 from karpy.kube.client import Client
 from karpy.kube.errors import KubeError
-from karpy.kube.resources import SERVICES
 
 __all__ = [
     "CIDR_TTL",
@@ -40,10 +41,7 @@ __all__ = [
 ]
 
 CIDR_TTL: Final = 3600.0
-DNS_TTL: Final = 300.0
 VERSION_TTL: Final = 300.0
-KUBE_DNS_NAMESPACE: Final = "kube-system"
-KUBE_DNS_SERVICE: Final = "kube-dns"
 
 log = structlog.get_logger("karpy.cloudprovider.aws")
 
@@ -105,7 +103,7 @@ class ClusterFacts:
         self._kube = kube
         self._clock = clock
         self._network = _Cached()
-        self._dns = _Cached()
+        self._dns = KubeDNS(kube, clock=clock)
         self._version = _Cached(kubernetes_version, clock() if kubernetes_version else None)
         self._lock = asyncio.Lock()
 
@@ -159,19 +157,7 @@ class ClusterFacts:
     async def dns_ip(self) -> str | None:
         """The kube-dns Service's ClusterIP, or None when there is no such Service (the node
         then keeps its image's default); a failed refresh keeps the IP already known."""
-        if self._kube is None or self._fresh(self._dns, DNS_TTL):
-            found: str | None = self._dns.value
-            return found
-        try:
-            service = await self._kube.get(SERVICES, KUBE_DNS_SERVICE, namespace=KUBE_DNS_NAMESPACE)
-        except KubeError as error:
-            log.info("no kube-dns service for the cluster DNS default", error=str(error))
-            self._dns = _Cached(self._dns.value, self._clock())
-            return self._dns.value  # type: ignore[no-any-return]
-        ip = str((service.get("spec") or {}).get("clusterIP") or "")
-        value = ip if ip and ip != "None" else None
-        self._dns = _Cached(value, self._clock())
-        return value
+        return await self._dns.ip()
 
     async def kubernetes_version(self) -> str:
         """The control plane's `major.minor`, re-read every `VERSION_TTL`; a failed refresh

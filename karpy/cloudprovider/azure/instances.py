@@ -1,10 +1,15 @@
 """Azure VMs for NodeClaims: launch (one NIC, then one VM), get, list and delete, through the async
-Azure SDK clients. Not yet plugged into `PROVIDER=azure` (see `docs/getting-started/azure.md`).
+Azure SDK clients.
 
 Idempotency: a NodeClaim maps to one VM name, `aks-<nodeclaim name>` (the NIC has the same
 name), so a launch retried after a crash between the VM's creation and the NodeClaim's status
 write finds the VM and adopts it instead of making a second one. ARM's PUT is itself idempotent
 per name, so a retried create with the same body is harmless too.
+
+Throttling (429 with `Retry-After`) is ridden by the SDK clients' retry policy, which waits as
+ARM asks; a call still throttled after its retries fails the launch, which the NodeClaim's
+controller retries with backoff, and a NIC already made is kept for that retry (VM and NIC PUTs
+are idempotent by name, so no retry makes a second of either).
 
 Errors map onto the cloud-provider contract: SkuNotAvailable, AllocationFailed,
 ZonalAllocationFailed, OverconstrainedAllocationRequest and quota errors become
@@ -46,6 +51,7 @@ CAPACITY_ERROR_CODES: Final = frozenset(
 )
 """ARM error codes that mean "no capacity for this offering now"."""
 _QUOTA_MARKERS: Final = ("quota", "QuotaExceeded")
+_THROTTLED: Final = 429
 
 
 def vm_name(nodeclaim_name: str) -> str:
@@ -219,6 +225,10 @@ class AzureInstances:
             )
             raw = await vm_poller.result()
         except HttpResponseError as exc:
+            if exc.status_code == _THROTTLED:
+                # ARM refused the PUT before doing anything: the NIC stays for the retry (its
+                # PUT is idempotent), rather than being deleted and made again each time.
+                raise
             # Leave nothing behind: a failed VM and its NIC would leak (and be billed for).
             await self._remove(name)
             raise self._launch_error(exc, request) from exc

@@ -32,6 +32,7 @@ from karpy.cloudprovider.azure.pricing import fetch_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider, LaunchSettings, NodeClassLookup
 from karpy.cloudprovider.azure.snapshot import DEFAULT_REGION, snapshot_info, snapshot_prices
 from karpy.cloudprovider.azure.unavailable import AzureUnavailableOfferings
+from karpy.cloudprovider.kubedns import KubeDNS
 from karpy.cloudprovider.registry import PluginContext, ProviderUnavailableError
 from karpy.cloudprovider.types import CloudProvider
 from karpy.kube.cache import Cache
@@ -66,6 +67,7 @@ def build_azure_provider(
     close: Any = None,
     ca_bundle: str = "",
     cluster_version: Callable[[], Awaitable[str]] | None = None,
+    kube_dns: KubeDNS | None = None,
 ) -> AzureCloudProvider:
     """The provider and its parts from the settings and the SDK clients (no API call yet)."""
     az = settings.azure
@@ -108,9 +110,12 @@ def build_azure_provider(
             network_plugin_mode=az.network_plugin_mode,
             network_dataplane=az.network_dataplane,
             network_policy=az.network_policy,
+            dns_service_ip=az.dns_service_ip,
+            additional_tags=az.additional_tags,
         ),
         close=close,
         cluster_version=cluster_version,
+        kube_dns=kube_dns,
     )
 
 
@@ -258,6 +263,7 @@ class AzurePlugin:
             close=close,
             ca_bundle=settings.aws.cluster_ca_bundle or _ca_bundle(client.ca_file),
             cluster_version=kubernetes_version,
+            kube_dns=KubeDNS(client),
         )
         provider.node_of = cache.informer(NODES).get
         provider.resolver = AKSNodeClassResolver(

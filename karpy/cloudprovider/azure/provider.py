@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ from karpy.apis.v1.labels import (
     LABEL_TOPOLOGY_ZONE,
 )
 from karpy.cloudprovider.azure.bootstrap import (
+    CLUSTER_DNS_DEFAULT,
     HASH_VERSION,
     NodeBootstrap,
     custom_data,
@@ -53,6 +54,7 @@ from karpy.cloudprovider.azure.instances import (
 )
 from karpy.cloudprovider.azure.skus import EVICTION_MEMORY_AVAILABLE_MIB, kube_reserved
 from karpy.cloudprovider.azure.unavailable import LaunchFailure, classify
+from karpy.cloudprovider.kubedns import KubeDNS
 from karpy.cloudprovider.kwok.instances import plan
 from karpy.cloudprovider.types import (
     CreateError,
@@ -124,6 +126,10 @@ class LaunchSettings:
     network_plugin_mode: str = "overlay"
     network_dataplane: str = "cilium"
     network_policy: str = ""
+    dns_service_ip: str = ""
+    """`DNS_SERVICE_IP`: the nodes' cluster DNS, over the kube-dns Service's ClusterIP."""
+    additional_tags: Mapping[str, str] = field(default_factory=dict)
+    """`ADDITIONAL_TAGS`: on every VM and NIC, under the AKSNodeClass's `tags`."""
 
 
 def _vm_zone(zone_label: str) -> str | None:
@@ -144,8 +150,11 @@ class AzureCloudProvider:
         close: Callable[[], Awaitable[None]] | None = None,
         node_of: NodeLookup | None = None,
         cluster_version: Callable[[], Awaitable[str]] | None = None,
+        kube_dns: KubeDNS | None = None,
     ) -> None:
         self.nodeclass_of = nodeclass_of
+        self.kube_dns = kube_dns
+        """The kube-dns Service's ClusterIP, the nodes' cluster DNS without `DNS_SERVICE_IP`."""
         self.cluster_version = cluster_version
         """The apiserver's Kubernetes version, for nodes of a class not resolved yet."""
         self.node_of = node_of
@@ -228,6 +237,15 @@ class AzureCloudProvider:
             )
         return version
 
+    async def _cluster_dns(self) -> str:
+        """`DNS_SERVICE_IP` (upstream's setting) when set, else the kube-dns Service's
+        ClusterIP (right for any service CIDR, as Karpenter's AWS provider reads it), else
+        AKS's default, 10.0.0.10."""
+        if self.launch.dns_service_ip:
+            return self.launch.dns_service_ip
+        found = await self.kube_dns.ip() if self.kube_dns is not None else None
+        return found or CLUSTER_DNS_DEFAULT
+
     async def _bootstrap(
         self,
         claim: NodeClaim,
@@ -259,6 +277,7 @@ class AzureCloudProvider:
             kube_reserved=reserved,
             eviction_memory=f"{EVICTION_MEMORY_AVAILABLE_MIB}Mi",
             kubelet=nodeclass.spec.kubelet,
+            cluster_dns=await self._cluster_dns(),
             network_plugin=s.network_plugin,
             network_plugin_mode=s.network_plugin_mode,
             network_dataplane=s.network_dataplane,
@@ -278,7 +297,7 @@ class AzureCloudProvider:
         capacity_type: str,
         image_id: str,
     ) -> LaunchRequest:
-        tags = dict(nodeclass.spec.tags or {})
+        tags = {**self.launch.additional_tags, **(nodeclass.spec.tags or {})}
         tags[azure.TAG_NODECLASS] = nodeclass.metadata.name or ""
         return LaunchRequest(
             nodeclaim=claim.name,

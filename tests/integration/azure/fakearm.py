@@ -26,7 +26,9 @@ HTTPS, because the SDK's bearer-token policy refuses plain HTTP: a self-signed c
 127.0.0.1 made at start (clients pass `connection_verify=False`). Tokens are not checked.
 
 Faults are injected at this seam and counted: `throttle(n)` answers the next n requests 429 with
-`Retry-After`; `fail_vm_create(code, ...)` fails the next VM creations with an ARM error
+`Retry-After`; `throttle_for(seconds, kinds)` answers every request of those (method, kind)s 429
+until the time is up, as ARM's per-operation throttling does, and counts them in
+`throttled_calls`; `fail_vm_create(code, ...)` fails the next VM creations with an ARM error
 (`SkuNotAvailable`, `OperationNotAllowed` for quota at once with 409; `AllocationFailed`,
 `ZonalAllocationFailed` through the long-running operation, as ARM reports them).
 `calls` counts requests by (method, kind).
@@ -42,6 +44,7 @@ import re
 import ssl
 import tempfile
 import threading
+import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -106,11 +109,30 @@ class ArmState:
     default), so a process using default clients wants "1"."""
     price_page_size: int = 100
     throttled: int = 0
+    throttle_until: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(method, kind) -> the `time.monotonic()` until which its requests are answered 429."""
+    throttle_retry_after: str = "1"
+    throttled_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """The 429s `throttle_for` answered, by (method, kind)."""
     vm_faults: list[Fault] = field(default_factory=list)
     operations: dict[str, _Operation] = field(default_factory=dict)
 
     def throttle(self, count: int) -> None:
         self.throttled += count
+
+    def throttle_for(
+        self, seconds: float, kinds: set[tuple[str, str]], *, retry_after: str = "1"
+    ) -> None:
+        """Answer requests of `kinds` ((method, kind): `("PUT", "vm")`, `("POST", "graph")`)
+        429 with `Retry-After: retry_after` for the next `seconds` (each kind's own window:
+        calls for other kinds leave it as it is)."""
+        until = time.monotonic() + seconds
+        for kind in kinds:
+            self.throttle_until[kind] = until
+        self.throttle_retry_after = retry_after
+
+    def throttling(self, method: str, kind: str) -> bool:
+        return time.monotonic() < self.throttle_until.get((method, kind), 0.0)
 
     def fail_vm_create(self, code: str, message: str = "", *, times: int = 1) -> None:
         status = 200 if code in ASYNC_ERRORS else 409
@@ -151,6 +173,16 @@ def _self_signed(directory: Path) -> ssl.SSLContext:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert_path, key_path)
     return context
+
+
+def _kind_of(path: str) -> str:
+    """The kind `calls` counts a request under (`vm`, `nic`, `graph`, ...), from its path."""
+    if path == "/providers/Microsoft.ResourceGraph/resources":
+        return "graph"
+    for type_, kind in _KINDS.items():
+        if re.fullmatch(_RG + "/" + re.escape(type_) + r"(?:/[^/]+)?", path):
+            return kind
+    return "other"
 
 
 def _error(
@@ -196,6 +228,15 @@ class FakeArm:
             self.state.throttled -= 1
             self.state.calls[(request.method, "throttled")] += 1
             return _error(429, "TooManyRequests", "throttled by the fake", {"Retry-After": "1"})
+        kind = _kind_of(unquote(request.path))
+        if self.state.throttling(request.method, kind):
+            self.state.throttled_calls[(request.method, kind)] += 1
+            return _error(
+                429,
+                "TooManyRequests",
+                f"throttled by the fake: {request.method} {kind}",
+                {"Retry-After": self.state.throttle_retry_after},
+            )
         response: web.StreamResponse = await handler(request)
         return response
 

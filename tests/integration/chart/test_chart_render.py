@@ -482,6 +482,10 @@ def test_azure_reads_aksnodeclasses_writes_their_status_and_takes_its_settings_f
             "Microsoft.Network/virtualNetworks/v/subnets/s",
             "controller.env[4].name=KUBELET_BOOTSTRAP_TOKEN",
             "controller.env[4].value=abcdef.0123456789abcdef",
+            "controller.env[5].name=DNS_SERVICE_IP",
+            "controller.env[5].value=10.2.0.10",
+            "settings.tags.team=web",
+            "settings.tags.env=prod",
             "serviceAccount.annotations.azure\\.workload\\.identity/client-id=abc",
         ],
         extra=["--set-string", "podLabels.azure\\.workload\\.identity/use=true"],
@@ -494,10 +498,26 @@ def test_azure_reads_aksnodeclasses_writes_their_status_and_takes_its_settings_f
         ("", "karpenter.azure.com", "aksnodeclasses", "patch", ""),
         ("", "karpenter.azure.com", "aksnodeclasses/status", "patch", ""),
     }
+    # Nodes' --cluster-dns is the kube-dns Service's ClusterIP unless DNS_SERVICE_IP is set:
+    # the `-dns` Role grants reading that one Service, and nothing else in kube-system.
+    dns = by_kind(docs)[("Role", "karpenter-dns")]
+    assert dns["metadata"]["namespace"] == "kube-system"
+    assert rules(dns) == {("", "services", "get", "kube-dns")}
+    binding = by_kind(docs)[("RoleBinding", "karpenter-dns")]
+    assert binding["roleRef"]["name"] == "karpenter-dns"
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "karpenter", "namespace": "karpenter"}
+    ]
+    assert {r for r in all_rules(docs) if r[0] == "kube-system"} == {
+        ("kube-system", "", "services", "get", "kube-dns")
+    }
     settings = settings_of(docs)
     assert (settings.provider, settings.cluster_name) == ("azure", "aks")
     assert settings.azure.location == "westus2"
     assert settings.azure.node_resource_group == "MC_rg_aks_westus2"
+    assert settings.azure.dns_service_ip == "10.2.0.10"
+    # The upstream chart's settings.tags, as ADDITIONAL_TAGS
+    assert settings.azure.additional_tags == {"team": "web", "env": "prod"}
     account = one(docs, "ServiceAccount")
     assert account["metadata"]["annotations"]["azure.workload.identity/client-id"] == "abc"
     pod = one(docs, "Deployment")["spec"]["template"]

@@ -130,3 +130,12 @@ value"); Karpenter's templates leave them out, so does this. Nulls go too. */}}
 {{- end }}
 {{- .Values.provider }}
 {{- end }}
+
+{{/* settings.tags as ADDITIONAL_TAGS reads them: key=value pairs, by key, comma-separated. */}}
+{{- define "karpy.tagPairs" -}}
+{{- $pairs := list }}
+{{- range $key, $value := . }}
+{{- $pairs = append $pairs (printf "%s=%s" $key (toString $value)) }}
+{{- end }}
+{{- join "," $pairs }}
+{{- end }}

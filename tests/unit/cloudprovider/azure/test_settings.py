@@ -26,7 +26,7 @@ UPSTREAM_NAMES = {
     "SSH_PUBLIC_KEY", "NETWORK_PLUGIN", "NETWORK_PLUGIN_MODE", "NETWORK_POLICY",
     "NETWORK_DATAPLANE", "VNET_SUBNET_ID", "VNET_GUID", "NODE_IDENTITIES", "PROVISION_MODE",
     "AZURE_NODE_RESOURCE_GROUP", "ARM_SUBSCRIPTION_ID", "LOCATION", "ARM_RESOURCE_GROUP",
-    "KUBELET_IDENTITY_CLIENT_ID", "LINUX_ADMIN_USERNAME",
+    "KUBELET_IDENTITY_CLIENT_ID", "LINUX_ADMIN_USERNAME", "DNS_SERVICE_IP", "ADDITIONAL_TAGS",
 }  # fmt: skip
 
 
@@ -79,6 +79,11 @@ def test_each_required_setting_is_named_when_missing(missing: str) -> None:
         ("NETWORK_PLUGIN", "flannel"),
         ("ARM_ENDPOINT", "management.azure.com"),
         ("PROVISION_MODE", "bootstrappingclient"),
+        ("DNS_SERVICE_IP", "999.1.2.3"),
+        ("DNS_SERVICE_IP", "10.0.0.0/16"),
+        ("ADDITIONAL_TAGS", "team"),
+        ("ADDITIONAL_TAGS", "=web"),
+        ("ADDITIONAL_TAGS", "a=b=c"),
     ],
 )
 def test_bad_values_name_the_setting(env: str, value: str) -> None:
@@ -89,3 +94,17 @@ def test_bad_values_name_the_setting(env: str, value: str) -> None:
 
 def test_other_providers_need_no_azure_setting() -> None:
     assert load_settings({"PROVIDER": "kwok"}).azure.subscription_id == ""
+
+
+def test_dns_service_ip_and_additional_tags_read_as_upstream_reads_them() -> None:
+    s = load_settings(
+        {**REQUIRED, "DNS_SERVICE_IP": " 10.2.0.10 ", "ADDITIONAL_TAGS": " team = web ,,env=, "}
+    )
+    assert s.azure.dns_service_ip == "10.2.0.10"
+    # Blank entries dropped, blanks trimmed, an empty value kept.
+    assert s.azure.additional_tags == {"team": "web", "env": ""}
+    assert (
+        load_settings({**REQUIRED, "DNS_SERVICE_IP": "fd00::a"}).azure.dns_service_ip == "fd00::a"
+    )
+    unset = load_settings(REQUIRED).azure
+    assert (unset.dns_service_ip, unset.additional_tags) == ("", {})
