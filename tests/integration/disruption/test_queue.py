@@ -31,6 +31,7 @@ from karpy.scheduling.requirements import Requirements
 from karpy.state import Cluster
 from tests.integration.disruption.support import Env, managed_node
 from tests.kit import conditions, kwok_nodeclass, nodepool, ready_claim_conditions
+from tests.kit.wrapped import ClientWrapper
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -80,16 +81,13 @@ def _command(cluster: Cluster) -> Command:
     )
 
 
-class SlowDeletes:
+class SlowDeletes(ClientWrapper):
     """The API client with every delete held a moment: a queue step runs while the delete
     that `start` issued is still in flight."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.deletes: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     async def delete(self, resource: Any, name: str, **kwargs: Any) -> Any:
         self.deletes.append(name)

@@ -22,6 +22,7 @@ from karpy.kube import NODES, PODS, FakeClock
 from karpy.kube.builder import build
 from tests.integration.provisioning.conftest import Env
 from tests.integration.provisioning.support import nodeclaim, nodeclass, set_ready
+from tests.kit.wrapped import ClientWrapper
 
 JSON = dict[str, Any]
 ROOMY = {"cpu": "4", "memory": "8Gi", "pods": "110"}
@@ -124,15 +125,12 @@ async def test_placements_on_many_nodes_are_nominated_in_one_pass(env: Env) -> N
     assert not bound["status"].get("nominatedNodeName"), "a bound pod is left alone"
 
 
-class GatedClient:
+class GatedClient(ClientWrapper):
     """The API client with status writes held until `open` is set: a nomination in flight."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.open = asyncio.Event()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     async def patch_status(self, *args: Any, **kwargs: Any) -> Any:
         await self.open.wait()
