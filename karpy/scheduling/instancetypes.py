@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
 
+from karpy.apis.provider_labels import INSTANCE_TYPE_RESTRICTED_LABELS
 from karpy.apis.v1.labels import (
     LABEL_CAPACITY_TYPE,
     LABEL_INSTANCE_TYPE,
@@ -19,7 +20,7 @@ from karpy.apis.v1.labels import (
 from karpy.scheduling.requirements import Requirement, Requirements
 from karpy.scheduling.resources import ResourceMap, subtract
 
-__all__ = ["InstanceType", "Offering", "order_by_price"]
+__all__ = ["InstanceType", "Offering", "order_by_price", "selectable_keys"]
 
 _NO_PRICE: Final = float("inf")
 
@@ -141,3 +142,11 @@ def order_by_price(
 ) -> list[InstanceType]:
     """Ascending by the cheapest available compatible offering; types without one go last."""
     return sorted(types, key=lambda t: (t.price(reqs), t.name))
+
+
+def selectable_keys(types: Iterable[InstanceType]) -> set[str]:
+    """The label keys the instance types define that pods may select on although they are not
+    Karpenter's well-known labels: all of them but those a provider keeps to itself
+    (`INSTANCE_TYPE_RESTRICTED_LABELS`, such as the Azure SKUs' Hyper-V generation)."""
+    keys = {key for it in types for key in it.requirements}
+    return keys - INSTANCE_TYPE_RESTRICTED_LABELS

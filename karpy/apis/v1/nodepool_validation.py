@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from karpy.apis.provider_labels import INSTANCE_TYPE_RESTRICTED_LABELS
 from karpy.apis.v1 import labels
 from karpy.apis.v1.common import OPERATORS, NodePoolRequirement, Taint
 from karpy.apis.v1.nodepool import NodePool
@@ -61,7 +62,11 @@ def restricted_label_error(key: str) -> str | None:
     """Why a NodePool may not set or constrain label `key`, or None."""
     if key in labels.WELL_KNOWN_LABELS and key != labels.LABEL_NODEPOOL:
         return None
-    if key in labels.RESTRICTED_LABELS or key == labels.LABEL_NODEPOOL:
+    if (
+        key in labels.RESTRICTED_LABELS
+        or key in INSTANCE_TYPE_RESTRICTED_LABELS
+        or key == labels.LABEL_NODEPOOL
+    ):
         return f"label {key} is restricted"
     domain = key.split("/", 1)[0] if "/" in key else ""
     if key not in labels.ALLOWED_KARPENTER_LABELS and any(

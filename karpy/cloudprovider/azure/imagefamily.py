@@ -16,15 +16,23 @@ the same manifest gets a newer OS when the cluster is upgraded past a boundary.
   (`PROVISION_MODE=aksmachineapi`); its "aksscriptless" mode, the one karpy implements, has no
   Windows bootstrapping (`WINDOWS_UNSUPPORTED` says so on the class).
 
-Each image is the Hyper-V generation 2 definition (upstream also lists generation 1 ones, for
-SKUs that only boot those; karpy's instance types carry no generation label yet, and every SKU
-karpy offers boots generation 2). FIPS images are only in the shared image galleries.
+A release lists its definitions in upstream's order of preference, the first one an instance
+type is compatible with wins: the Hyper-V generation 2 amd64 image, then the generation 1 amd64
+image, then the generation 2 arm64 image (Azure Linux 3: no arm64 one, see above). Each carries
+the requirements an instance type must meet, `kubernetes.io/arch` and
+`karpenter.azure.com/sku-hyperv-generation` (the generations the SKU's `HyperVGenerations`
+capability lists, `instancetypes`): a size that boots both generations gets the generation 2
+image, a size that boots only generation 1 (the Av2 sizes, for one) the generation 1 image, which
+a generation 2 image would not boot. FIPS images are only in the shared image galleries.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
+
+from karpy.apis.azure.v1beta1 import labels as azure
+from karpy.apis.v1.labels import ARCH_AMD64, ARCH_ARM64, LABEL_ARCH
 
 __all__ = [
     "AZURE_LINUX_3_FROM",
@@ -53,30 +61,53 @@ WINDOWS_FAMILIES: Final = frozenset({"Windows2022", "Windows2025"})
 
 
 class ImageDefinition(NamedTuple):
-    """One community gallery image definition and the architecture it boots."""
+    """One community gallery image definition, with the architecture and Hyper-V generation of
+    the VMs it boots."""
 
     arch: str
+    hyperv_generation: str
     gallery: str
     definition: str
 
+    def requirements(self) -> list[dict[str, Any]]:
+        """What an instance type must allow to boot this image, as the NodeSelectorRequirements
+        of an AKSNodeClass's `status.images` entry."""
+        return [
+            {"key": LABEL_ARCH, "operator": "In", "values": [self.arch]},
+            {
+                "key": azure.LABEL_SKU_HYPERV_GENERATION,
+                "operator": "In",
+                "values": [self.hyperv_generation],
+            },
+        ]
+
+
+def _images(
+    gallery: str, gen2: str, gen1: str, gen2_arm64: str | None
+) -> tuple[ImageDefinition, ...]:
+    """A release's definitions in upstream's preference order: gen2 amd64, gen1 amd64, gen2
+    arm64 (when the community gallery has one)."""
+    found = [
+        ImageDefinition(ARCH_AMD64, azure.HYPERV_GENERATION_V2, gallery, gen2),
+        ImageDefinition(ARCH_AMD64, azure.HYPERV_GENERATION_V1, gallery, gen1),
+    ]
+    if gen2_arm64 is not None:
+        found.append(ImageDefinition(ARCH_ARM64, azure.HYPERV_GENERATION_V2, gallery, gen2_arm64))
+    return tuple(found)
+
 
 VARIANTS: Final[dict[str, tuple[ImageDefinition, ...]]] = {
-    "Ubuntu2204": (
-        ImageDefinition("amd64", UBUNTU_GALLERY, "2204gen2containerd"),
-        ImageDefinition("arm64", UBUNTU_GALLERY, "2204gen2arm64containerd"),
+    "Ubuntu2204": _images(
+        UBUNTU_GALLERY, "2204gen2containerd", "2204containerd", "2204gen2arm64containerd"
     ),
-    "Ubuntu2404": (
-        ImageDefinition("amd64", UBUNTU_GALLERY, "2404gen2containerd"),
-        ImageDefinition("arm64", UBUNTU_GALLERY, "2404gen2arm64containerd"),
+    "Ubuntu2404": _images(
+        UBUNTU_GALLERY, "2404gen2containerd", "2404containerd", "2404gen2arm64containerd"
     ),
-    "AzureLinux2": (
-        ImageDefinition("amd64", AZURE_LINUX_GALLERY, "V2gen2"),
-        ImageDefinition("arm64", AZURE_LINUX_GALLERY, "V2gen2arm64"),
-    ),
-    "AzureLinux3": (ImageDefinition("amd64", AZURE_LINUX_GALLERY, "V3gen2"),),
+    "AzureLinux2": _images(AZURE_LINUX_GALLERY, "V2gen2", "V2", "V2gen2arm64"),
+    "AzureLinux3": _images(AZURE_LINUX_GALLERY, "V3gen2", "V3", None),
 }
 """The concrete OS releases a family can mean, with their community gallery definitions in the
-order they are preferred."""
+order they are preferred (the first one an instance type is compatible with wins)."""
 
 _SEMVER: Final = re.compile(
     r"v?(?P<major>\d+)(?:\.(?P<minor>\d+))?(?:\.(?P<patch>\d+))?(?P<pre>-[0-9A-Za-z.-]+)?"

@@ -14,6 +14,14 @@ drivers (only Ubuntu, and Azure Linux for some). An NVIDIA size offers its GPUs 
 sizes that do not carry them, so a NodePool asking for `sku-gpu-manufacturer In [nvidia]` gets
 only NVIDIA sizes. With the AKSNodeClass's `gpu.mode: None` (drivers managed elsewhere, such as
 by a GPU operator) karpy refuses no GPU size.
+
+`karpenter.azure.com/sku-hyperv-generation` is `In` the Hyper-V generations the SKU's
+`HyperVGenerations` capability lists (`1`, `2` or both), `DoesNotExist` without the capability, as
+upstream's `setRequirementsHyperVGeneration` sets it. It picks the node image (`imagefamily`: a
+size that boots only generation 1 gets the generation 1 image). Upstream restricts the label: no
+NodePool, NodeOverlay or pod may constrain it (`karpy.apis.provider_labels`), but like every
+single-valued requirement of the instance type it is among the node's labels, so a size that
+boots one generation only labels its nodes with it and a size that boots both does not.
 """
 
 from __future__ import annotations
@@ -119,6 +127,9 @@ def instance_type(
     requirements = Requirements.from_labels(fixed).add(
         Requirement(azure.LABEL_PLACEMENT_SCOPE, complement=False, values=(scope,)),
         *(Requirement(k, complement=False, values=()) for k in _GPU_KEYS if k not in fixed),
+        Requirement(
+            azure.LABEL_SKU_HYPERV_GENERATION, complement=False, values=sku.hyperv_generations
+        ),
     )
     capacity = {
         CPU: node.cpu_milli,

@@ -6,8 +6,10 @@ conditions, reasons and order.
   resolved first, because the images depend on it.
 - `ImagesReady`: the newest version of each AKS node image the class's `imageFamily` means at
   that Kubernetes version (`imagefamily`: `Ubuntu` is 22.04 before 1.34 and 24.04 from it,
-  `AzureLinux` is Azure Linux 2 before 1.32 and 3 from it), per architecture (`status.images`,
-  each with its `kubernetes.io/arch` requirement), so `status.images` moves to the new OS when
+  `AzureLinux` is Azure Linux 2 before 1.32 and 3 from it), per architecture and Hyper-V
+  generation, in upstream's order of preference (`status.images`, each with its
+  `kubernetes.io/arch` and `karpenter.azure.com/sku-hyperv-generation` requirements; a launch
+  takes the first entry its instance type meets), so `status.images` moves to the new OS when
   the cluster's version crosses a boundary. False with `ImagesNotFound` when the gallery has no
   version, `SIGRequiredForFIPS` with `fipsMode: FIPS` (FIPS images are not in the community
   galleries), `ImageFamilyNotSupported` for the Windows families (the message says why and what
@@ -39,7 +41,6 @@ from azure.core.exceptions import ResourceNotFoundError
 from karpy.apis.azure.v1beta1 import labels as azure
 from karpy.apis.conditions import Conditions
 from karpy.apis.descriptors import AKSNODECLASSES
-from karpy.apis.v1.labels import LABEL_ARCH
 from karpy.cloudprovider.azure.imagefamily import (
     WINDOWS_FAMILIES,
     image_definitions,
@@ -129,15 +130,15 @@ class AKSNodeClassResolver:
             return [], "ImageFamilyNotSupported", f"imageFamily {family} is not known"
         images: list[JSON] = []
         missing: list[str] = []
-        for arch, gallery, definition in definitions:
-            version = await self._latest(gallery, definition)
+        for found in definitions:
+            version = await self._latest(found.gallery, found.definition)
             if version is None:
-                missing.append(f"{gallery}/{definition}")
+                missing.append(f"{found.gallery}/{found.definition}")
                 continue
             images.append(
                 {
-                    "id": image_id(gallery, definition, version),
-                    "requirements": [{"key": LABEL_ARCH, "operator": "In", "values": [arch]}],
+                    "id": image_id(found.gallery, found.definition, version),
+                    "requirements": found.requirements(),
                 }
             )
         if not images:

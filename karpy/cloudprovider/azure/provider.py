@@ -8,15 +8,18 @@ NodeClaim's instance types no longer offer what was refused and no request is re
 The AKSNodeClass must not be `Ready=False`. Its resolved `status.images` entry for the instance
 type is used; a class with no status yet launches with the settings' subnet and the community
 gallery's latest node image of what its `imageFamily` means at the Kubernetes version
-(`imagefamily`). Instance types whose architecture none of the resolved images boots (arm64 with
-Azure Linux 3) are not offered for the class; before the images are resolved, such a launch fails
-with `ImageNotFound`, as upstream's "no compatible images found" does.
+(`imagefamily`). Either way the image is the first one whose architecture and Hyper-V generation
+the instance type allows (`karpenter.azure.com/sku-hyperv-generation`: a size that boots only
+generation 1 gets the generation 1 image). Instance types none of the resolved images boots
+(arm64 with Azure Linux 3, a SKU that lists no Hyper-V generation) are not offered for the
+class; before the images are resolved, such a launch fails with `ImageNotFound`, as upstream's
+"no compatible images found" does.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Final
@@ -95,14 +98,23 @@ REPAIR_POLICIES: Final = (
 """A kubelet that has not been Ready for 10 minutes (the upstream Azure provider's policy)."""
 
 
-def default_image_id(image_family: str, arch: str, kubernetes_version: str) -> str | None:
-    """The community gallery's latest AKS node image of a family for an architecture at a
-    Kubernetes version (before the status controller has resolved a version); None when the
-    family has no image for the architecture (Azure Linux 3 on arm64, the Windows families)."""
+def default_image_id(image_family: str, it: InstanceType, kubernetes_version: str) -> str | None:
+    """The community gallery's latest AKS node image of a family at a Kubernetes version for an
+    instance type (before the status controller has resolved a version): the first of the
+    family's definitions whose architecture and Hyper-V generation the type allows, as a
+    resolved class's `status.images` are chosen; None when none does (Azure Linux 3 on arm64, the
+    Windows families, a SKU whose record lists no `HyperVGenerations`)."""
     for found in image_definitions(image_family, kubernetes_version):
-        if found.arch == arch:
+        if _boots(it, found.requirements()):
             return image_id(found.gallery, found.definition, "latest")
     return None
+
+
+def _boots(it: InstanceType, requirements: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether an image with these requirements (`kubernetes.io/arch`,
+    `karpenter.azure.com/sku-hyperv-generation`) boots on the instance type."""
+    wanted = Requirements.from_node_selector_terms(requirements)
+    return it.requirements.intersects(wanted) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,12 +337,21 @@ class AzureCloudProvider:
         resolved = nodeclass.status.images if nodeclass.status else None
         found = _resolved_image(nodeclass, it)
         if found is None and not resolved:
-            found = default_image_id(nodeclass.spec.image_family, arch, kubernetes_version)
+            found = default_image_id(nodeclass.spec.image_family, it, kubernetes_version)
         if found is None:
+            generations = it.requirements.get(azure.LABEL_SKU_HYPERV_GENERATION)
+            listed = (
+                sorted(generations.values) if generations and not generations.complement else []
+            )
+            boots = (
+                f"Hyper-V generation {' or '.join(listed)}"
+                if listed
+                else "a Hyper-V generation (its SKU lists no HyperVGenerations)"
+            )
             raise CreateError(
                 f'AKSNodeClass "{nodeclass.metadata.name}" has no {arch} image of imageFamily '
                 f"{nodeclass.spec.image_family} at Kubernetes {kubernetes_version} for "
-                f"instance type {it.name}",
+                f"instance type {it.name}, which boots {boots}",
                 reason="ImageNotFound",
             )
         return found
@@ -530,18 +551,21 @@ def _vm_name_of(provider_id: str) -> str | None:
 
 
 def _resolved_image(nodeclass: AKSNodeClass, it: InstanceType) -> str | None:
-    """The first `status.images` entry whose requirements the instance type meets."""
+    """The first `status.images` entry whose requirements (architecture and Hyper-V
+    generation) the instance type meets: the entries are in upstream's order of preference, so a
+    size that boots both generations gets the generation 2 image and a generation 1 only size the
+    generation 1 image."""
     for image in (nodeclass.status.images if nodeclass.status else None) or ():
-        reqs = Requirements.from_node_selector_terms(r.to_dict() for r in image.requirements)
-        if it.requirements.intersects(reqs) is None:
+        if _boots(it, (r.to_dict() for r in image.requirements)):
             return image.id
     return None
 
 
 def _with_image(nodeclass: AKSNodeClass, types: list[InstanceType]) -> list[InstanceType]:
     """The instance types one of the class's resolved images boots (all of them before the
-    images are resolved): an architecture the image family has no image for (arm64 with Azure
-    Linux 3) is not offered, so pods that need it stay pending instead of failing launches."""
+    images are resolved): an architecture or Hyper-V generation the image family has no image
+    for (arm64 with Azure Linux 3, a SKU that lists no generation) is not offered, so pods that
+    need it stay pending instead of failing launches."""
     if not (nodeclass.status and nodeclass.status.images):
         return types
     return [it for it in types if _resolved_image(nodeclass, it) is not None]

@@ -122,6 +122,22 @@ class Sku:
             return 0
 
     @property
+    def hyperv_generations(self) -> tuple[str, ...]:
+        """The Hyper-V generations the size boots (`1`, `2`), from the `HyperVGenerations`
+        capability ("V1", "V2" or "V1,V2", read without regard to case or spaces, as upstream's
+        SKU library reads it); none for a record without the capability, which then matches no
+        node image, as upstream's."""
+        listed = {part.strip().upper() for part in self.capability("HyperVGenerations").split(",")}
+        return tuple(
+            generation
+            for name, generation in (
+                ("V1", azure.HYPERV_GENERATION_V1),
+                ("V2", azure.HYPERV_GENERATION_V2),
+            )
+            if name in listed
+        )
+
+    @property
     def available_zones(self) -> tuple[str, ...]:
         """Zones the subscription may use (restrictions removed); empty for a regional SKU."""
         return tuple(z for z in self.zones if z not in self.restricted_zones)

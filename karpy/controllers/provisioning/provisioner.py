@@ -55,6 +55,7 @@ from karpy.scheduling.engine.model import (
     SchedulingResult,
 )
 from karpy.scheduling.engine.scheduler import schedule
+from karpy.scheduling.instancetypes import selectable_keys
 from karpy.scheduling.resources import ResourceMap, format_resources, parse_resources
 from karpy.state import Cluster, ClusterSnapshot
 from karpy.state import pods as podutil
@@ -104,8 +105,9 @@ def limits_exceeded(limits: Mapping[str, Any] | None, usage: Mapping[str, int]) 
 def well_known_labels(templates: Sequence[NodePoolTemplate]) -> frozenset[str]:
     """Karpenter's well-known labels plus every label the provider's instance types carry
     (kwok's `karpenter.kwok.sh/*`, AWS's `karpenter.k8s.aws/*`): pods may select on those
-    even though their domains are restricted."""
-    keys = {key for t in templates for it in t.instance_types for key in it.requirements}
+    even though their domains are restricted, but not on those the provider keeps to itself
+    (`selectable_keys`)."""
+    keys = selectable_keys(it for t in templates for it in t.instance_types)
     return labels.WELL_KNOWN_LABELS | keys
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from karpy.apis.provider_labels import INSTANCE_TYPE_RESTRICTED_LABELS
 from karpy.apis.v1 import labels
 
 __all__ = ["PodValidationError", "validate_pod"]
@@ -43,7 +44,7 @@ def restricted(key: str, well_known: frozenset[str]) -> bool:
         return False
     if any(domain.endswith(d) for d in RESTRICTED_DOMAINS):
         return True
-    return key in labels.RESTRICTED_LABELS
+    return key in labels.RESTRICTED_LABELS or key in INSTANCE_TYPE_RESTRICTED_LABELS
 
 
 def _qualified(key: str) -> str | None:

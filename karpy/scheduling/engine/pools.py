@@ -24,7 +24,7 @@ from karpy.apis.v1.labels import (
 )
 from karpy.scheduling.engine.model import NodePoolTemplate
 from karpy.scheduling.hostports import HostPort, conflicts
-from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.instancetypes import InstanceType, selectable_keys
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirements
 from karpy.scheduling.resources import ResourceMap
@@ -110,10 +110,7 @@ class PoolContext:
         self.has_prefer_no_schedule = any(
             t.effect == TAINT_EFFECT_PREFER_NO_SCHEDULE for t in template.taints
         )
-        keys: set[str] = set(WELL_KNOWN_LABELS)
-        for it in template.instance_types:
-            keys.update(it.requirements.keys())
-        self.well_known = frozenset(keys)
+        self.well_known = WELL_KNOWN_LABELS | selectable_keys(template.instance_types)
         self.types: list[InstanceType] = [
             it
             for it in template.instance_types

@@ -23,6 +23,7 @@ from karpy.apis.v1 import group_of_ref
 from karpy.apis.v1.labels import WELL_KNOWN_LABELS
 from karpy.apis.v1.schedulingconfig import DEFAULT_NAME
 from karpy.scheduling.engine.model import MinValuesPolicy, NodePoolTemplate, PreferencePolicy
+from karpy.scheduling.instancetypes import selectable_keys
 from karpy.scheduling.pods import PodView
 from karpy.scheduling.requirements import Requirements
 
@@ -243,9 +244,9 @@ class Explainer:
         self._templates = list(templates)
         self._nodeclasses = nodeclasses
         self._rails = list(rails)
-        self._well_known = WELL_KNOWN_LABELS | {
-            key for t in templates for it in t.instance_types for key in it.requirements
-        }
+        self._well_known = WELL_KNOWN_LABELS | selectable_keys(
+            it for t in templates for it in t.instance_types
+        )
 
     def explain(self, errors: Mapping[str, str]) -> dict[str, str]:
         out = dict(errors)

@@ -20,7 +20,9 @@ clients (`azure-mgmt-compute`, `-network`, `-resourcegraph`) pointed at it throu
   `ManagedIdentityCredential` reads it from `IDENTITY_ENDPOINT` and `IDENTITY_HEADER`), so a
   `karpy run` process authenticates with `DefaultAzureCredential` unchanged;
 - Community gallery image versions: `GET /subscriptions/{s}/providers/Microsoft.Compute/
-  locations/{l}/communityGalleries/{gallery}/images/{image}/versions` (seeded in `images`).
+  locations/{l}/communityGalleries/{gallery}/images/{image}/versions` (seeded in `images`;
+  `publish_node_images(version)` publishes a version of every AKS node image definition the
+  real community galleries have, `NODE_IMAGES`: Hyper-V generation 2 and 1, amd64 and arm64).
 
 HTTPS, because the SDK's bearer-token policy refuses plain HTTP: a self-signed certificate for
 127.0.0.1 made at start (clients pass `connection_verify=False`). Tokens are not checked.
@@ -71,6 +73,24 @@ ASYNC_ERRORS = frozenset(
 )
 
 
+UBUNTU_GALLERY = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
+AZURE_LINUX_GALLERY = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
+NODE_IMAGES: dict[str, tuple[str, ...]] = {
+    UBUNTU_GALLERY: (
+        "2204gen2containerd",
+        "2204containerd",
+        "2204gen2arm64containerd",
+        "2404gen2containerd",
+        "2404containerd",
+        "2404gen2arm64containerd",
+    ),
+    # Azure Linux 3 publishes no arm64 definition to the community gallery.
+    AZURE_LINUX_GALLERY: ("V2gen2", "V2", "V2gen2arm64", "V3gen2", "V3"),
+}
+"""The AKS node image definitions of the community galleries, by gallery: per OS release a
+Hyper-V generation 2 (`gen2`) and a generation 1 amd64 image, and a generation 2 arm64 one."""
+
+
 @dataclass
 class Fault:
     """One injected VM-create failure."""
@@ -119,6 +139,13 @@ class ArmState:
 
     def throttle(self, count: int) -> None:
         self.throttled += count
+
+    def publish_node_images(self, version: str) -> None:
+        """Publish `version` of every AKS node image definition (`NODE_IMAGES`), as AKS
+        publishes a release of the node images to the community galleries."""
+        for gallery, definitions in NODE_IMAGES.items():
+            for definition in definitions:
+                self.images.setdefault((gallery, definition), []).append(version)
 
     def throttle_for(
         self, seconds: float, kinds: set[tuple[str, str]], *, retry_after: str = "1"

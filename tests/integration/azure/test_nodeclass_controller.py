@@ -110,7 +110,7 @@ async def test_the_status_is_written_and_follows_the_subnet(
     assert obj["metadata"]["finalizers"] == ["karpenter.azure.com/termination"]
     server = await client.server_version()
     assert obj["status"]["kubernetesVersion"] == str(server["gitVersion"]).lstrip("v")
-    assert [i["id"].rsplit("/", 1)[1] for i in obj["status"]["images"]] == ["202501.12.0"] * 2
+    assert [i["id"].rsplit("/", 1)[1] for i in obj["status"]["images"]] == ["202501.12.0"] * 3
     found = conditions(obj)
     assert {t: c["status"] for t, c in found.items()} == {
         "ImagesReady": "True",

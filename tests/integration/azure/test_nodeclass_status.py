@@ -1,6 +1,7 @@
 """AKSNodeClass status against the fake ARM: node images chosen for the cluster's Kubernetes
-version and resolved to their newest version per architecture, the Kubernetes version, the
-subnet checked, the class validated; Ready over them; a launch then uses the resolved image."""
+version and resolved to their newest version per architecture and Hyper-V generation, the
+Kubernetes version, the subnet checked, the class validated; Ready over them; a launch then uses
+the resolved image."""
 
 from __future__ import annotations
 
@@ -35,10 +36,10 @@ from tests.integration.azure.test_provider import (  # noqa: F401 (fixtures)
 
 UBUNTU = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 AZURE_LINUX = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
-UBUNTU_2204 = ["2204gen2containerd", "2204gen2arm64containerd"]
-UBUNTU_2404 = ["2404gen2containerd", "2404gen2arm64containerd"]
-AZURE_LINUX_2 = ["V2gen2", "V2gen2arm64"]
-AZURE_LINUX_3 = ["V3gen2"]
+UBUNTU_2204 = ["2204gen2containerd", "2204containerd", "2204gen2arm64containerd"]
+UBUNTU_2404 = ["2404gen2containerd", "2404containerd", "2404gen2arm64containerd"]
+AZURE_LINUX_2 = ["V2gen2", "V2", "V2gen2arm64"]
+AZURE_LINUX_3 = ["V3gen2", "V3"]
 SUBNET = (
     f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
     "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
@@ -50,16 +51,14 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 def _seed(arm: FakeArm) -> None:
     arm.state.subnets.add(SUBNET.lower())
     arm.state.images[(UBUNTU, "2204gen2containerd")] = ["202412.01.0", "202501.12.0", "202501.5.0"]
+    arm.state.images[(UBUNTU, "2204containerd")] = ["202501.12.0"]
     arm.state.images[(UBUNTU, "2204gen2arm64containerd")] = ["202501.12.0"]
 
 
 def _seed_every_family(arm: FakeArm) -> None:
     """Every definition a family can mean, as the real galleries publish them (Azure Linux 3 has
     no arm64 definition in the community gallery)."""
-    for definition in UBUNTU_2404:
-        arm.state.images[(UBUNTU, definition)] = ["202502.03.0"]
-    for definition in AZURE_LINUX_2 + AZURE_LINUX_3:
-        arm.state.images[(AZURE_LINUX, definition)] = ["202502.03.0"]
+    arm.state.publish_node_images("202502.03.0")
 
 
 @dataclass
@@ -103,6 +102,18 @@ def resolver(
     )
 
 
+def _requirements(arch: str, generation: str) -> list[dict[str, Any]]:
+    """A `status.images` entry's requirements: the architecture and Hyper-V generation."""
+    return [
+        {"key": "kubernetes.io/arch", "operator": "In", "values": [arch]},
+        {
+            "key": "karpenter.azure.com/sku-hyperv-generation",
+            "operator": "In",
+            "values": [generation],
+        },
+    ]
+
+
 def _status(conditions: list[dict[str, Any]], type_: str) -> tuple[str, str]:
     found = get_condition(conditions, type_)
     assert found is not None, type_
@@ -117,12 +128,16 @@ async def test_a_good_class_is_ready_with_the_newest_images(
     assert status["images"] == [
         {
             "id": f"/CommunityGalleries/{UBUNTU}/images/2204gen2containerd/versions/202501.12.0",
-            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]}],
+            "requirements": _requirements("amd64", "2"),
+        },
+        {
+            "id": f"/CommunityGalleries/{UBUNTU}/images/2204containerd/versions/202501.12.0",
+            "requirements": _requirements("amd64", "1"),
         },
         {
             "id": f"/CommunityGalleries/{UBUNTU}/images/2204gen2arm64containerd/versions/"
             "202501.12.0",
-            "requirements": [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}],
+            "requirements": _requirements("arm64", "2"),
         },
     ]
     conditions = status["conditions"]
@@ -161,18 +176,18 @@ async def test_a_missing_subnet_makes_the_class_not_ready_until_it_exists(
     assert ready["lastTransitionTime"] == "2026-01-01T02:00:00Z"
 
 
-def _definitions(status: dict[str, Any]) -> list[tuple[str, str]]:
-    """(image definition, architecture) of each resolved image, in order."""
-    found = []
-    for image in status["images"]:
-        (requirement,) = image["requirements"]
-        assert requirement["key"] == "kubernetes.io/arch" and requirement["operator"] == "In"
-        found.append((image["id"].split("/")[4], requirement["values"][0]))
-    return found
+def _definitions(status: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(image definition, requirements) of each resolved image, in order."""
+    return [(image["id"].split("/")[4], image["requirements"]) for image in status["images"]]
 
 
-def _archs(definitions: list[str]) -> list[tuple[str, str]]:
-    return [(d, "arm64" if "arm64" in d else "amd64") for d in definitions]
+def _archs(definitions: list[str]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """What `_definitions` reads for these definitions: the architecture and Hyper-V generation
+    their names say."""
+    return [
+        (d, _requirements("arm64" if "arm64" in d else "amd64", "2" if "gen2" in d else "1"))
+        for d in definitions
+    ]
 
 
 @pytest.mark.parametrize(
@@ -253,7 +268,7 @@ async def test_an_image_family_with_no_published_version_is_not_ready(
     assert "images" not in status
     images = get_condition(status["conditions"], "ImagesReady")
     assert images is not None and images["reason"] == "ImagesNotFound"
-    assert images["message"] == f"no versions of {AZURE_LINUX}/V3gen2"
+    assert images["message"] == f"no versions of {AZURE_LINUX}/V3gen2, {AZURE_LINUX}/V3"
     assert _status(status["conditions"], "ValidationSucceeded") == ("True", "ValidationSucceeded")
     assert _status(status["conditions"], "Ready") == ("False", "UnhealthyDependents")
 

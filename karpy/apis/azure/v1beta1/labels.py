@@ -30,7 +30,8 @@ LABEL_SKU_GPU_NAME: Final = "karpenter.azure.com/sku-gpu-name"
 LABEL_SKU_GPU_MANUFACTURER: Final = "karpenter.azure.com/sku-gpu-manufacturer"
 LABEL_SKU_GPU_COUNT: Final = "karpenter.azure.com/sku-gpu-count"
 LABEL_PLACEMENT_SCOPE: Final = "karpenter.azure.com/placement-scope"
-# Restricted: set by the provider only.
+# Restricted: set by the provider only (no NodePool may set or constrain it); the node images'
+# requirements match it.
 LABEL_SKU_HYPERV_GENERATION: Final = "karpenter.azure.com/sku-hyperv-generation"
 
 # AKS labels (`kubernetes.azure.com/*`).
@@ -44,6 +45,10 @@ AKS_LABEL_OS_SKU: Final = "kubernetes.azure.com/os-sku"
 AKS_LABEL_FIPS_ENABLED: Final = "kubernetes.azure.com/fips_enabled"
 AKS_LABEL_KUBELET_IDENTITY_CLIENT_ID: Final = "kubernetes.azure.com/kubelet-identity-client-id"
 
+# `sku-hyperv-generation` values: the Hyper-V generations a size boots (its Resource SKU's
+# `HyperVGenerations` capability, "V1", "V2" or "V1,V2"), which pick its node image.
+HYPERV_GENERATION_V1: Final = "1"
+HYPERV_GENERATION_V2: Final = "2"
 MANUFACTURER_NVIDIA: Final = "nvidia"
 MANUFACTURER_AMD: Final = "amd"
 PLACEMENT_SCOPE_ZONAL: Final = "zonal"

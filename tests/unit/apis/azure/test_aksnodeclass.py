@@ -107,3 +107,23 @@ def test_well_known_labels_are_upstreams() -> None:
         "karpenter.azure.com/sku-gpu-manufacturer",
         "karpenter.azure.com/sku-gpu-count",
     }
+
+
+def test_a_nodepool_may_not_set_or_constrain_the_hyperv_generation() -> None:
+    # Upstream restricts it (RestrictedLabels): it only matches node images to sizes.
+    key = labels.LABEL_SKU_HYPERV_GENERATION
+    required = kit.nodepool(
+        "aks",
+        kind="AKSNodeClass",
+        group="karpenter.azure.com",
+        requirements=[{"key": key, "operator": "In", "values": ["1"]}],
+    )
+    (error,) = runtime_validate(validate_nodepool(required))
+    assert error.startswith("spec.template.spec.requirements[0].key")
+    assert f"label {key} is restricted" in error
+    labelled = kit.nodepool(
+        "aks", kind="AKSNodeClass", group="karpenter.azure.com", labels={key: "2"}
+    )
+    (error,) = runtime_validate(validate_nodepool(labelled))
+    assert error.startswith("spec.template.metadata.labels")
+    assert f"label {key} is restricted" in error

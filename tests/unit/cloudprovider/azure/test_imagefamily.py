@@ -53,8 +53,8 @@ def test_variant(family: str, version: str, expected: str | None) -> None:
 
 
 def test_azure_linux_3_has_no_arm64_image_in_the_community_gallery() -> None:
-    assert [d.arch for d in image_definitions("AzureLinux", "1.32.0")] == ["amd64"]
-    assert [d.arch for d in image_definitions("AzureLinux", "1.31.0")] == ["amd64", "arm64"]
+    assert {d.arch for d in image_definitions("AzureLinux", "1.32.0")} == {"amd64"}
+    assert {d.arch for d in image_definitions("AzureLinux", "1.31.0")} == {"amd64", "arm64"}
     assert image_definitions("Windows2022", "1.33.0") == ()
 
 

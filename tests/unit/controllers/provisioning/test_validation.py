@@ -10,6 +10,8 @@ from karpy.cloudprovider.kwok.catalog import kwok_instance_types
 from karpy.controllers.provisioning.provisioner import well_known_labels
 from karpy.controllers.provisioning.validation import PodValidationError, validate_pod
 from karpy.scheduling.engine.model import NodePoolTemplate
+from karpy.scheduling.instancetypes import InstanceType
+from karpy.scheduling.requirements import Requirement
 from tests.kit import pod
 
 
@@ -89,3 +91,27 @@ def test_well_known_labels_include_the_labels_the_providers_instance_types_carry
     pool = NodePoolTemplate(name="default", instance_types=kwok_instance_types())
     assert family in well_known_labels([pool])
     assert well_known_labels([]) <= well_known_labels([pool])
+
+
+def test_a_label_the_provider_keeps_to_itself_stays_restricted_though_its_types_carry_it() -> None:
+    # The Azure SKUs' Hyper-V generation picks their node image; upstream restricts it.
+    restricted = "karpenter.azure.com/sku-hyperv-generation"
+    (base, *_) = kwok_instance_types()
+    carrying = InstanceType(
+        name=base.name,
+        capacity=base.capacity,
+        offerings=base.offerings,
+        requirements=base.requirements.add(
+            Requirement(restricted, complement=False, values=("1", "2"))
+        ),
+    )
+    well_known = well_known_labels([NodePoolTemplate(name="default", instance_types=[carrying])])
+    assert restricted not in well_known
+    assert "karpenter.kwok.sh/instance-family" in well_known
+    with pytest.raises(PodValidationError, match=f"label {restricted} is restricted"):
+        validate_pod(
+            pod(namespace="ns", spec={"nodeSelector": {restricted: "1"}}), well_known=well_known
+        )
+    spec = {"affinity": _affinity({"key": restricted, "operator": "In", "values": ["2"]})}
+    with pytest.raises(PodValidationError, match=f"label {restricted} is restricted"):
+        validate_pod(pod(namespace="ns", spec=spec), well_known=well_known)
