@@ -14,8 +14,6 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 # Installed packages get their bytecode at install time: with PYTHONDONTWRITEBYTECODE set (as in
 # many CI images) every command would otherwise recompile scipy, pydantic and friends at start-up.
 export UV_COMPILE_BYTECODE := 1
-# mkdocs-material prints a banner about its successor on every build
-export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: help
 help: ## List the targets
@@ -83,9 +81,8 @@ check-generated: $(VENV_STAMP) ## Fail when a generated CRD copy, reference page
 	$(BIN)/python -m tests.bench.report --check || status=1; exit $$status
 
 .PHONY: docs
-# NO_MKDOCS_2_WARNING: mkdocs-material's notice about a future MkDocs 2 is not a build warning.
 docs: $(VENV_STAMP) ## Build the documentation site (mkdocs --strict) into .local/site
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir .local/site
+	$(BIN)/mkdocs build --strict --site-dir .local/site
 
 # Test files run on TEST_WORKERS pytest-xdist workers (one file stays on one worker; each worker
 # starts its own control plane when a test needs one). tests/conftest.py orders the files longest
