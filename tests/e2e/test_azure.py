@@ -240,11 +240,7 @@ GPU_PRICES = {
 
 def _seed_gpus(arm: ThreadedFakeArm) -> None:
     _seed(arm)
-    for record in json.loads(json.dumps(GPU_SKUS)):
-        record["locations"] = [LOCATION]
-        for info in record["locationInfo"]:
-            info["location"] = LOCATION
-        arm.state.skus[LOCATION].append(record)
+    arm.state.add_skus(LOCATION, GPU_SKUS)
     arm.state.prices += [
         {
             "armSkuName": name,

@@ -13,6 +13,7 @@ from azure.mgmt.compute.aio import ComputeManagementClient
 from azure.mgmt.network.aio import NetworkManagementClient
 from azure.mgmt.resourcegraph.aio import ResourceGraphClient
 
+from karpy.apis.azure.v1beta1 import AKSNodeClass
 from tests.integration.azure.fakearm import FakeArm
 
 SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"
@@ -35,6 +36,17 @@ class StaticToken:
 
     async def __aexit__(self, *exc: object) -> None:
         return None
+
+
+class NodeClasses:
+    """The provider's `nodeclass_of` seam: the one AKSNodeClass a test holds, found by name;
+    tests swap `current` to change the class the provider reads."""
+
+    def __init__(self, current: AKSNodeClass | None) -> None:
+        self.current = current
+
+    async def __call__(self, name: str) -> AKSNodeClass | None:
+        return self.current if self.current and self.current.metadata.name == name else None
 
 
 # Short retry backoff so injected 429s cost little; Retry-After from the fake still rules.

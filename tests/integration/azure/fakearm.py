@@ -39,6 +39,7 @@ until the time is up, as ARM's per-operation throttling does, and counts them in
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime
 import ipaddress
 import itertools
@@ -139,6 +140,14 @@ class ArmState:
 
     def throttle(self, count: int) -> None:
         self.throttled += count
+
+    def add_skus(self, location: str, records: list[JSON]) -> None:
+        """Serve copies of Resource SKU records (captured in another region) in `location`."""
+        for record in copy.deepcopy(records):
+            record["locations"] = [location]
+            for info in record["locationInfo"]:
+                info["location"] = location
+            self.skus.setdefault(location, []).append(record)
 
     def publish_node_images(self, version: str) -> None:
         """Publish `version` of every AKS node image definition (`NODE_IMAGES`), as AKS

@@ -19,15 +19,16 @@ from karpy.cloudprovider.kubedns import DNS_TTL, KubeDNS
 from karpy.kube.client import Client
 from karpy.kube.resources import SERVICES
 from karpy.settings import SettingsError, load_settings
+from tests.integration.azure.conftest import NodeClasses
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
 from tests.integration.azure.test_provider import (
     CA_BUNDLE,
     PRICES,
     SETTINGS,
-    Classes,
     _claim,
     _cluster_version,
+    _nodeclass,
     _seed,
 )
 
@@ -84,7 +85,7 @@ def _provider(
         compute=compute,
         network=network,
         graph=graph,
-        nodeclass_of=Classes(),
+        nodeclass_of=NodeClasses(_nodeclass()),
         ca_bundle=CA_BUNDLE,
         cluster_version=_cluster_version,
         kube_dns=KubeDNS(kube),

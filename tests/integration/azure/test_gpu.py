@@ -6,7 +6,6 @@ AKSNodeClass manages GPU drivers elsewhere (`gpu.mode: None`)."""
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from karpy.scheduling.engine.model import NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
 from karpy.settings import load_settings
-from tests.integration.azure.conftest import LOCATION
+from tests.integration.azure.conftest import LOCATION, NodeClasses
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
 from tests.integration.azure.test_provider import CA_BUNDLE, SETTINGS
@@ -73,34 +72,20 @@ def _nodeclass(**spec: Any) -> AKSNodeClass:
     )
 
 
-class Classes:
-    def __init__(self) -> None:
-        self.current = _nodeclass()
-
-    async def __call__(self, name: str) -> AKSNodeClass | None:
-        return self.current if self.current.metadata.name == name else None
-
-
 @pytest.fixture
-def classes() -> Classes:
-    return Classes()
+def classes() -> NodeClasses:
+    return NodeClasses(_nodeclass())
 
 
 @pytest.fixture
 def provider(
     arm: FakeArm,
-    classes: Classes,
+    classes: NodeClasses,
     compute: ComputeManagementClient,
     network: NetworkManagementClient,
     graph: ResourceGraphClient,
 ) -> AzureCloudProvider:
-    records = []
-    for record in copy.deepcopy(_RECORDS):
-        record["locations"] = [LOCATION]
-        for info in record["locationInfo"]:
-            info["location"] = LOCATION
-        records.append(record)
-    arm.state.skus[LOCATION] = records
+    arm.state.add_skus(LOCATION, _RECORDS)
     built = build_azure_provider(
         load_settings(SETTINGS),
         compute=compute,
@@ -226,7 +211,7 @@ async def test_a_nodepool_asking_for_nvidia_launches_only_gpu_sizes(
 
 
 async def test_a_class_managing_gpu_drivers_elsewhere_boots_gpu_sizes_as_plain_nodes(
-    arm: FakeArm, provider: AzureCloudProvider, classes: Classes
+    arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
     classes.current = _nodeclass(gpu={"mode": "None"})
     types = await provider.get_instance_types(NodePool.model_validate(_nodepool()))
@@ -241,7 +226,7 @@ async def test_a_class_managing_gpu_drivers_elsewhere_boots_gpu_sizes_as_plain_n
 
 
 async def test_azure_linux_gets_only_the_gpu_sizes_it_has_drivers_for(
-    provider: AzureCloudProvider, classes: Classes
+    provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
     classes.current = _nodeclass(imageFamily="AzureLinux")
     types = await provider.get_instance_types(NodePool.model_validate(_nodepool()))
@@ -253,7 +238,7 @@ async def test_azure_linux_gets_only_the_gpu_sizes_it_has_drivers_for(
 
 
 async def test_a_gpu_size_only_a_driverless_class_may_use_is_read_back_with_its_labels(
-    arm: FakeArm, provider: AzureCloudProvider, classes: Classes
+    arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
     classes.current = _nodeclass(gpu={"mode": "None"})
     amd = _nodepool(

@@ -21,12 +21,12 @@ from karpy.cloudprovider.azure.nodeclassstatus import AKSNodeClassResolver
 from karpy.cloudprovider.azure.pricing import parse_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
 from karpy.cloudprovider.types import CreateError
-from tests.integration.azure.conftest import LOCATION
+from tests import kit
+from tests.integration.azure.conftest import LOCATION, NodeClasses
 from tests.integration.azure.fakearm import AZURE_LINUX_GALLERY, UBUNTU_GALLERY, FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
 from tests.integration.azure.test_provider import (  # noqa: F401 (fixtures)
     SUBNET,
-    Classes,
     _claim,
     classes,
     provider,
@@ -174,26 +174,12 @@ async def test_a_generation_1_only_size_launches_with_the_generation_1_image(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
     sizes: AzureCloudProvider,
-    classes: Classes,  # noqa: F811
+    classes: NodeClasses,  # noqa: F811
 ) -> None:
     status = await resolver.resolve(_obj(), now=T0)
     classes.current = _class(status)
     nodepool = NodePool.model_validate(
-        {
-            "metadata": {"name": "default"},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {
-                            "group": "karpenter.azure.com",
-                            "kind": "AKSNodeClass",
-                            "name": "default",
-                        },
-                        "requirements": [],
-                    }
-                }
-            },
-        }
+        kit.nodepool("default", kind="AKSNodeClass", group="karpenter.azure.com", requirements=[])
     )
     offered = {it.name for it in await sizes.get_instance_types(nodepool)}
     assert {GEN1_ONLY, BOTH} <= offered
@@ -232,7 +218,7 @@ async def test_a_generation_1_only_size_launches_with_the_generation_1_image(
 async def test_before_the_images_are_resolved_the_size_s_generation_picks_the_latest_image(
     arm: FakeArm,
     sizes: AzureCloudProvider,
-    classes: Classes,  # noqa: F811
+    classes: NodeClasses,  # noqa: F811
     family: str,
     gallery: str,
     gen2: str,

@@ -25,10 +25,10 @@ from karpy.cloudprovider.types import (
     InsufficientCapacityError,
     NodeClassNotReadyError,
 )
-from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
+from tests import kit
+from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION, NodeClasses
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.test_provider import (  # noqa: F401 (fixtures)
-    Classes,
     _claim,
     classes,
     provider,
@@ -320,7 +320,7 @@ async def test_a_launch_uses_the_resolved_image_and_a_not_ready_class_none(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
     provider: AzureCloudProvider,  # noqa: F811
-    classes: Classes,  # noqa: F811
+    classes: NodeClasses,  # noqa: F811
 ) -> None:
     status = await resolver.resolve(_obj(), now=T0)
     classes.current = AKSNodeClass.model_validate({**_obj(), "status": status})
@@ -346,7 +346,7 @@ async def test_an_architecture_the_family_has_no_image_for_is_not_offered(
     resolver: AKSNodeClassResolver,
     cluster: ClusterVersion,
     provider: AzureCloudProvider,  # noqa: F811
-    classes: Classes,  # noqa: F811
+    classes: NodeClasses,  # noqa: F811
 ) -> None:
     # Azure Linux 3 (Kubernetes 1.32 on) has no arm64 image in the community gallery; an arm64
     # SKU, cheaper than every other, is in the region.
@@ -367,21 +367,7 @@ async def test_an_architecture_the_family_has_no_image_for_is_not_offered(
         )
     )
     nodepool = NodePool.model_validate(
-        {
-            "metadata": {"name": "default"},
-            "spec": {
-                "template": {
-                    "spec": {
-                        "nodeClassRef": {
-                            "group": "karpenter.azure.com",
-                            "kind": "AKSNodeClass",
-                            "name": "default",
-                        },
-                        "requirements": [],
-                    }
-                }
-            },
-        }
+        kit.nodepool("default", kind="AKSNodeClass", group="karpenter.azure.com", requirements=[])
     )
     cluster.value = "v1.31.8"
     obj = _obj(imageFamily="AzureLinux")
@@ -415,7 +401,7 @@ async def test_an_old_kubelet_a_newer_image_or_another_subnet_drifts_the_vm(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
     provider: AzureCloudProvider,  # noqa: F811
-    classes: Classes,  # noqa: F811
+    classes: NodeClasses,  # noqa: F811
 ) -> None:
     status = await resolver.resolve(_obj(), now=T0)
     classes.current = AKSNodeClass.model_validate({**_obj(), "status": status})

@@ -26,7 +26,7 @@ from karpy.cloudprovider.types import (
     NodeClassNotReadyError,
 )
 from karpy.settings import load_settings
-from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
+from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION, NodeClasses
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
 
@@ -120,23 +120,15 @@ def _claim(name: str = "default-abcde", *, types: tuple[str, ...] = ()) -> NodeC
     )
 
 
-class Classes:
-    def __init__(self) -> None:
-        self.current: AKSNodeClass | None = _nodeclass()
-
-    async def __call__(self, name: str) -> AKSNodeClass | None:
-        return self.current if self.current and self.current.metadata.name == name else None
-
-
 @pytest.fixture
-def classes() -> Classes:
-    return Classes()
+def classes() -> NodeClasses:
+    return NodeClasses(_nodeclass())
 
 
 @pytest.fixture
 def provider(
     arm: FakeArm,
-    classes: Classes,
+    classes: NodeClasses,
     compute: ComputeManagementClient,
     network: NetworkManagementClient,
     graph: ResourceGraphClient,
@@ -166,7 +158,7 @@ def test_provider_azure_is_registered() -> None:
 
 
 async def test_launch_get_list_drift_delete(
-    arm: FakeArm, provider: AzureCloudProvider, classes: Classes
+    arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
     launched = await provider.create(_claim())
     labels = launched.metadata.labels or {}
@@ -225,7 +217,7 @@ async def test_launch_get_list_drift_delete(
 
 
 async def test_nodes_get_the_class_s_resolved_kubernetes_version(
-    arm: FakeArm, provider: AzureCloudProvider, classes: Classes
+    arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
     resolved = _nodeclass()
     resolved.status = (
@@ -312,7 +304,7 @@ async def test_prices_start_from_the_snapshot_and_refresh_from_the_api(
     compute: ComputeManagementClient,
     network: NetworkManagementClient,
     graph: ResourceGraphClient,
-    classes: Classes,
+    classes: NodeClasses,
 ) -> None:
     built = build_azure_provider(
         load_settings(SETTINGS), compute=compute, network=network, graph=graph,
