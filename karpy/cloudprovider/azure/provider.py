@@ -19,7 +19,7 @@ class; before the images are resolved, such a launch fails with `ImageNotFound`,
 from __future__ import annotations
 
 import builtins
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Final
@@ -104,17 +104,14 @@ def default_image_id(image_family: str, it: InstanceType, kubernetes_version: st
     family's definitions whose architecture and Hyper-V generation the type allows, as a
     resolved class's `status.images` are chosen; None when none does (Azure Linux 3 on arm64, the
     Windows families, a SKU whose record lists no `HyperVGenerations`)."""
-    for found in image_definitions(image_family, kubernetes_version):
-        if _boots(it, found.requirements()):
-            return image_id(found.gallery, found.definition, "latest")
-    return None
-
-
-def _boots(it: InstanceType, requirements: Iterable[Mapping[str, Any]]) -> bool:
-    """Whether an image with these requirements (`kubernetes.io/arch`,
-    `karpenter.azure.com/sku-hyperv-generation`) boots on the instance type."""
-    wanted = Requirements.from_node_selector_terms(requirements)
-    return it.requirements.intersects(wanted) is None
+    latest = [
+        (
+            image_id(found.gallery, found.definition, "latest"),
+            Requirements.from_node_selector_terms(found.requirements()),
+        )
+        for found in image_definitions(image_family, kubernetes_version)
+    ]
+    return _first_booting(latest, it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,25 +547,38 @@ def _vm_name_of(provider_id: str) -> str | None:
     return parts[-1]
 
 
+def _resolved_images(nodeclass: AKSNodeClass) -> list[tuple[str, Requirements]]:
+    """The class's `status.images`, each id with its requirements (architecture and Hyper-V
+    generation) parsed once, in upstream's order of preference."""
+    images = (nodeclass.status.images if nodeclass.status else None) or ()
+    return [
+        (image.id, Requirements.from_node_selector_terms(r.to_dict() for r in image.requirements))
+        for image in images
+    ]
+
+
+def _first_booting(images: list[tuple[str, Requirements]], it: InstanceType) -> str | None:
+    """The first image whose requirements the instance type meets: a size that boots both
+    generations gets the generation 2 image and a generation 1 only size the generation 1
+    image."""
+    return next((id_ for id_, reqs in images if it.requirements.intersects(reqs) is None), None)
+
+
 def _resolved_image(nodeclass: AKSNodeClass, it: InstanceType) -> str | None:
-    """The first `status.images` entry whose requirements (architecture and Hyper-V
-    generation) the instance type meets: the entries are in upstream's order of preference, so a
-    size that boots both generations gets the generation 2 image and a generation 1 only size the
-    generation 1 image."""
-    for image in (nodeclass.status.images if nodeclass.status else None) or ():
-        if _boots(it, (r.to_dict() for r in image.requirements)):
-            return image.id
-    return None
+    """The first `status.images` entry the instance type boots."""
+    return _first_booting(_resolved_images(nodeclass), it)
 
 
 def _with_image(nodeclass: AKSNodeClass, types: list[InstanceType]) -> list[InstanceType]:
     """The instance types one of the class's resolved images boots (all of them before the
     images are resolved): an architecture or Hyper-V generation the image family has no image
     for (arm64 with Azure Linux 3, a SKU that lists no generation) is not offered, so pods that
-    need it stay pending instead of failing launches."""
-    if not (nodeclass.status and nodeclass.status.images):
+    need it stay pending instead of failing launches. The images' requirements are parsed once
+    for all the types."""
+    images = _resolved_images(nodeclass)
+    if not images:
         return types
-    return [it for it in types if _resolved_image(nodeclass, it) is not None]
+    return [it for it in types if _first_booting(images, it) is not None]
 
 
 def _require_not_failed(nodeclass: AKSNodeClass) -> None:

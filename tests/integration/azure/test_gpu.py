@@ -26,6 +26,7 @@ from karpy.scheduling.engine.model import NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
 from karpy.settings import load_settings
+from tests import kit
 from tests.integration.azure.conftest import LOCATION, NodeClasses
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
@@ -100,30 +101,15 @@ def provider(
 
 
 def _nodepool(*requirements: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "karpenter.sh/v1",
-        "kind": "NodePool",
-        "metadata": {"name": "gpu", "uid": "uid-gpu"},
-        "spec": {
-            "template": {
-                "spec": {
-                    "nodeClassRef": {
-                        "group": "karpenter.azure.com",
-                        "kind": "AKSNodeClass",
-                        "name": "default",
-                    },
-                    "requirements": [
-                        {
-                            "key": "karpenter.sh/capacity-type",
-                            "operator": "In",
-                            "values": ["on-demand"],
-                        },
-                        *requirements,
-                    ],
-                }
-            }
-        },
-    }
+    on_demand = {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}
+    nodepool = kit.nodepool(
+        "gpu",
+        kind="AKSNodeClass",
+        group="karpenter.azure.com",
+        requirements=[on_demand, *requirements],
+    )
+    nodepool["metadata"]["uid"] = "uid-gpu"
+    return nodepool
 
 
 def _pod(name: str, *, gpus: int = 0) -> Any:
