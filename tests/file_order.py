@@ -35,6 +35,7 @@ WEIGHTS: dict[str, float] = {
     "tests/e2e/test_capacitybuffer.py": 78.0,
     "tests/e2e/test_azure.py": 150.0,
     "tests/e2e/test_aws.py": 59.0,
+    "tests/integration/chart/test_chart_command_azure.py": 75.0,
 }
 """Seconds per test file, by path relative to the repository."""
 

@@ -19,159 +19,49 @@ import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from kubetest import Kubectl
 
 from tests.e2e.aws_kubelets import Kubelets
+from tests.e2e.azure_cluster import (
+    LOCATION,
+    NODECLASS,
+    NODEPOOL,
+    REPO,
+    custom_kube_dns,
+    karpy_env,
+    launched,
+    running_on,
+    seed,
+    web_pod,
+)
 from tests.e2e.azure_kubelets import AzureMachines
 from tests.e2e.conftest import KarpyFactory
 from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready
 from tests.integration.azure.fakearm import ThreadedFakeArm
 from tests.integration.azure.nodeboot import read_custom_data
 
-REPO = Path(__file__).resolve().parents[2]
-SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"
-RESOURCE_GROUP = "MC_rg_aks-e2e_westus2"
-LOCATION = "westus2"
-SUBNET = (
-    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
-    "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
-)
-UBUNTU = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
-# In the local control plane's service CIDR (10.0.0.0/24), and not AKS's default 10.0.0.10.
-CUSTOM_DNS = "10.0.0.54"
-
-NODECLASS = {
-    "apiVersion": "karpenter.azure.com/v1beta1",
-    "kind": "AKSNodeClass",
-    "metadata": {"name": "default"},
-    "spec": {"imageFamily": "Ubuntu2204"},
-}
-NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {
-                    "group": "karpenter.azure.com",
-                    "kind": "AKSNodeClass",
-                    "name": "default",
-                },
-                "requirements": [
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                    {
-                        "key": "karpenter.sh/capacity-type",
-                        "operator": "In",
-                        "values": ["on-demand"],
-                    },
-                    {"key": "karpenter.azure.com/sku-family", "operator": "In", "values": ["D"]},
-                ],
-            }
-        },
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"},
-    },
-}
-
-
-def _seed(arm: ThreadedFakeArm) -> None:
-    snapshot = json.loads((REPO / "karpy/cloudprovider/azure/data/snapshot.json").read_text())
-    arm.state.skus[LOCATION] = [s for s in snapshot["skus"] if LOCATION in s["locations"]]
-    items = json.loads((REPO / "hack/azure/retail-prices-2023-12-18.json").read_text())["Items"]
-    arm.state.prices = [i for i in items if i["armRegionName"] == LOCATION]
-    arm.state.images[(UBUNTU, "2204gen2containerd")] = ["202501.12.0"]
-    arm.state.images[(UBUNTU, "2204gen2arm64containerd")] = ["202501.12.0"]
-    arm.state.subnets.add(SUBNET.lower())
-    # karpy's SDK clients poll long-running operations at the pace ARM's Retry-After sets
-    # (0 would mean the SDK's own 30 s): one second, as a busy ARM might answer.
-    arm.state.retry_after = "1"
-
-
-def _karpy_env(arm: ThreadedFakeArm) -> dict[str, str]:
-    return {
-        "PROVIDER": "azure",
-        "CLUSTER_NAME": "aks-e2e",
-        "CLUSTER_ENDPOINT": "https://aks-e2e-dns-12345678.hcp.westus2.azmk8s.io:443",
-        "KUBELET_BOOTSTRAP_TOKEN": "e2e000.0123456789abcdef",
-        "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
-        "LOCATION": LOCATION,
-        "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
-        "VNET_SUBNET_ID": SUBNET,
-        "ARM_ENDPOINT": arm.url,
-        "AZURE_PRICES_ENDPOINT": arm.url,
-        "IDENTITY_ENDPOINT": f"{arm.url}/msi/token",
-        "IDENTITY_HEADER": "e2e",
-        "SSL_CERT_FILE": str(arm.cert_path),
-    }
-
-
-def _pod(namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web", "namespace": namespace},
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "web",
-                    "image": "nginx",
-                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                }
-            ],
-        },
-    }
-
-
-def _launched(kubectl: Kubectl) -> dict[str, Any] | None:
-    for claim in nodeclaims(kubectl):
-        if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
-            return claim
-    return None
-
-
-def _running_on(kubectl: Kubectl, namespace: str, node: str) -> bool:
-    pod = kubectl.json("get", "pod", "web", "-n", namespace)
-    return pod["spec"].get("nodeName") == node and pod["status"].get("phase") == "Running"
-
 
 @pytest.fixture
 def kube_dns(kubectl: Kubectl) -> Iterator[str]:
-    """CoreDNS's Service as AKS names it, with a ClusterIP of a custom service CIDR's."""
-    kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
-    kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
-            "spec": {
-                "clusterIP": CUSTOM_DNS,
-                "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}],
-            },
-        }
-    )
-    try:
-        yield CUSTOM_DNS
-    finally:
-        kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+    with custom_kube_dns(kubectl) as address:
+        yield address
 
 
 def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
     karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str, kube_dns: str
 ) -> None:
     with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
-        _seed(arm)
-        karpy_factory(_karpy_env(arm))
+        seed(arm)
+        karpy_factory(karpy_env(arm))
         kubectl.apply(NODECLASS)
         kubectl.apply(NODEPOOL)
         wait_nodepool_ready(kubectl, "default", timeout=120)
-        kubectl.apply(_pod(namespace))
+        kubectl.apply(web_pod(namespace))
         claim = wait_for(
-            lambda: _launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
+            lambda: launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
         )
         name = claim["metadata"]["name"]
         (vm,) = arm.state.of_kind("vm")
@@ -209,7 +99,7 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
         wait_for(initialized, timeout=90, message="NodeClaim Initialized")
 
         wait_for(
-            lambda: _running_on(kubectl, namespace, vm["name"]),
+            lambda: running_on(kubectl, namespace, vm["name"]),
             timeout=60,
             message="pod bound to the VM's Node and Running",
         )
@@ -239,7 +129,7 @@ GPU_PRICES = {
 
 
 def _seed_gpus(arm: ThreadedFakeArm) -> None:
-    _seed(arm)
+    seed(arm)
     arm.state.add_skus(LOCATION, GPU_SKUS)
     arm.state.prices += [
         {
@@ -260,7 +150,7 @@ def test_a_gpu_pod_gets_a_gpu_vm_whose_node_offers_the_gpu(
 ) -> None:
     with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
         _seed_gpus(arm)
-        karpy_factory(_karpy_env(arm))
+        karpy_factory(karpy_env(arm))
         kubectl.apply(NODECLASS)
         nodepool = json.loads(json.dumps(NODEPOOL))
         requirements = nodepool["spec"]["template"]["spec"]["requirements"]
@@ -290,7 +180,7 @@ def test_a_gpu_pod_gets_a_gpu_vm_whose_node_offers_the_gpu(
             }
         )
         claim = wait_for(
-            lambda: _launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
+            lambda: launched(kubectl), timeout=120, message="a NodeClaim with an Azure providerID"
         )
         name = claim["metadata"]["name"]
         labels = claim["metadata"]["labels"]
@@ -344,23 +234,23 @@ def test_a_throttled_arm_still_gives_the_pod_one_vm_and_one_nic_with_bounded_cal
     karpy_factory: KarpyFactory, kubectl: Kubectl, kubeconfig: str, namespace: str
 ) -> None:
     with ThreadedFakeArm() as arm, Kubelets(kubeconfig, machines=AzureMachines) as kubelets:
-        _seed(arm)
+        seed(arm)
         arm.state.throttle_for(GRAPH_THROTTLED, {("POST", "graph")}, retry_after="1")
-        karpy_factory(_karpy_env(arm))
+        karpy_factory(karpy_env(arm))
         kubectl.apply(NODECLASS)
         kubectl.apply(NODEPOOL)
         wait_nodepool_ready(kubectl, "default", timeout=120)
         arm.state.throttle_for(NIC_THROTTLED, {("PUT", "nic")}, retry_after="1")
         arm.state.throttle_for(VM_THROTTLED, {("PUT", "vm")}, retry_after="1")
-        kubectl.apply(_pod(namespace))
+        kubectl.apply(web_pod(namespace))
         claim = wait_for(
-            lambda: _launched(kubectl), timeout=180, message="a NodeClaim with an Azure providerID"
+            lambda: launched(kubectl), timeout=180, message="a NodeClaim with an Azure providerID"
         )
         (vm,) = arm.state.of_kind("vm")
         (nic,) = arm.state.of_kind("nic")
         assert vm["name"] == nic["name"] == f"aks-{claim['metadata']['name']}"
         wait_for(
-            lambda: _running_on(kubectl, namespace, vm["name"]),
+            lambda: running_on(kubectl, namespace, vm["name"]),
             timeout=90,
             message="pod bound to the VM's Node and Running",
         )

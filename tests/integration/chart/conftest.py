@@ -5,9 +5,12 @@ helm that renders offline, and one that talks to the session's control plane."""
 from __future__ import annotations
 
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kubetest import Kubectl, delete_namespace
 
 from tests.integration.chart.chart_support import HELM_BUILD, Helm
 
@@ -55,3 +58,11 @@ def cluster_helm(
 ) -> Helm:
     """helm against the session's control plane."""
     return Helm(helm_binary, tmp_path_factory.mktemp("helm-cluster"), kubeconfig)
+
+
+@pytest.fixture
+def release_namespace(kubectl: Kubectl) -> Iterator[str]:
+    """A namespace helm creates (--create-namespace), removed after the test."""
+    name = f"karpenter-{uuid.uuid4().hex[:6]}"
+    yield name
+    delete_namespace(kubectl, name)

@@ -3,24 +3,13 @@ against the session's control plane (in a namespace of the test's choosing)."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
-from kubetest import Kubectl, delete_namespace, wait_until
+from kubetest import Kubectl, wait_until
 
 from tests.integration.chart.chart_support import CHART, Helm
 
 JSON = dict[str, Any]
-
-
-@pytest.fixture
-def release_namespace(kubectl: Kubectl) -> Iterator[str]:
-    """A namespace helm creates (--create-namespace), removed after the test."""
-    name = f"karpenter-{uuid.uuid4().hex[:6]}"
-    yield name
-    delete_namespace(kubectl, name)
 
 
 def env_of(deployment: JSON) -> dict[str, str]:
