@@ -1,5 +1,6 @@
-"""The fake ARM server (`fakearm.FakeArm`) per test, and the real async Azure SDK clients pointed
-at it through `base_url`, with a static bearer token (the fake checks none)."""
+"""The fake ARM server (`fakearm.FakeArm`) per test, the real async Azure SDK clients pointed
+at it through `base_url`, with a static bearer token (the fake checks none), and the test
+cluster's AKSNodeClass (`classes`) and Azure provider (`provider`) on them (`cluster.py`)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,15 @@ from azure.mgmt.compute.aio import ComputeManagementClient
 from azure.mgmt.network.aio import NetworkManagementClient
 from azure.mgmt.resourcegraph.aio import ResourceGraphClient
 
-from karpy.apis.azure.v1beta1 import AKSNodeClass
+from karpy.cloudprovider.azure.provider import AzureCloudProvider
+from tests.integration.azure.cluster import (
+    SUBSCRIPTION,
+    NodeClasses,
+    build_provider,
+    nodeclass,
+    seed_skus,
+)
 from tests.integration.azure.fakearm import FakeArm
-
-SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"
-RESOURCE_GROUP = "MC_rg_aks_westus2"
-LOCATION = "westus2"
 
 
 class StaticToken:
@@ -36,17 +40,6 @@ class StaticToken:
 
     async def __aexit__(self, *exc: object) -> None:
         return None
-
-
-class NodeClasses:
-    """The provider's `nodeclass_of` seam: the one AKSNodeClass a test holds, found by name;
-    tests swap `current` to change the class the provider reads."""
-
-    def __init__(self, current: AKSNodeClass | None) -> None:
-        self.current = current
-
-    async def __call__(self, name: str) -> AKSNodeClass | None:
-        return self.current if self.current and self.current.metadata.name == name else None
 
 
 # Short retry backoff so injected 429s cost little; Retry-After from the fake still rules.
@@ -84,3 +77,21 @@ async def network(arm: FakeArm) -> AsyncIterator[NetworkManagementClient]:
 async def graph(arm: FakeArm) -> AsyncIterator[ResourceGraphClient]:
     async with ResourceGraphClient(StaticToken(), base_url=arm.url, **CLIENT_OPTIONS) as client:
         yield client
+
+
+@pytest.fixture
+def classes() -> NodeClasses:
+    return NodeClasses(nodeclass())
+
+
+@pytest.fixture
+def provider(
+    arm: FakeArm,
+    classes: NodeClasses,
+    compute: ComputeManagementClient,
+    network: NetworkManagementClient,
+    graph: ResourceGraphClient,
+) -> AzureCloudProvider:
+    """The provider on the test SKU records, as westus2's, at the test prices."""
+    seed_skus(arm)
+    return build_provider(compute=compute, network=network, graph=graph, classes=classes)

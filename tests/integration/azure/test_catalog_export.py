@@ -15,7 +15,7 @@ from typing import Any
 from karpy.cloudprovider.azure.snapshot import load_snapshot
 from karpy.scheduling.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
 from karpy.simulation.catalogchoice import choose_catalog
-from tests.integration.azure.conftest import SUBSCRIPTION
+from tests.integration.azure.cluster import SUBSCRIPTION
 from tests.integration.azure.fakearm import ThreadedFakeArm
 
 REPO = Path(__file__).resolve().parents[3]

@@ -12,25 +12,21 @@ from azure.mgmt.compute.aio import ComputeManagementClient
 from azure.mgmt.network.aio import NetworkManagementClient
 from azure.mgmt.resourcegraph.aio import ResourceGraphClient
 
-from karpy.cloudprovider.azure.plugin import build_azure_provider
-from karpy.cloudprovider.azure.pricing import parse_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
 from karpy.cloudprovider.kubedns import DNS_TTL, KubeDNS
 from karpy.kube.client import Client
 from karpy.kube.resources import SERVICES
 from karpy.settings import SettingsError, load_settings
-from tests.integration.azure.conftest import NodeClasses
+from tests.integration.azure.cluster import (
+    SETTINGS,
+    NodeClasses,
+    build_provider,
+    claim,
+    nodeclass,
+    seed_skus,
+)
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
-from tests.integration.azure.test_provider import (
-    CA_BUNDLE,
-    PRICES,
-    SETTINGS,
-    _claim,
-    _cluster_version,
-    _nodeclass,
-    _seed,
-)
 
 # In the local control plane's service CIDR (10.0.0.0/24), and not AKS's default 10.0.0.10.
 CUSTOM_DNS = "10.0.0.53"
@@ -79,19 +75,15 @@ def _provider(
     graph: ResourceGraphClient,
     **settings: str,
 ) -> AzureCloudProvider:
-    _seed(arm)
-    built = build_azure_provider(
-        load_settings({**SETTINGS, **settings}),
+    seed_skus(arm)
+    return build_provider(
         compute=compute,
         network=network,
         graph=graph,
-        nodeclass_of=NodeClasses(_nodeclass()),
-        ca_bundle=CA_BUNDLE,
-        cluster_version=_cluster_version,
+        classes=NodeClasses(nodeclass()),
+        settings=settings,
         kube_dns=KubeDNS(kube),
     )
-    built.instance_types.set_prices(parse_prices(PRICES))
-    return built
 
 
 def _kubelet_flags(arm: FakeArm) -> Mapping[str, str]:
@@ -110,7 +102,7 @@ async def test_the_kube_dns_service_s_cluster_ip_is_the_nodes_cluster_dns(
 ) -> None:
     assert kube_dns == CUSTOM_DNS
     provider = _provider(arm, kube, compute, network, graph)
-    await provider.create(_claim())
+    await provider.create(claim())
     assert _kubelet_flags(arm)["--cluster-dns"] == CUSTOM_DNS
 
 
@@ -123,7 +115,7 @@ async def test_dns_service_ip_wins_over_the_kube_dns_service(
     graph: ResourceGraphClient,
 ) -> None:
     provider = _provider(arm, kube, compute, network, graph, DNS_SERVICE_IP="10.2.0.10")
-    await provider.create(_claim())
+    await provider.create(claim())
     assert _kubelet_flags(arm)["--cluster-dns"] == "10.2.0.10"
 
 
@@ -135,7 +127,7 @@ async def test_without_either_nodes_keep_aks_s_default(
     graph: ResourceGraphClient,
 ) -> None:
     provider = _provider(arm, kube, compute, network, graph)
-    await provider.create(_claim())
+    await provider.create(claim())
     assert _kubelet_flags(arm)["--cluster-dns"] == "10.0.0.10"
 
 
@@ -153,11 +145,11 @@ async def test_additional_tags_are_on_the_vm_and_nic_under_the_class_s_tags(
     network: NetworkManagementClient,
     graph: ResourceGraphClient,
 ) -> None:
-    # The class (test_provider's) tags team=platform; ADDITIONAL_TAGS names team too.
+    # The class (cluster.py's) tags team=platform; ADDITIONAL_TAGS names team too.
     provider = _provider(
         arm, kube, compute, network, graph, ADDITIONAL_TAGS="cost-center=42, team=ops,,"
     )
-    await provider.create(_claim())
+    await provider.create(claim())
     (vm,), (nic,) = arm.state.of_kind("vm"), arm.state.of_kind("nic")
     for resource in (vm, nic):
         assert resource["tags"]["cost-center"] == "42"

@@ -16,7 +16,7 @@ from azure.mgmt.resourcegraph.models import QueryRequest
 
 from karpy.apis.azure.v1beta1 import labels
 from karpy.cloudprovider.azure.skus import parse_sku
-from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
+from tests.integration.azure.cluster import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
 from tests.integration.azure.fakearm import FakeArm
 
 SKUS = (

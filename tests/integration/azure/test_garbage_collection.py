@@ -18,14 +18,8 @@ from karpy.cloudprovider.azure.nicgc import NICGarbageCollection
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
 from karpy.controllers.garbagecollection import InstanceGarbageCollection
 from karpy.kube import NODES, Cache, Client, FakeClock
-from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP
+from tests.integration.azure.cluster import LOCATION, RESOURCE_GROUP, SUBNET, claim
 from tests.integration.azure.fakearm import FakeArm
-from tests.integration.azure.test_provider import (  # noqa: F401 (fixtures)
-    SUBNET,
-    _claim,
-    classes,
-    provider,
-)
 from tests.kit import nodeclaim
 
 pytestmark = pytest.mark.usefixtures("crds", "clean_cluster")
@@ -54,11 +48,11 @@ def _owned(name: str) -> dict[str, object]:
 async def test_a_leaked_vm_is_collected_with_its_nic(
     arm: FakeArm,
     kube: tuple[Client, Cache],
-    provider: AzureCloudProvider,  # noqa: F811
+    provider: AzureCloudProvider,
 ) -> None:
     client, cache = kube
-    await provider.create(_claim("default-leaked"))  # its NodeClaim never made it
-    await provider.create(_claim("default-owned"))
+    await provider.create(claim("default-leaked"))  # its NodeClaim never made it
+    await provider.create(claim("default-owned"))
     await client.create(NODECLAIMS, _owned("default-owned"))
     gc = InstanceGarbageCollection(
         client=client,
@@ -76,16 +70,16 @@ async def test_a_nic_without_vm_or_nodeclaim_is_collected(
     arm: FakeArm,
     kube: tuple[Client, Cache],
     network: NetworkManagementClient,
-    provider: AzureCloudProvider,  # noqa: F811
+    provider: AzureCloudProvider,
 ) -> None:
     client, _ = kube
-    for claim in ("default-crashed", "default-launching"):
+    for name in ("default-crashed", "default-launching"):
         poller = await network.network_interfaces.begin_create_or_update(
             RESOURCE_GROUP,
-            f"aks-{claim}",
+            f"aks-{name}",
             {
                 "location": LOCATION,
-                "tags": {azure.TAG_CLUSTER: "test-cluster", azure.TAG_NODECLAIM: claim},
+                "tags": {azure.TAG_CLUSTER: "test-cluster", azure.TAG_NODECLAIM: name},
                 "properties": {
                     "ipConfigurations": [
                         {"name": "ipconfig1", "properties": {"subnet": {"id": SUBNET}}}
@@ -95,7 +89,7 @@ async def test_a_nic_without_vm_or_nodeclaim_is_collected(
         )
         await poller.result()
     await client.create(NODECLAIMS, _owned("default-launching"))
-    await provider.create(_claim("default-running"))  # a VM's NIC, NodeClaim gone or not
+    await provider.create(claim("default-running"))  # a VM's NIC, NodeClaim gone or not
     gc = NICGarbageCollection(
         client=client,
         network=provider.instances.network,

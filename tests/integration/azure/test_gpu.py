@@ -7,7 +7,6 @@ AKSNodeClass manages GPU drivers elsewhere (`gpu.mode: None`)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,30 +14,26 @@ from azure.mgmt.compute.aio import ComputeManagementClient
 from azure.mgmt.network.aio import NetworkManagementClient
 from azure.mgmt.resourcegraph.aio import ResourceGraphClient
 
-from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.azure.v1beta1 import labels as azure
 from karpy.apis.v1 import NodeClaim, NodePool
-from karpy.cloudprovider.azure.plugin import build_azure_provider
-from karpy.cloudprovider.azure.pricing import parse_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
 from karpy.controllers.provisioning.nodeclaims import nodeclaim_for
 from karpy.scheduling.engine.model import NodePoolTemplate, SchedulingInput
 from karpy.scheduling.engine.scheduler import schedule
 from karpy.scheduling.pods import pod_view
-from karpy.settings import load_settings
 from tests import kit
-from tests.integration.azure.conftest import LOCATION, NodeClasses
+from tests.integration.azure.cluster import (
+    LOCATION,
+    SKU_DATA,
+    NodeClasses,
+    build_provider,
+    nodeclass,
+)
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
-from tests.integration.azure.test_provider import CA_BUNDLE, SETTINGS
 
 GPU = "nvidia.com/gpu"
-_RECORDS = json.loads(
-    (
-        Path(__file__).parents[2] / "unit" / "cloudprovider" / "azure" / "data"
-        / "southcentralus-gpu-skus.json"
-    ).read_text()
-)["value"]  # fmt: skip
+_RECORDS = json.loads((SKU_DATA / "southcentralus-gpu-skus.json").read_text())["value"]
 # Test prices, not Azure's: NC6s_v3 is the cheapest GPU size, D2as_v6 the cheapest of all.
 PRICES = [
     {"armSkuName": "Standard_D2as_v6", "retailPrice": 0.1, "skuName": "D2as v6"},
@@ -58,24 +53,10 @@ NVIDIA_SIZES = {
 }
 
 
-async def _cluster_version() -> str:
-    return "v1.33.2"
-
-
-def _nodeclass(**spec: Any) -> AKSNodeClass:
-    return AKSNodeClass.model_validate(
-        {
-            "apiVersion": "karpenter.azure.com/v1beta1",
-            "kind": "AKSNodeClass",
-            "metadata": {"name": "default"},
-            "spec": {"imageFamily": "Ubuntu2204", **spec},
-        }
-    )
-
-
 @pytest.fixture
 def classes() -> NodeClasses:
-    return NodeClasses(_nodeclass())
+    """The test cluster's class without `tags` (no GPU test reads them), here and below."""
+    return NodeClasses(nodeclass(tags=None))
 
 
 @pytest.fixture
@@ -86,18 +67,12 @@ def provider(
     network: NetworkManagementClient,
     graph: ResourceGraphClient,
 ) -> AzureCloudProvider:
+    """The provider on the GPU SKU records (captured in southcentralus) as westus2's, at the
+    GPU test prices."""
     arm.state.add_skus(LOCATION, _RECORDS)
-    built = build_azure_provider(
-        load_settings(SETTINGS),
-        compute=compute,
-        network=network,
-        graph=graph,
-        nodeclass_of=classes,
-        ca_bundle=CA_BUNDLE,
-        cluster_version=_cluster_version,
+    return build_provider(
+        compute=compute, network=network, graph=graph, classes=classes, prices=PRICES
     )
-    built.instance_types.set_prices(parse_prices(PRICES))
-    return built
 
 
 def _nodepool(*requirements: dict[str, Any]) -> dict[str, Any]:
@@ -199,7 +174,7 @@ async def test_a_nodepool_asking_for_nvidia_launches_only_gpu_sizes(
 async def test_a_class_managing_gpu_drivers_elsewhere_boots_gpu_sizes_as_plain_nodes(
     arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
-    classes.current = _nodeclass(gpu={"mode": "None"})
+    classes.current = nodeclass(tags=None, gpu={"mode": "None"})
     types = await provider.get_instance_types(NodePool.model_validate(_nodepool()))
     assert "Standard_ND96isr_MI300X_v5" in {t.name for t in types}
     _, launched = await _plan_and_launch(provider, _nodepool(), _pod("trainer", gpus=1))
@@ -214,7 +189,7 @@ async def test_a_class_managing_gpu_drivers_elsewhere_boots_gpu_sizes_as_plain_n
 async def test_azure_linux_gets_only_the_gpu_sizes_it_has_drivers_for(
     provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
-    classes.current = _nodeclass(imageFamily="AzureLinux")
+    classes.current = nodeclass(tags=None, imageFamily="AzureLinux")
     types = await provider.get_instance_types(NodePool.model_validate(_nodepool()))
     assert {t.name for t in types} == {
         "Standard_NC6s_v3",
@@ -226,7 +201,7 @@ async def test_azure_linux_gets_only_the_gpu_sizes_it_has_drivers_for(
 async def test_a_gpu_size_only_a_driverless_class_may_use_is_read_back_with_its_labels(
     arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
-    classes.current = _nodeclass(gpu={"mode": "None"})
+    classes.current = nodeclass(tags=None, gpu={"mode": "None"})
     amd = _nodepool(
         {
             "key": "node.kubernetes.io/instance-type",

@@ -22,15 +22,9 @@ from karpy.cloudprovider.azure.pricing import parse_prices
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
 from karpy.cloudprovider.types import CreateError
 from tests import kit
-from tests.integration.azure.conftest import LOCATION, NodeClasses
+from tests.integration.azure.cluster import LOCATION, SUBNET, NodeClasses, claim
 from tests.integration.azure.fakearm import AZURE_LINUX_GALLERY, UBUNTU_GALLERY, FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
-from tests.integration.azure.test_provider import (  # noqa: F401 (fixtures)
-    SUBNET,
-    _claim,
-    classes,
-    provider,
-)
 
 HYPERV = azure.LABEL_SKU_HYPERV_GENERATION
 VERSION = "202502.03.0"
@@ -91,7 +85,7 @@ def resolver(
 
 
 @pytest.fixture
-def sizes(arm: FakeArm, provider: AzureCloudProvider) -> AzureCloudProvider:  # noqa: F811
+def sizes(arm: FakeArm, provider: AzureCloudProvider) -> AzureCloudProvider:
     """The provider with a generation 1 only size, the cheapest fit, and a size whose record
     lists no generation, cheaper still, in the region."""
     _add_sku(arm, GEN1_ONLY, generations="V1", vcpus=4, memory=8)
@@ -174,7 +168,7 @@ async def test_a_generation_1_only_size_launches_with_the_generation_1_image(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
     sizes: AzureCloudProvider,
-    classes: NodeClasses,  # noqa: F811
+    classes: NodeClasses,
 ) -> None:
     status = await resolver.resolve(_obj(), now=T0)
     classes.current = _class(status)
@@ -187,7 +181,7 @@ async def test_a_generation_1_only_size_launches_with_the_generation_1_image(
     assert NO_GENERATION not in offered
 
     # The cheapest fit boots only generation 1: it gets 22.04's generation 1 image.
-    gen1 = await sizes.create(_claim("default-gen1"))
+    gen1 = await sizes.create(claim("default-gen1"))
     vm = _launched_vm(arm, "default-gen1")
     assert vm["properties"]["hardwareProfile"]["vmSize"] == GEN1_ONLY
     image = vm["properties"]["storageProfile"]["imageReference"]["id"]
@@ -197,7 +191,7 @@ async def test_a_generation_1_only_size_launches_with_the_generation_1_image(
     assert _node_labels(vm)[HYPERV] == "1"
 
     # A size that boots both generations gets the generation 2 image, and no generation label.
-    both = await sizes.create(_claim("default-both", types=(BOTH,)))
+    both = await sizes.create(claim("default-both", types=(BOTH,)))
     vm = _launched_vm(arm, "default-both")
     assert vm["properties"]["hardwareProfile"]["vmSize"] == BOTH
     image = vm["properties"]["storageProfile"]["imageReference"]["id"]
@@ -218,25 +212,25 @@ async def test_a_generation_1_only_size_launches_with_the_generation_1_image(
 async def test_before_the_images_are_resolved_the_size_s_generation_picks_the_latest_image(
     arm: FakeArm,
     sizes: AzureCloudProvider,
-    classes: NodeClasses,  # noqa: F811
+    classes: NodeClasses,
     family: str,
     gallery: str,
     gen2: str,
     gen1: str,
 ) -> None:
     classes.current = _class(family=family)
-    await sizes.create(_claim("default-gen1", types=(GEN1_ONLY,)))
+    await sizes.create(claim("default-gen1", types=(GEN1_ONLY,)))
     vm = _launched_vm(arm, "default-gen1")
     assert vm["properties"]["storageProfile"]["imageReference"]["id"] == _image(
         gallery, gen1, "latest"
     )
-    await sizes.create(_claim("default-both", types=(BOTH,)))
+    await sizes.create(claim("default-both", types=(BOTH,)))
     vm = _launched_vm(arm, "default-both")
     assert vm["properties"]["storageProfile"]["imageReference"]["id"] == _image(
         gallery, gen2, "latest"
     )
     # A size whose record lists no generation gets no image: the launch fails with the reason.
     with pytest.raises(CreateError, match="its SKU lists no HyperVGenerations") as err:
-        await sizes.create(_claim("default-none", types=(NO_GENERATION,)))
+        await sizes.create(claim("default-none", types=(NO_GENERATION,)))
     assert err.value.reason == "ImageNotFound"
     assert arm.state.calls[("PUT", "vm")] == 2

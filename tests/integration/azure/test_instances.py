@@ -16,7 +16,7 @@ from karpy.cloudprovider.azure.instances import (
     vm_name,
 )
 from karpy.cloudprovider.types import CreateError, NodeClaimNotFoundError
-from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
+from tests.integration.azure.cluster import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
 from tests.integration.azure.fakearm import FakeArm
 
 SUBNET = (

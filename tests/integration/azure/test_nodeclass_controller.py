@@ -22,15 +22,14 @@ from karpy.cloudprovider.azure.nodeclassstatus import (
     AKSNodeClassResolver,
 )
 from karpy.kube import Cache, Client, NotFoundError
-from tests.integration.azure.conftest import LOCATION
-from tests.integration.azure.fakearm import FakeArm
-from tests.integration.azure.test_nodeclass_status import (
+from tests.integration.azure.cluster import (
+    LOCATION,
     OTHER_SUBNET,
     SUBNET,
-    UBUNTU,
     UBUNTU_2204,
     UBUNTU_2404,
 )
+from tests.integration.azure.fakearm import UBUNTU_GALLERY, FakeArm
 from tests.kit import nodeclaim
 
 pytestmark = pytest.mark.usefixtures("crds", "clean_cluster")
@@ -54,7 +53,7 @@ async def running(
 ) -> AsyncIterator[tuple[Client, Cache, AKSNodeClassController]]:
     arm.state.subnets.add(SUBNET.lower())
     for definition in UBUNTU_2204 + UBUNTU_2404:
-        arm.state.images[(UBUNTU, definition)] = ["202501.12.0"]
+        arm.state.images[(UBUNTU_GALLERY, definition)] = ["202501.12.0"]
     client = await Client.connect(kubeconfig=kubeconfig)
 
     async def version() -> str:

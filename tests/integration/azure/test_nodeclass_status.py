@@ -26,25 +26,21 @@ from karpy.cloudprovider.types import (
     NodeClassNotReadyError,
 )
 from tests import kit
-from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION, NodeClasses
-from tests.integration.azure.fakearm import FakeArm
-from tests.integration.azure.test_provider import (  # noqa: F401 (fixtures)
-    _claim,
-    classes,
-    provider,
+from tests.integration.azure.cluster import (
+    LOCATION,
+    OTHER_SUBNET,
+    SUBNET,
+    UBUNTU_2204,
+    UBUNTU_2404,
+    NodeClasses,
+    claim,
 )
+from tests.integration.azure.fakearm import FakeArm
 
 UBUNTU = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 AZURE_LINUX = "AKSAzureLinux-f7c7cda5-1c9a-4bdc-a222-9614c968580b"
-UBUNTU_2204 = ["2204gen2containerd", "2204containerd", "2204gen2arm64containerd"]
-UBUNTU_2404 = ["2404gen2containerd", "2404containerd", "2404gen2arm64containerd"]
 AZURE_LINUX_2 = ["V2gen2", "V2", "V2gen2arm64"]
 AZURE_LINUX_3 = ["V3gen2", "V3"]
-SUBNET = (
-    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
-    "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
-)
-OTHER_SUBNET = SUBNET.replace("aks-subnet", "other-subnet")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -319,25 +315,25 @@ async def test_a_windows_class_fails_validation_and_says_what_to_use_instead(
 async def test_a_launch_uses_the_resolved_image_and_a_not_ready_class_none(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
-    provider: AzureCloudProvider,  # noqa: F811
-    classes: NodeClasses,  # noqa: F811
+    provider: AzureCloudProvider,
+    classes: NodeClasses,
 ) -> None:
     status = await resolver.resolve(_obj(), now=T0)
     classes.current = AKSNodeClass.model_validate({**_obj(), "status": status})
-    await provider.create(_claim())
+    await provider.create(claim())
     (vm,) = arm.state.of_kind("vm")
     assert vm["properties"]["storageProfile"]["imageReference"]["id"] == status["images"][0]["id"]
 
     bad = await resolver.resolve(_obj(vnetSubnetID=OTHER_SUBNET), now=T0)
     classes.current = AKSNodeClass.model_validate({**_obj(), "status": bad})
     with pytest.raises(NodeClassNotReadyError, match="SubnetsReady=False"):
-        await provider.create(_claim("default-other"))
+        await provider.create(claim("default-other"))
     windows = await resolver.resolve(_obj(imageFamily="Windows2022"), now=T0)
     classes.current = AKSNodeClass.model_validate(
         {**_obj(imageFamily="Windows2022"), "status": windows}
     )
     with pytest.raises(NodeClassNotReadyError, match="ValidationSucceeded=False"):
-        await provider.create(_claim("default-windows"))
+        await provider.create(claim("default-windows"))
     assert arm.state.calls[("PUT", "vm")] == 1
 
 
@@ -345,8 +341,8 @@ async def test_an_architecture_the_family_has_no_image_for_is_not_offered(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
     cluster: ClusterVersion,
-    provider: AzureCloudProvider,  # noqa: F811
-    classes: NodeClasses,  # noqa: F811
+    provider: AzureCloudProvider,
+    classes: NodeClasses,
 ) -> None:
     # Azure Linux 3 (Kubernetes 1.32 on) has no arm64 image in the community gallery; an arm64
     # SKU, cheaper than every other, is in the region.
@@ -381,18 +377,18 @@ async def test_an_architecture_the_family_has_no_image_for_is_not_offered(
     offered = {it.name for it in await provider.get_instance_types(nodepool)}
     assert "Standard_D2ps_v5" not in offered and "Standard_D2s_v3" in offered
     # A claim the arm64 SKU would have been cheapest for gets the amd64 one and its image.
-    await provider.create(_claim())
+    await provider.create(claim())
     (vm,) = arm.state.of_kind("vm")
     assert vm["properties"]["hardwareProfile"]["vmSize"] == "Standard_D2s_v3"
     image = vm["properties"]["storageProfile"]["imageReference"]["id"]
     assert image == f"/CommunityGalleries/{AZURE_LINUX}/images/V3gen2/versions/202502.03.0"
     # A claim that only the arm64 SKU satisfies finds no offering.
     with pytest.raises(InsufficientCapacityError):
-        await provider.create(_claim("default-arm", types=("Standard_D2ps_v5",)))
+        await provider.create(claim("default-arm", types=("Standard_D2ps_v5",)))
     # Before the images are resolved, such a launch fails with the reason, and nothing is made.
     classes.current = AKSNodeClass.model_validate(obj)
     with pytest.raises(CreateError, match="no arm64 image of imageFamily AzureLinux") as err:
-        await provider.create(_claim("default-arm", types=("Standard_D2ps_v5",)))
+        await provider.create(claim("default-arm", types=("Standard_D2ps_v5",)))
     assert err.value.reason == "ImageNotFound"
     assert arm.state.calls[("PUT", "vm")] == 1
 
@@ -400,12 +396,12 @@ async def test_an_architecture_the_family_has_no_image_for_is_not_offered(
 async def test_an_old_kubelet_a_newer_image_or_another_subnet_drifts_the_vm(
     arm: FakeArm,
     resolver: AKSNodeClassResolver,
-    provider: AzureCloudProvider,  # noqa: F811
-    classes: NodeClasses,  # noqa: F811
+    provider: AzureCloudProvider,
+    classes: NodeClasses,
 ) -> None:
     status = await resolver.resolve(_obj(), now=T0)
     classes.current = AKSNodeClass.model_validate({**_obj(), "status": status})
-    launched = await provider.create(_claim())
+    launched = await provider.create(claim())
     assert await provider.is_drifted(launched) is None
     # Its Node registered with a kubelet older than the control plane's 1.33.1.
     assert launched.status is not None

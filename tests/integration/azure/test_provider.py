@@ -4,19 +4,12 @@ offerings unavailable so the next launch asks for something else (calls counted)
 
 from __future__ import annotations
 
-import copy
-import json
-from pathlib import Path
-from typing import Any
-
 import pytest
 from azure.mgmt.compute.aio import ComputeManagementClient
 from azure.mgmt.network.aio import NetworkManagementClient
 from azure.mgmt.resourcegraph.aio import ResourceGraphClient
 
-from karpy.apis.azure.v1beta1 import AKSNodeClass
 from karpy.apis.azure.v1beta1 import labels as azure
-from karpy.apis.v1 import NodeClaim
 from karpy.cloudprovider.azure.plugin import PriceRefresher, build_azure_provider
 from karpy.cloudprovider.azure.provider import AzureCloudProvider
 from karpy.cloudprovider.registry import ProviderUnavailableError, get_plugin
@@ -26,127 +19,19 @@ from karpy.cloudprovider.types import (
     NodeClassNotReadyError,
 )
 from karpy.settings import load_settings
-from tests.integration.azure.conftest import LOCATION, RESOURCE_GROUP, SUBSCRIPTION, NodeClasses
+from tests.integration.azure.cluster import (
+    CA_BUNDLE,
+    LOCATION,
+    PRICES,
+    RESOURCE_GROUP,
+    SETTINGS,
+    SUBSCRIPTION,
+    NodeClasses,
+    claim,
+    nodeclass,
+)
 from tests.integration.azure.fakearm import FakeArm
 from tests.integration.azure.nodeboot import read_custom_data
-
-SUBNET = (
-    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
-    "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
-)
-SETTINGS = {
-    "PROVIDER": "azure",
-    "CLUSTER_NAME": "test-cluster",
-    "CLUSTER_ENDPOINT": "https://test-cluster-dns-12345678.hcp.westus2.azmk8s.io:443",
-    "ARM_SUBSCRIPTION_ID": SUBSCRIPTION,
-    "LOCATION": LOCATION,
-    "AZURE_NODE_RESOURCE_GROUP": RESOURCE_GROUP,
-    "VNET_SUBNET_ID": SUBNET,
-    "KUBELET_BOOTSTRAP_TOKEN": "abcdef.0123456789abcdef",
-    "KUBELET_IDENTITY_CLIENT_ID": "kubelet-client-1",
-    "LINUX_ADMIN_USERNAME": "aksadmin",
-}
-_RECORDS = json.loads(
-    (
-        Path(__file__).parents[2] / "unit" / "cloudprovider" / "azure" / "data"
-        / "westcentralus-skus.json"
-    ).read_text()
-)["value"]  # fmt: skip
-# Test prices, not Azure's: D2s_v3 is the cheapest fit, D4s_v3 the next.
-PRICES = [
-    {"armSkuName": "Standard_D2s_v3", "retailPrice": 0.1, "skuName": "D2s v3"},
-    {"armSkuName": "Standard_D4s_v3", "retailPrice": 0.2, "skuName": "D4s v3"},
-    {"armSkuName": "Standard_D2s_v3", "retailPrice": 0.02, "skuName": "D2s v3 Spot"},
-]
-
-
-def _seed(arm: FakeArm) -> None:
-    """The test SKU records as westus2's, zonal (1, 2, 3) and spot-capable."""
-    records = []
-    for record in copy.deepcopy(_RECORDS):
-        record["locations"] = [LOCATION]
-        record["locationInfo"] = [{"location": LOCATION, "zones": ["1", "2", "3"]}]
-        record["capabilities"].append({"name": "LowPriorityCapable", "value": "True"})
-        records.append(record)
-    arm.state.skus[LOCATION] = records
-
-
-CA_BUNDLE = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
-
-
-async def _cluster_version() -> str:
-    return "v1.33.2"
-
-
-def _nodeclass(**spec: Any) -> AKSNodeClass:
-    return AKSNodeClass.model_validate(
-        {
-            "apiVersion": "karpenter.azure.com/v1beta1",
-            "kind": "AKSNodeClass",
-            "metadata": {"name": "default"},
-            "spec": {"imageFamily": "Ubuntu2204", "tags": {"team": "platform"}, **spec},
-        }
-    )
-
-
-def _claim(name: str = "default-abcde", *, types: tuple[str, ...] = ()) -> NodeClaim:
-    requirements: list[dict[str, Any]] = [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]},
-        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-    ]
-    if types:
-        requirements.append(
-            {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)}
-        )
-    return NodeClaim.model_validate(
-        {
-            "metadata": {
-                "name": name,
-                "uid": f"uid-{name}",
-                "labels": {"karpenter.sh/nodepool": "default"},
-            },
-            "spec": {
-                "requirements": requirements,
-                "resources": {"requests": {"cpu": "1500m", "memory": "2Gi"}},
-                "nodeClassRef": {
-                    "group": "karpenter.azure.com",
-                    "kind": "AKSNodeClass",
-                    "name": "default",
-                },
-                "taints": [{"key": "dedicated", "value": "web", "effect": "NoSchedule"}],
-            },
-        }
-    )
-
-
-@pytest.fixture
-def classes() -> NodeClasses:
-    return NodeClasses(_nodeclass())
-
-
-@pytest.fixture
-def provider(
-    arm: FakeArm,
-    classes: NodeClasses,
-    compute: ComputeManagementClient,
-    network: NetworkManagementClient,
-    graph: ResourceGraphClient,
-) -> AzureCloudProvider:
-    _seed(arm)
-    built = build_azure_provider(
-        load_settings(SETTINGS),
-        compute=compute,
-        network=network,
-        graph=graph,
-        nodeclass_of=classes,
-        ca_bundle=CA_BUNDLE,
-        cluster_version=_cluster_version,
-    )
-    from karpy.cloudprovider.azure.pricing import parse_prices
-
-    built.instance_types.set_prices(parse_prices(PRICES))
-    return built
 
 
 def test_provider_azure_is_registered() -> None:
@@ -160,7 +45,7 @@ def test_provider_azure_is_registered() -> None:
 async def test_launch_get_list_drift_delete(
     arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
-    launched = await provider.create(_claim())
+    launched = await provider.create(claim())
     labels = launched.metadata.labels or {}
     assert labels["node.kubernetes.io/instance-type"] == "Standard_D2s_v3"
     assert labels["karpenter.sh/capacity-type"] == "on-demand"
@@ -205,7 +90,7 @@ async def test_launch_get_list_drift_delete(
     assert [c.status.provider_id for c in await provider.list() if c.status] == [provider_id]
 
     assert await provider.is_drifted(launched) is None
-    classes.current = _nodeclass(osDiskSizeGB=256)
+    classes.current = nodeclass(osDiskSizeGB=256)
     assert await provider.is_drifted(launched) == "NodeClassDrift"
 
     await provider.delete(launched)
@@ -219,7 +104,7 @@ async def test_launch_get_list_drift_delete(
 async def test_nodes_get_the_class_s_resolved_kubernetes_version(
     arm: FakeArm, provider: AzureCloudProvider, classes: NodeClasses
 ) -> None:
-    resolved = _nodeclass()
+    resolved = nodeclass()
     resolved.status = (
         type(resolved)
         .model_validate(
@@ -228,7 +113,7 @@ async def test_nodes_get_the_class_s_resolved_kubernetes_version(
         .status
     )
     classes.current = resolved
-    await provider.create(_claim())
+    await provider.create(claim())
     (vm,) = arm.state.of_kind("vm")
     boot = read_custom_data(vm["properties"]["osProfile"]["customData"]).variables
     assert boot["KUBERNETES_VERSION"] == "1.32.7"
@@ -239,15 +124,15 @@ async def test_no_kubernetes_version_anywhere_launches_nothing(
 ) -> None:
     provider.cluster_version = None
     with pytest.raises(NodeClassNotReadyError, match="no Kubernetes version"):
-        await provider.create(_claim())
+        await provider.create(claim())
     assert arm.state.of_kind("vm") == []
 
 
 async def test_a_relaunch_after_a_crash_adopts_the_vm(
     arm: FakeArm, provider: AzureCloudProvider
 ) -> None:
-    first = await provider.create(_claim())
-    again = await provider.create(_claim())
+    first = await provider.create(claim())
+    again = await provider.create(claim())
     assert first.status is not None and again.status is not None
     assert again.status.provider_id == first.status.provider_id
     assert arm.state.calls[("PUT", "vm")] == 1
@@ -271,16 +156,16 @@ async def test_a_refused_offering_is_not_asked_for_again(
 ) -> None:
     arm.state.fail_vm_create(code, message)
     with pytest.raises(InsufficientCapacityError):
-        await provider.create(_claim("default-first"))
+        await provider.create(claim("default-first"))
     assert arm.state.resources == {}
     # The refusal covers the SKU in every zone for on-demand: the retried NodeClaim gets the
     # next cheapest SKU at once, with one VM PUT, not one per zone.
-    retried = await provider.create(_claim("default-second"))
+    retried = await provider.create(claim("default-second"))
     assert (retried.metadata.labels or {})["node.kubernetes.io/instance-type"] == (
         "Standard_D4s_v3"
     )
     assert arm.state.calls[("PUT", "vm")] == 2
-    types = await provider.instance_types.for_nodeclass(_nodeclass())
+    types = await provider.instance_types.for_nodeclass(nodeclass())
     (d2,) = [t for t in types if t.name == "Standard_D2s_v3"]
     assert not any(o.available for o in d2.offerings if o.capacity_type == "on-demand")
 
@@ -291,11 +176,11 @@ async def test_a_claim_limited_to_a_refused_sku_fails_without_calling_arm(
     arm.state.fail_vm_create("SkuNotAvailable", "not available")
     only = ("Standard_D2s_v3",)
     with pytest.raises(InsufficientCapacityError):
-        await provider.create(_claim("default-first", types=only))
+        await provider.create(claim("default-first", types=only))
     puts = arm.state.calls[("PUT", "vm")]
     for attempt in range(5):
         with pytest.raises(InsufficientCapacityError):
-            await provider.create(_claim(f"default-retry{attempt}", types=only))
+            await provider.create(claim(f"default-retry{attempt}", types=only))
     assert arm.state.calls[("PUT", "vm")] == puts == 1  # no retry storm
 
 
