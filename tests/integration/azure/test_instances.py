@@ -16,13 +16,8 @@ from karpy.cloudprovider.azure.instances import (
     vm_name,
 )
 from karpy.cloudprovider.types import CreateError, NodeClaimNotFoundError
-from tests.integration.azure.cluster import LOCATION, RESOURCE_GROUP, SUBSCRIPTION
+from tests.integration.azure.cluster import LOCATION, RESOURCE_GROUP, SUBNET, SUBSCRIPTION
 from tests.integration.azure.fakearm import FakeArm
-
-SUBNET = (
-    f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
-    "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
-)
 
 
 @pytest.fixture
