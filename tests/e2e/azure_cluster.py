@@ -13,17 +13,15 @@ from typing import Any
 from kubetest import Kubectl
 
 from tests.e2e.support import nodeclaims
-from tests.integration.azure.fakearm import ThreadedFakeArm
+from tests.integration.azure.cluster import LOCATION, SUBSCRIPTION
+from tests.integration.azure.fakearm import UBUNTU_GALLERY, ThreadedFakeArm
 
 REPO = Path(__file__).resolve().parents[2]
-SUBSCRIPTION = "00000000-0000-0000-0000-000000000001"
 RESOURCE_GROUP = "MC_rg_aks-e2e_westus2"
-LOCATION = "westus2"
 SUBNET = (
     f"/subscriptions/{SUBSCRIPTION}/resourceGroups/{RESOURCE_GROUP}/providers/"
     "Microsoft.Network/virtualNetworks/aks-vnet-12345678/subnets/aks-subnet"
 )
-UBUNTU = "AKSUbuntu-38d80f77-467a-481f-a8d4-09b6d4220bd2"
 # In the local control plane's service CIDR (10.0.0.0/24), and not AKS's default 10.0.0.10.
 CUSTOM_DNS = "10.0.0.54"
 
@@ -66,8 +64,8 @@ def seed(arm: ThreadedFakeArm) -> None:
     arm.state.skus[LOCATION] = [s for s in snapshot["skus"] if LOCATION in s["locations"]]
     items = json.loads((REPO / "hack/azure/retail-prices-2023-12-18.json").read_text())["Items"]
     arm.state.prices = [i for i in items if i["armRegionName"] == LOCATION]
-    arm.state.images[(UBUNTU, "2204gen2containerd")] = ["202501.12.0"]
-    arm.state.images[(UBUNTU, "2204gen2arm64containerd")] = ["202501.12.0"]
+    arm.state.images[(UBUNTU_GALLERY, "2204gen2containerd")] = ["202501.12.0"]
+    arm.state.images[(UBUNTU_GALLERY, "2204gen2arm64containerd")] = ["202501.12.0"]
     arm.state.subnets.add(SUBNET.lower())
     # karpy's SDK clients poll long-running operations at the pace ARM's Retry-After sets
     # (0 would mean the SDK's own 30 s): one second, as a busy ARM might answer.
