@@ -424,7 +424,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "kubeconfig path(s); unset: in-cluster or ~/.kube/config",
         '""',
     ),
-    SettingSpec("LOG_LEVEL", ("log_level",), "debug, info, warn or error", "info"),
+    SettingSpec(
+        "LOG_LEVEL",
+        ("log_level",),
+        "debug, info, warn or error: karpy's own logs (the AWS and Azure SDKs log warnings"
+        " and errors only)",
+        "info",
+    ),
     SettingSpec("METRICS_PORT", ("server", "metrics_port"), "port of /metrics", "8080"),
     SettingSpec(
         "HEALTH_PROBE_PORT", ("server", "health_probe_port"), "port of /healthz, /readyz", "8081"

@@ -3,6 +3,11 @@
 JSON keys follow Karpenter's: `level`, `time`, `logger`, `message`, then bound context such as
 `controller`, `NodeClaim`, `Node`, `Pod` and `reconcileID`. Records from libraries using the
 standard `logging` module (aiohttp, kubernetes_asyncio) go through the same renderer.
+
+`LOG_LEVEL` is karpy's level, as Karpenter's is its own: the cloud SDKs and HTTP clients in
+`QUIET_LIBRARIES` log their warnings and errors only. At debug, botocore alone wrote every
+request and the whole response body (8 MB for one EC2 launch: the instance-type catalogue), and
+at info the Azure SDK wrote every ARM request with its headers.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import TextIO
 import structlog
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-__all__ = ["LOG_LEVELS", "configure_logging"]
+__all__ = ["LOG_LEVELS", "QUIET_LIBRARIES", "configure_logging"]
 
 LOG_LEVELS: dict[str, int] = {
     "debug": logging.DEBUG,
@@ -23,6 +28,18 @@ LOG_LEVELS: dict[str, int] = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+
+QUIET_LIBRARIES = (
+    "aiohttp.access",
+    "aiobotocore",
+    "aioboto3",
+    "botocore",
+    "boto3",
+    "urllib3",
+    "azure",
+    "msal",
+)
+"""Loggers kept at WARNING whatever `LOG_LEVEL` says (their children included)."""
 
 _configured = False
 
@@ -96,5 +113,5 @@ def configure_logging(
     handler = logging.StreamHandler(out)
     handler.setFormatter(formatter)
     root.handlers = [handler]
-    for noisy in ("aiohttp.access",):
+    for noisy in QUIET_LIBRARIES:
         logging.getLogger(noisy).setLevel(logging.WARNING)
