@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kubetest import Kubectl
 
-from tests.e2e.support import nodeclaims
+from tests import kit
+from tests.e2e.support import kube_dns_service, launched_claim, nodeclaims, wait_for
 from tests.integration.azure.cluster import LOCATION, SUBSCRIPTION
 from tests.integration.azure.fakearm import UBUNTU_GALLERY, ThreadedFakeArm
+from tests.integration.azure.nodeboot import read_custom_data
 
 REPO = Path(__file__).resolve().parents[2]
 RESOURCE_GROUP = "MC_rg_aks-e2e_westus2"
@@ -31,32 +32,18 @@ NODECLASS = {
     "metadata": {"name": "default"},
     "spec": {"imageFamily": "Ubuntu2204"},
 }
-NODEPOOL = {
-    "apiVersion": "karpenter.sh/v1",
-    "kind": "NodePool",
-    "metadata": {"name": "default"},
-    "spec": {
-        "template": {
-            "spec": {
-                "nodeClassRef": {
-                    "group": "karpenter.azure.com",
-                    "kind": "AKSNodeClass",
-                    "name": "default",
-                },
-                "requirements": [
-                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                    {
-                        "key": "karpenter.sh/capacity-type",
-                        "operator": "In",
-                        "values": ["on-demand"],
-                    },
-                    {"key": "karpenter.azure.com/sku-family", "operator": "In", "values": ["D"]},
-                ],
-            }
-        },
-        "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"},
-    },
-}
+NODEPOOL = kit.nodepool(
+    "default",
+    kind="AKSNodeClass",
+    group="karpenter.azure.com",
+    requirements=[
+        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "karpenter.azure.com/sku-family", "operator": "In", "values": ["D"]},
+    ],
+    policy="WhenEmptyOrUnderutilized",
+    consolidate_after="0s",
+)
 
 
 def seed(arm: ThreadedFakeArm) -> None:
@@ -90,29 +77,8 @@ def karpy_env(arm: ThreadedFakeArm) -> dict[str, str]:
     }
 
 
-def web_pod(namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "web", "namespace": namespace},
-        "spec": {
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {
-                    "name": "web",
-                    "image": "nginx",
-                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                }
-            ],
-        },
-    }
-
-
 def launched(kubectl: Kubectl) -> dict[str, Any] | None:
-    for claim in nodeclaims(kubectl):
-        if (claim.get("status") or {}).get("providerID", "").startswith("azure:///"):
-            return claim
-    return None
+    return launched_claim(kubectl, "azure:///")
 
 
 def running_on(kubectl: Kubectl, namespace: str, node: str) -> bool:
@@ -120,22 +86,22 @@ def running_on(kubectl: Kubectl, namespace: str, node: str) -> bool:
     return pod["spec"].get("nodeName") == node and pod["status"].get("phase") == "Running"
 
 
-@contextlib.contextmanager
-def custom_kube_dns(kubectl: Kubectl) -> Iterator[str]:
+def custom_kube_dns(kubectl: Kubectl) -> contextlib.AbstractContextManager[str]:
     """CoreDNS's Service as AKS names it, with a ClusterIP of a custom service CIDR's."""
-    kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
-    kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
-            "spec": {
-                "clusterIP": CUSTOM_DNS,
-                "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}],
-            },
-        }
+    return kube_dns_service(kubectl, CUSTOM_DNS)
+
+
+def kubelet_flags(vm: dict[str, Any]) -> dict[str, str]:
+    """The kubelet flags of a VM's custom data, read as the node reads them."""
+    boot = read_custom_data(vm["properties"]["osProfile"]["customData"]).variables
+    return dict(flag.split("=", 1) for flag in boot["KUBELET_FLAGS"].split(" "))
+
+
+def wait_consolidated_away(kubectl: Kubectl, arm: ThreadedFakeArm, what: str = "node") -> None:
+    """Until the empty node is gone: its VM and NIC deleted, no NodeClaim left."""
+    wait_for(
+        lambda: not arm.state.of_kind("vm") and not arm.state.of_kind("nic"),
+        timeout=180,
+        message=f"the empty {what} consolidated away, its VM and NIC deleted",
     )
-    try:
-        yield CUSTOM_DNS
-    finally:
-        kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+    wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")

@@ -368,3 +368,54 @@ def dump(obj: Any) -> str:
 
 def elapsed(start: float) -> float:
     return time.monotonic() - start
+
+
+def web_pod(namespace: str, name: str = "web") -> JSON:
+    """One pod asking for 1 CPU and 1Gi, whose deletion need not wait the 30 s a kubelet would
+    give it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": name,
+                    "image": "nginx",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                }
+            ],
+        },
+    }
+
+
+def launched_claim(kubectl: Kubectl, provider_id_prefix: str) -> JSON | None:
+    """The first NodeClaim whose providerID is a cloud's (`aws:///`, `azure:///`), if any."""
+    for claim in nodeclaims(kubectl):
+        if (claim.get("status") or {}).get("providerID", "").startswith(provider_id_prefix):
+            return claim
+    return None
+
+
+@contextmanager
+def kube_dns_service(kubectl: Kubectl, cluster_ip: str | None = None) -> Iterator[str]:
+    """CoreDNS's Service as EKS and AKS name it (`kube-system/kube-dns`), at `cluster_ip` or
+    one the apiserver allocates; yields its ClusterIP and deletes it afterwards."""
+    spec: JSON = {"ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]}
+    if cluster_ip is not None:
+        spec["clusterIP"] = cluster_ip
+    kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+    kubectl.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+            "spec": spec,
+        }
+    )
+    try:
+        service = kubectl.json("get", "service", "kube-dns", "-n", "kube-system")
+        yield str(service["spec"]["clusterIP"])
+    finally:
+        kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")

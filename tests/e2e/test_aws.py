@@ -23,7 +23,7 @@ from moto.server import ThreadedMotoServer
 
 from tests.e2e.aws_kubelets import Kubelets, node_name
 from tests.e2e.conftest import KarpyFactory
-from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready
+from tests.e2e.support import condition, launched_claim, wait_for, wait_nodepool_ready, web_pod
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "manifests" / "examples" / "aws"
@@ -86,32 +86,13 @@ def launch_join_and_terminate(
     kubectl.apply(nodeclass)
     kubectl.apply((EXAMPLES / "nodepool.yaml").read_text())
     wait_nodepool_ready(kubectl, "default")
-    kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "web", "namespace": namespace},
-            "spec": {
-                # its deletion need not wait the 30 s a kubelet would give it
-                "terminationGracePeriodSeconds": 0,
-                "containers": [
-                    {
-                        "name": "web",
-                        "image": "nginx",
-                        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
-                    }
-                ],
-            },
-        }
+    kubectl.apply(web_pod(namespace))
+
+    claim = wait_for(
+        lambda: launched_claim(kubectl, "aws:///"),
+        timeout=120,
+        message="a NodeClaim with an EC2 providerID",
     )
-
-    def launched() -> dict[str, Any] | None:
-        for claim in nodeclaims(kubectl):
-            if (claim.get("status") or {}).get("providerID", "").startswith("aws:///"):
-                return claim
-        return None
-
-    claim = wait_for(launched, timeout=120, message="a NodeClaim with an EC2 providerID")
     instance_id = claim["status"]["providerID"].rsplit("/", 1)[-1]
     instance = ec2_instances(moto)[instance_id]
     tags = {t["Key"]: t["Value"] for t in instance["Tags"]}

@@ -25,7 +25,7 @@ from kubetest import Kubectl
 
 from tests.e2e.aws_kubelets import Kubelets, node_name
 from tests.e2e.conftest import KarpyFactory
-from tests.e2e.support import nodeclaims, wait_for, wait_nodepool_ready
+from tests.e2e.support import kube_dns_service, nodeclaims, wait_for, wait_nodepool_ready
 from tests.e2e.test_aws import CREDENTIALS, REGION, REPO, _lower
 from tests.e2e.test_aws_interruption import moto  # noqa: F401  (fixture: reset before and after)
 
@@ -37,21 +37,8 @@ KUBE_RESERVED = {"cpu": "200m", "memory": "500Mi"}
 @pytest.fixture
 def kube_dns(kubectl: Kubectl) -> Iterator[str]:
     """The kube-dns Service every EKS cluster has; its ClusterIP."""
-    kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
-    kubectl.apply(
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "kube-dns", "namespace": "kube-system"},
-            "spec": {"ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]},
-        }
-    )
-    try:
-        yield str(
-            kubectl.json("get", "service", "kube-dns", "-n", "kube-system")["spec"]["clusterIP"]
-        )
-    finally:
-        kubectl("delete", "service", "kube-dns", "-n", "kube-system", "--ignore-not-found")
+    with kube_dns_service(kubectl) as address:
+        yield address
 
 
 def nodeclass(name: str, family: str, ami: str, **spec: Any) -> dict[str, Any]:

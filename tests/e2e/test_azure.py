@@ -32,14 +32,15 @@ from tests.e2e.azure_cluster import (
     REPO,
     custom_kube_dns,
     karpy_env,
+    kubelet_flags,
     launched,
     running_on,
     seed,
-    web_pod,
+    wait_consolidated_away,
 )
 from tests.e2e.azure_kubelets import AzureMachines
 from tests.e2e.conftest import KarpyFactory
-from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready
+from tests.e2e.support import condition, nodeclaims, wait_for, wait_nodepool_ready, web_pod
 from tests.integration.azure.fakearm import ThreadedFakeArm
 from tests.integration.azure.nodeboot import read_custom_data
 
@@ -84,7 +85,7 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
         (cluster,) = yaml.safe_load(Path(kubeconfig).read_text())["clusters"]
         ca = base64.b64decode(cluster["cluster"]["certificate-authority-data"])
         assert base64.b64decode(boot["KUBE_CA_CRT"]) == ca
-        flags = dict(flag.split("=", 1) for flag in boot["KUBELET_FLAGS"].split(" "))
+        flags = kubelet_flags(vm)
         assert flags["--register-with-taints"].startswith("karpenter.sh/unregistered:NoExecute")
         # The cluster's DNS Service, read by karpy through the chart's `-dns` rights.
         assert flags["--cluster-dns"] == kube_dns
@@ -105,12 +106,7 @@ def test_a_pending_pod_launches_a_vm_that_joins_and_is_consolidated_away(
         )
 
         kubectl("delete", "pod", "web", "-n", namespace, timeout=60)
-        wait_for(
-            lambda: not arm.state.of_kind("vm") and not arm.state.of_kind("nic"),
-            timeout=180,
-            message="the empty node consolidated away, its VM and NIC deleted",
-        )
-        wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
+        wait_consolidated_away(kubectl, arm)
     assert kubelets.errors == []
 
 
@@ -214,12 +210,7 @@ def test_a_gpu_pod_gets_a_gpu_vm_whose_node_offers_the_gpu(
         wait_for(initialized, timeout=90, message="the GPU NodeClaim Initialized")
 
         kubectl("delete", "pod", "trainer", "-n", namespace, timeout=60)
-        wait_for(
-            lambda: not arm.state.of_kind("vm") and not arm.state.of_kind("nic"),
-            timeout=180,
-            message="the empty GPU node consolidated away, its VM and NIC deleted",
-        )
-        wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
+        wait_consolidated_away(kubectl, arm, "GPU node")
     assert kubelets.errors == []
 
 

@@ -18,15 +18,15 @@ from tests.e2e.azure_cluster import (
     NODEPOOL,
     custom_kube_dns,
     karpy_env,
+    kubelet_flags,
     launched,
     running_on,
     seed,
-    web_pod,
+    wait_consolidated_away,
 )
 from tests.e2e.azure_kubelets import AzureMachines
-from tests.e2e.support import nodeclaims, wait_for, wait_nodepool_ready
+from tests.e2e.support import wait_for, wait_nodepool_ready, web_pod
 from tests.integration.azure.fakearm import ThreadedFakeArm
-from tests.integration.azure.nodeboot import read_custom_data
 from tests.integration.chart.chart_support import Helm
 from tests.integration.chart.rendered_command import assert_stopped_cleanly, rendered_command
 
@@ -90,20 +90,13 @@ def test_rendered_command_launches_azure_vms_as_the_chart_service_account(
             )
             (vm,) = arm.state.of_kind("vm")
             assert vm["tags"]["karpenter.azure.com_cluster"] == "aks-e2e"
-            boot = read_custom_data(vm["properties"]["osProfile"]["customData"]).variables
-            flags = dict(flag.split("=", 1) for flag in boot["KUBELET_FLAGS"].split(" "))
-            assert flags["--cluster-dns"] == cluster_dns
+            assert kubelet_flags(vm)["--cluster-dns"] == cluster_dns
             wait_for(
                 lambda: running_on(kubectl, namespace, vm["name"]),
                 timeout=90,
                 message="the pod bound to the VM's Node and Running",
             )
             kubectl("delete", "pod", "web", "-n", namespace, timeout=60)
-            wait_for(
-                lambda: not arm.state.of_kind("vm") and not arm.state.of_kind("nic"),
-                timeout=180,
-                message="the empty node consolidated away, its VM and NIC deleted",
-            )
-            wait_for(lambda: not nodeclaims(kubectl), timeout=60, message="no NodeClaim left")
+            wait_consolidated_away(kubectl, arm)
         assert_stopped_cleanly(running)
     assert kubelets.errors == []
